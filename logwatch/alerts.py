@@ -1,0 +1,99 @@
+"""Alert events: what the engine emits and every sink (terminal, JSON, Slack) consumes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import IntEnum
+from typing import Any
+
+FIRING = "firing"
+RESOLVED = "resolved"
+
+
+class Severity(IntEnum):
+    """Alert severities, ordered so that `>=` means 'at least as bad'."""
+
+    INFO = 0
+    WARNING = 1
+    CRITICAL = 2
+
+    @classmethod
+    def parse(cls, name: str) -> Severity:
+        """Parse `info` / `warning` / `critical` (case-insensitive)."""
+        try:
+            return cls[name.strip().upper()]
+        except KeyError:
+            names = ", ".join(s.name.lower() for s in cls)
+            raise ValueError(f"unknown severity {name!r} (expected one of: {names})") from None
+
+    @property
+    def label(self) -> str:
+        """Lower-case name, as written in rule packs and JSON."""
+        return self.name.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class AlertEvent:
+    """One transition of one alert: it fired, or it resolved."""
+
+    rule: str
+    severity: Severity
+    status: str
+    source: str
+    line: int
+    ts: datetime | None
+    step: int | None
+    value: float | None
+    summary: str
+    fix: str = ""
+    text: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def fingerprint(self) -> str:
+        """Identity of the alert across its lifecycle: (rule, source, labels)."""
+        return alert_fingerprint(self.rule, self.source, self.labels)
+
+    def to_json(self) -> dict[str, Any]:
+        """Strict-JSON object: non-finite values become the strings "nan", "inf", "-inf"."""
+        return {
+            "rule": self.rule,
+            "severity": self.severity.label,
+            "status": self.status,
+            "source": self.source,
+            "line": self.line,
+            "ts": self.ts.isoformat() if self.ts is not None else None,
+            "step": self.step,
+            "value": json_number(self.value),
+            "summary": self.summary,
+            "fix": self.fix,
+            "text": self.text,
+            "labels": dict(self.labels),
+            "fingerprint": self.fingerprint,
+        }
+
+    def to_jsonl(self) -> str:
+        """One line of strict JSON."""
+        return json.dumps(self.to_json(), ensure_ascii=False, allow_nan=False)
+
+
+def alert_fingerprint(rule: str, source: str, labels: Mapping[str, str]) -> str:
+    """Stable short hash of an alert's identity."""
+    key = json.dumps([rule, source, sorted(labels.items())], ensure_ascii=False)
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def json_number(value: float | None) -> float | str | None:
+    """A float as strict JSON allows it."""
+    if value is None:
+        return None
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value

@@ -1,0 +1,159 @@
+"""The command line. The only module that imports click; commands stay thin."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from logwatch import __version__
+from logwatch.alerts import Severity
+from logwatch.errors import LogwatchError
+from logwatch.reader import DEFAULT_MAX_LINE_BYTES
+from logwatch.render import summary_lines
+from logwatch.replay import ReplayOptions, replay
+from logwatch.ruleset import RuleSpec, builtin_rules_dir, load_rules
+from logwatch.sinks import StreamSink
+
+SEVERITIES = click.Choice([s.label for s in Severity], case_sensitive=False)
+
+
+def load_rule_specs(extra: Sequence[str], builtin: bool = True) -> list[RuleSpec]:
+    """The built-in rule packs (unless disabled) followed by the user's."""
+    paths = ([builtin_rules_dir()] if builtin else []) + [Path(p) for p in extra]
+    return load_rules(paths)
+
+
+def _warn_rule_error(rule: str, source: str, exc: Exception) -> None:
+    click.echo(
+        f"logwatch: rule {rule!r} failed on {source} and is off for it: "
+        f"{type(exc).__name__}: {exc} (report this with the log line that triggered it)",
+        err=True,
+    )
+
+
+class _Progress:
+    """A progress bar on stderr for large files, only when stderr is a terminal."""
+
+    def __init__(self, min_bytes: int = 64 << 20) -> None:
+        self.min_bytes = min_bytes
+        self.bar: Any = None
+        self.source = ""
+        self.done = 0
+
+    def __call__(self, source: str, done: int, total: int) -> None:
+        if total < self.min_bytes or not sys.stderr.isatty():
+            return
+        if source != self.source:
+            self.close()
+            self.bar = click.progressbar(length=total, label=source, file=sys.stderr)
+            self.bar.__enter__()
+            self.source, self.done = source, 0
+        self.bar.update(done - self.done)
+        self.done = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+class UserError(click.ClickException):
+    """A LogwatchError as click shows it: `Error: <one line>` and exit code 2."""
+
+    exit_code = 2
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except LogwatchError as exc:
+            raise UserError(str(exc)) from None
+        except BrokenPipeError:
+            sys.stderr.close()  # `logwatch replay ... | head`: the reader left, nothing to say
+            sys.exit(0)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="logwatch")
+def cli() -> None:
+    """Watch ML training runs through their logs; alert fast and once when a run goes wrong."""
+
+
+@cli.command("replay")
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "jsonl"]),
+    default="text",
+    show_default=True,
+    help="text: a timeline and a summary per file; jsonl: one JSON object per alert event.",
+)
+@click.option(
+    "--rules",
+    "rule_paths",
+    multiple=True,
+    metavar="PATH",
+    help="Add a rule pack (a .toml file or a folder of them); repeatable.",
+)
+@click.option("--no-builtin-rules", is_flag=True, help="Use only the packs given with --rules.")
+@click.option(
+    "--fail-on",
+    type=SEVERITIES,
+    default=None,
+    help="Exit 1 when an alert of this severity or worse fired.",
+)
+@click.option(
+    "--max-line-bytes",
+    type=click.IntRange(min=256),
+    default=DEFAULT_MAX_LINE_BYTES,
+    show_default=True,
+    help="Longer lines are truncated with a marker.",
+)
+def replay_cmd(
+    paths: tuple[str, ...],
+    fmt: str,
+    rule_paths: tuple[str, ...],
+    no_builtin_rules: bool,
+    fail_on: str | None,
+    max_line_bytes: int,
+) -> None:
+    """Run the rules over finished log files and print a timeline of what went wrong."""
+    specs = load_rule_specs(rule_paths, builtin=not no_builtin_rules)
+    sink = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
+    progress = _Progress()
+    try:
+        result = replay(
+            paths,
+            specs,
+            options=ReplayOptions(max_line_bytes=max_line_bytes),
+            progress=progress,
+            on_event=sink.emit,
+            on_error=_warn_rule_error,
+        )
+    finally:
+        progress.close()
+    if fmt == "text":
+        if not result.events:
+            click.echo("no alerts")
+        click.echo("")
+        for line in summary_lines(result.stats):
+            click.echo(line)
+    if fail_on is not None:
+        threshold = Severity.parse(fail_on)
+        if any(e.severity >= threshold and e.status == "firing" for e in result.events):
+            sys.exit(1)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: typed errors become one line on stderr and exit code 2."""
+    cli.main(args=list(argv) if argv is not None else None, prog_name="logwatch")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,292 @@
+"""The engine: rules over frames, alert lifecycles, per-source state. Shared by replay and tail."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+import polars as pl
+
+from logwatch.alerts import FIRING, RESOLVED, AlertEvent
+from logwatch.ruleset import RuleSpec
+from logwatch.ruletypes import Transition
+
+ErrorHandler = Callable[[str, str, Exception], None]
+"""Called as (rule id, source, exception) when a rule raises; the engine goes on without it."""
+
+
+@dataclass(slots=True)
+class SourceStats:
+    """What a post-mortem summary says about one source."""
+
+    lines: int = 0
+    steps_seen: int = 0
+    first_step: int | None = None
+    last_step: int | None = None
+    last_loss: float | None = None
+    q_hs_min: int | None = None
+    q_hs_max: int | None = None
+    runs: int = 0
+    fired: Counter[str] = field(default_factory=Counter)
+
+    def update(self, frame: pl.DataFrame) -> None:
+        """Fold one parsed batch into the stats (vectorized aggregates)."""
+        agg = frame.select(
+            pl.len().alias("n"),
+            pl.col("step").count().alias("steps"),
+            pl.col("step").drop_nulls().first().alias("first_step"),
+            pl.col("step").drop_nulls().last().alias("last_step"),
+            pl.col("loss").drop_nulls().last().alias("last_loss"),
+            pl.col("q_hs").min().alias("q_min"),
+            pl.col("q_hs").max().alias("q_max"),
+            pl.col("run_start").sum().alias("runs"),
+        ).row(0, named=True)
+        self.lines += agg["n"]
+        self.steps_seen += agg["steps"]
+        if self.first_step is None:
+            self.first_step = agg["first_step"]
+        if agg["last_step"] is not None:
+            self.last_step = agg["last_step"]
+        if agg["last_loss"] is not None:
+            self.last_loss = agg["last_loss"]
+        self.q_hs_min = _fold(min, self.q_hs_min, agg["q_min"])
+        self.q_hs_max = _fold(max, self.q_hs_max, agg["q_max"])
+        self.runs += agg["runs"]
+
+
+def _fold(fn: Callable[[int, int], int], old: int | None, new: int | None) -> int | None:
+    if old is None:
+        return new
+    return old if new is None else fn(old, new)
+
+
+@dataclass(slots=True)
+class SourceState:
+    """Everything the engine carries for one source between batches."""
+
+    rule_states: dict[str, dict[str, Any]] = field(default_factory=dict)
+    last_step: int | None = None
+    active: dict[str, AlertEvent] = field(default_factory=dict)
+    stats: SourceStats = field(default_factory=SourceStats)
+
+
+class Engine:
+    """Runs rules over parsed frames of any number of sources, one batch at a time."""
+
+    def __init__(self, rules: Sequence[RuleSpec], on_error: ErrorHandler | None = None) -> None:
+        self.rules = list(rules)
+        self.sources: dict[str, SourceState] = {}
+        self._on_error = on_error
+        self._failed: set[tuple[str, str]] = set()
+
+    def state_of(self, source: str) -> SourceState:
+        """The state of one source, created on first use."""
+        return self.sources.setdefault(source, SourceState())
+
+    def active_alerts(self, source: str | None = None) -> list[AlertEvent]:
+        """Alerts firing now (the events that fired them), in firing order."""
+        states = [self.sources[source]] if source in self.sources else []
+        if source is None:
+            states = list(self.sources.values())
+        return [event for state in states for event in state.active.values()]
+
+    def process(self, frame: pl.DataFrame) -> list[AlertEvent]:
+        """Evaluate every rule on a batch of one source's lines (in file order)."""
+        if frame.is_empty():
+            return []
+        source = frame.get_column("source")[0]
+        state = self.state_of(source)
+        state.stats.update(frame)
+        events: list[AlertEvent] = []
+        for segment, restarted_at in _split_runs(
+            frame, has_history=state.stats.lines > frame.height
+        ):
+            if restarted_at is not None:
+                events.extend(self._restart(source, state, segment, restarted_at))
+            events.extend(self._evaluate(source, state, segment))
+        return events
+
+    def _restart(
+        self, source: str, state: SourceState, segment: pl.DataFrame, line: int
+    ) -> list[AlertEvent]:
+        """A new run began in the same source: close what the old run left firing, reset state."""
+        first = segment.row(0, named=True)
+        ended = [
+            _resolved_copy(
+                event,
+                line=line,
+                ts=first["ts"],
+                step=None,
+                summary=f"{event.rule}: ended, the run restarted at line {line}",
+            )
+            for event in state.active.values()
+        ]
+        state.active.clear()
+        state.rule_states.clear()
+        state.last_step = None
+        return ended
+
+    def _evaluate(self, source: str, state: SourceState, frame: pl.DataFrame) -> list[AlertEvent]:
+        frame = frame.with_columns(
+            pl.col("step").forward_fill().fill_null(pl.lit(state.last_step, dtype=pl.Int64))
+        )
+        last_step = frame.get_column("step")[-1]
+        if last_step is not None:
+            state.last_step = last_step
+        found: list[tuple[int, int, AlertEvent]] = []
+        for order, spec in enumerate(self.rules):
+            if (spec.id, source) in self._failed:
+                continue
+            rule_state = state.rule_states.get(spec.id) or spec.rule.initial_state()
+            try:
+                transitions, new_state = spec.rule.evaluate(frame, rule_state)
+            except Exception as exc:
+                self._failed.add((spec.id, source))
+                if self._on_error is None:
+                    raise
+                self._on_error(spec.id, source, exc)
+                continue
+            state.rule_states[spec.id] = new_state
+            for transition in transitions:
+                event = self._event(spec, source, frame, transition, state)
+                if event is not None:
+                    found.append((event.line, order, event))
+        found.sort(key=lambda item: (item[0], item[1]))
+        return [event for _, _, event in found]
+
+    def _event(
+        self,
+        spec: RuleSpec,
+        source: str,
+        frame: pl.DataFrame,
+        transition: Transition,
+        state: SourceState,
+    ) -> AlertEvent | None:
+        row = frame.row(transition.row, named=True)
+        event = AlertEvent(
+            rule=spec.id,
+            severity=spec.severity,
+            status=transition.status,
+            source=source,
+            line=row["line"],
+            ts=row["ts"],
+            step=row["step"],
+            value=transition.value,
+            summary="",
+            fix=spec.fix,
+            text=row["text"],
+            labels=dict(transition.labels),
+        )
+        fingerprint = event.fingerprint
+        firing = state.active.get(fingerprint)
+        if transition.status == FIRING and firing is not None:
+            return None  # still firing: no repeat
+        if transition.status == RESOLVED and firing is None:
+            return None
+        event = _with_summary(event, spec, row)
+        if transition.status == FIRING:
+            state.active[fingerprint] = event
+            state.stats.fired[spec.id] += 1
+        else:
+            del state.active[fingerprint]
+            event = _resolved_copy(
+                event,
+                line=event.line,
+                ts=event.ts,
+                step=event.step,
+                summary=event.summary,
+                since=firing,
+            )
+        return event
+
+    def run_all(self, frames: Iterable[pl.DataFrame]) -> list[AlertEvent]:
+        """Evaluate a sequence of batches; convenience for tests and small inputs."""
+        return [event for frame in frames for event in self.process(frame)]
+
+
+def _split_runs(frame: pl.DataFrame, *, has_history: bool) -> list[tuple[pl.DataFrame, int | None]]:
+    """Cut a batch where a new run starts; each cut after the source's first line restarts state."""
+    starts = frame.get_column("run_start").arg_true().to_list()
+    if not starts:
+        return [(frame, None)]
+    bounds = sorted({0, *starts})
+    pieces = []
+    for i, begin in enumerate(bounds):
+        end = bounds[i + 1] if i + 1 < len(bounds) else frame.height
+        piece = frame.slice(begin, end - begin)
+        is_restart = begin in starts and (begin > 0 or has_history)
+        pieces.append((piece, int(piece.get_column("line")[0]) if is_restart else None))
+    return pieces
+
+
+def format_value(value: Any) -> str:
+    """A value as summaries show it."""
+    if value is None:
+        return "?"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return f"{value:.6g}"
+    if isinstance(value, list):
+        return "[" + ",".join(format_value(v) for v in value) + "]"
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ")
+    return str(value)
+
+
+class _Fields(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def _with_summary(event: AlertEvent, spec: RuleSpec, row: Mapping[str, Any]) -> AlertEvent:
+    fields = _Fields({name: format_value(value) for name, value in row.items()})
+    fields.update({name: format_value(value) for name, value in spec.params.items()})
+    fields.update(
+        rule=spec.id,
+        severity=spec.severity.label,
+        source=event.source,
+        line=str(event.line),
+        step=format_value(event.step),
+        value=format_value(event.value),
+        labels=", ".join(f"{k}={v}" for k, v in event.labels.items()),
+    )
+    for key, value in event.labels.items():
+        fields[f"labels.{key}"] = value
+    template = spec.resolved_summary if event.status == RESOLVED else spec.summary
+    return replace(event, summary=template.format_map(fields))
+
+
+def _resolved_copy(
+    event: AlertEvent,
+    *,
+    line: int,
+    ts: datetime | None,
+    step: int | None,
+    summary: str,
+    since: AlertEvent | None = None,
+) -> AlertEvent:
+    if since is not None and since.ts is not None and ts is not None:
+        summary = f"{summary} (firing for {_duration(ts - since.ts)}, since line {since.line})"
+    elif since is not None:
+        summary = f"{summary} (firing since line {since.line})"
+    return replace(event, status=RESOLVED, line=line, ts=ts, step=step, summary=summary)
+
+
+def _duration(delta: Any) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds < 0:
+        return "?"
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
