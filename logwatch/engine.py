@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED, AlertEvent
+from logwatch.durations import format_duration
 from logwatch.ruleset import RuleSpec
 from logwatch.ruletypes import Transition
 
@@ -280,13 +281,5 @@ def _resolved_copy(
 
 
 def _duration(delta: Any) -> str:
-    seconds = int(delta.total_seconds())
-    if seconds < 0:
-        return "?"
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    if minutes:
-        return f"{minutes}m{secs:02d}s"
-    return f"{secs}s"
+    seconds = delta.total_seconds()
+    return "?" if seconds < 0 else format_duration(seconds)
