@@ -2,8 +2,10 @@
 
 Each metric is found by key, anywhere in the line, so prefixes (`[rank3]:`, timestamps, MPI
 tags) never hide it and key order never matters. Patterns cover the DFlash log, Hugging Face
-Trainer dicts, Megatron-LM / NeMo, torchtitan, nanoGPT, Lightning / tqdm bars, mmengine / xtuner,
-fairseq and DeepSpeed, plus a generic `key=value` / `key: value` form for loss-like keys.
+Trainer dicts, Megatron-LM / NeMo, torchtitan, nanoGPT, Lightning / tqdm bars, mmengine / mmcv /
+xtuner, fairseq and DeepSpeed, plus a generic `key=value` / `key: value` form for loss-like keys.
+The line shapes they accept come from real logs: see tests/data/dialects.toml and
+samples/trainers/SOURCES.md.
 """
 
 from __future__ import annotations
@@ -12,19 +14,45 @@ from datetime import datetime
 
 import polars as pl
 
-# A number as trainers print it, non-finite spellings included: nan, NaN, NAN, -nan, nan.0,
-# inf, -inf, Infinity, 6.7E+00, .5
-NUMBER = r"[-+]?(?:(?i:nan)(?:\.0+)?|(?i:inf)(?i:inity)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
-_SEP = r"""['"]?\]?\s*(?:[=:]\s*|\s+)['"]?"""
-_BEFORE = r"""(?:^|[^\w/.-])"""
+# A number as trainers print it, non-finite spellings included: nan, NaN, NAN, -nan, inf,
+# -inf, Infinity, 6.7E+00, .5 (polars reads all of these as Float64).
+NUMBER = (
+    r"[-+]?(?:(?i:nan)|(?i:inf)(?i:inity)?|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
+)
+# Lightning / NeMo print non-finite floats as `nan.0`, `inf.0`, `-inf.`: the padding is dropped.
+_PADDING = r"(?:\.0*)?"
+# What may follow a value: `nan-epoch=3` in a checkpoint file name is not a value.
+_END = r"""(?:[\s,|\]})';"]|$)"""
+# Between key and value: quotes (Python dicts), `]` (`[Loss] nan`), `=`, `:` or blanks.
+_SEP = r"""['"]?\]?\s*(?:[=:]\s*|\s+)['"\[]?"""
+# An ASCII word boundary: `nll_loss` or `loss_scale` never match `loss`, and a leading
+# boundary keeps the regex engine's literal search fast (a character class there halves it).
+_BEFORE = r"(?-u:\b)"
 
-# Key families. The primary loss key may carry a prefix word (`lm loss`, `train_loss`,
-# `reduced_train_loss`, `train/loss`, `[Loss]`) but never a suffix: `loss_scale`, `loss scale`
-# and `nll_loss` after `loss=` stay out of the `loss` column.
-LOSS_KEY = r"(?i:(?:(?:lm|train|training|total|reduced_train|avg|mean)[ _/])?\[?loss(?:_step)?)"
-GRAD_NORM_KEY = r"(?i:grad[ _]?norm(?:/total)?|gnorm|total_norm)"
+# The training loss: HF `loss`, Megatron `lm loss`, nanoGPT `train loss`, Lightning
+# `train_loss` / `train_loss_step`, torchtitan / mmengine `loss:`, generic `total_loss`.
+LOSS_KEY = r"(?i:(?:lm|train|training|total)[ _/])?(?i:loss)(?:_step)?"
+GRAD_NORM_KEY = r"(?i:grad[ _-]?norm(?:/total)?|gradient_norm|gnorm|total_norm)"
 LR_KEY = r"(?i:lr|learning[ _]rate)"
-STEP_KEY = r"(?i:global_step|step|iteration|iter)"
+STEP_KEY = r"(?i:global_step|num_updates|steps|step|iteration|iter)"
+_STEP_VALUE = r"(\d+(?:\.\d+)?(?:[eE]\+?\d+)?)"
+STEP_PATTERN = (
+    _BEFORE + STEP_KEY + r"\s*[=:]?\s*" + _STEP_VALUE + r"(?:\s*/\s*\d+)?(?:[\s,|\]}):]|$)"
+)
+# mmengine `Iter(train) [ 510/2046]`, `Epoch(train) [1][ 50/1000]`; mmcv `Epoch [1][200/62598]`
+BRACKET_STEP_PATTERN = (
+    r"(?i:iter|epoch)(?:\(train\))?\s*(?:\[\s*\d+\s*\])?\s*\[\s*(\d+)\s*/\s*\d+\s*\]"
+)
+# Validation / evaluation reports carry no training loss or step.
+VALIDATION = r"(?i:validation loss at|valid on '|validate step|epoch\(val\)|\| valid \||^\s*valid loss|\| valid loss|\beval_loss)"
+# Megatron-Core's NaN checker raises instead of logging the value.
+MEGATRON_NAN = r"Unexpected result ([-+]?(?i:nan|inf))\b[^\n]*found (?i:nan|inf) in local "
+# Any loss-like key (`avr_loss=nan`, `loss_net: nan`), for lines no known dialect matched;
+# scale / validation / best-so-far keys are not losses.
+GENERIC_LOSS = (
+    r"(?i)(?-u:\b)[\w./-]*loss[\w./-]*['\"]?\s*[=:]\s*['\"]?(?:" + NUMBER + r")" + _PADDING + _END
+)
+_NOT_A_LOSS = r"(?i)scale|val|eval|test|best|valid"
 
 SCHEMA: dict[str, pl.DataType] = {
     "source": pl.String(),
@@ -55,21 +83,34 @@ _MONTHS = {
         ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1
     )
 }
+_LOGGING_TS_FORMAT = "%Y-%m-%d %H:%M:%S,%3f"  # Python logging's default, the most common by far
+
+
+def _value(pattern: str) -> pl.Expr:
+    """The first capture of `pattern` as Float64 (NaN and Inf kept)."""
+    return pl.col("text").str.extract(pattern, 1).cast(pl.Float64, strict=False)
 
 
 def _number(key: str) -> pl.Expr:
     """The first number that follows `key` and a separator, as Float64 (NaN/Inf kept)."""
-    raw = pl.col("text").str.extract(_BEFORE + key + _SEP + "(" + NUMBER + r")(?:[^\w.]|$)", 1)
-    return _to_float(raw)
-
-
-def _to_float(raw: pl.Expr) -> pl.Expr:
-    cleaned = raw.str.to_lowercase().str.replace(r"^([-+]?)nan\.0+$", "${1}nan")
-    return cleaned.str.replace(r"^[-+]nan$", "nan").cast(pl.Float64, strict=False)
+    return _value(_BEFORE + "(?:" + key + ")" + _SEP + "(" + NUMBER + ")" + _PADDING + _END)
 
 
 def _integer(pattern: str) -> pl.Expr:
-    return pl.col("text").str.extract(pattern, 1).cast(pl.Int64, strict=False)
+    """The first capture of `pattern` as an integer (`3.2e+4` and `99.0` allowed)."""
+    return _value(pattern).cast(pl.Int64, strict=False)
+
+
+def _generic_loss() -> pl.Expr:
+    pairs = pl.col("text").str.extract_all(GENERIC_LOSS)
+    keep = pairs.list.eval(
+        pl.element().filter(~pl.element().str.extract(r"^([^=:]*)", 1).str.contains(_NOT_A_LOSS))
+    )
+    return (
+        keep.list.first()
+        .str.extract(r"[=:]\s*['\"]?(" + NUMBER + ")", 1)
+        .cast(pl.Float64, strict=False)
+    )
 
 
 def _timestamp(default_year: int) -> pl.Expr:
@@ -123,14 +164,17 @@ def _telemetry() -> pl.Expr:
     return pairs.list.eval(
         pl.struct(
             pl.element().str.extract(r"^([^=]+)=", 1).alias("key"),
-            _to_float(pl.element().str.extract(r"=(.*)$", 1)).alias("value"),
+            pl.element()
+            .str.extract(r"=(" + NUMBER + ")", 1)
+            .cast(pl.Float64, strict=False)
+            .alias("value"),
         )
     )
 
 
 def _rank() -> pl.Expr:
     groups = pl.col("text").str.extract_groups(
-        r"^\s*(?:\[rank(\d+)\]:|\[default(\d+)\]:|\[\d+,mpirank:(\d+)[^\]]*\]<std(?:out|err)>:|(\d+): )"
+        r"^\s*(?:\[rank(\d+)\]:|\[default(\d+)\]:|\[\d+,mpirank:(\d+)[^\]]*\]<std(?:out|err)>:|\s*(\d+): )"
     )
     return pl.coalesce(*(groups.struct.field(str(i)) for i in range(1, 5))).cast(
         pl.Int64, strict=False
@@ -140,39 +184,97 @@ def _rank() -> pl.Expr:
 def parse_lines(
     text: pl.Series, *, source: str, first_line: int, default_year: int | None = None
 ) -> pl.DataFrame:
-    """Parse a block of lines into a frame with the `SCHEMA` columns, vectorized."""
+    """Parse a block of lines into a frame with the `SCHEMA` columns, vectorized.
+
+    Dense columns (metrics most lines of a training log carry) are extracted over the whole
+    block; sparse ones (snapshots, rank prefixes, rare dialects, timestamp fallbacks) only over
+    the rows a cheap literal test selects, then filled in.
+    """
     year = default_year if default_year is not None else datetime.now().year
     n = text.len()
-    base = pl.DataFrame(
+    frame = pl.DataFrame(
         {
-            "source": pl.Series([source], dtype=pl.String).new_from_index(0, n)
-            if n
-            else pl.Series([], dtype=pl.String),
+            "source": pl.repeat(source, n, dtype=pl.String, eager=True),
             "line": pl.int_range(first_line, first_line + n, eager=True, dtype=pl.Int64),
             "text": text.alias("text"),
         }
     )
-    is_snapshot = pl.col("text").str.contains(r"\bsnapshot\b") & pl.col("text").str.contains(
-        "/", literal=True
+    txt = pl.col("text")
+    dense = (
+        frame.lazy()
+        .select(
+            txt.str.slice(0, 23)
+            .str.to_datetime(_LOGGING_TS_FORMAT, time_unit="us", strict=False)
+            .alias("ts"),
+            _integer(STEP_PATTERN).alias("step"),
+            _number(LOSS_KEY).alias("loss"),
+            _number(GRAD_NORM_KEY).alias("grad_norm"),
+            _number(LR_KEY).alias("lr"),
+            _integer(r"(?:^|[^\w])q_hs\s*[=:]\s*(\d+)").alias("q_hs"),
+            _q_hsb(),
+            (txt.str.contains("snapshot", literal=True) & txt.str.contains(r"\bsnapshot\b")).alias(
+                "snapshot"
+            ),
+            txt.str.contains("run start:", literal=True).alias("run_start"),
+            txt.str.slice(0, 16).str.contains(r"^\s*(?:\[|\d+: )").alias("_rank_rows"),
+            txt.str.contains("][", literal=True).alias("_bracket_rows"),
+            txt.str.contains("(train)", literal=True).alias("_train_rows"),
+            txt.str.contains("reduced_train_loss", literal=True).alias("_nemo_rows"),
+            txt.str.contains("Unexpected result", literal=True).alias("_megatron_rows"),
+            txt.str.contains(r"(?i)oss\]|step\]").alias("_tag_rows"),
+            txt.str.contains(r"(?i)valid|eval_loss|epoch\(val").alias("_maybe_validation"),
+            txt.str.contains(r"(?i)loss").alias("_has_loss_word"),
+        )
+        .collect()
     )
-    run_start = pl.col("text").str.contains("run start:", literal=True)
-    frame = base.lazy().with_columns(
-        _timestamp(year),
-        _rank().alias("rank"),
-        pl.coalesce(
-            _integer(_BEFORE + STEP_KEY + r"\s*[=:]?\s*(\d+)(?:\.0+)?(?:\s*/\s*\d+)?(?:[^\w.]|$)"),
-            _integer(r"(?i:iter|epoch)\(train\)\s*\[\s*\d*\]?\s*\[?\s*(\d+)\s*/"),
-        ).alias("step"),
-        pl.coalesce(_number(LOSS_KEY), _number(r"(?i:\[loss\])")).alias("loss"),
-        _number(GRAD_NORM_KEY).alias("grad_norm"),
-        _number(LR_KEY).alias("lr"),
-        _integer(r"(?:^|[^\w])q_hs\s*[=:]\s*(\d+)").alias("q_hs"),
-        _q_hsb(),
-        is_snapshot.alias("snapshot"),
-        pl.when(is_snapshot).then(_telemetry()).alias("telemetry"),
-        run_start.alias("run_start"),
-        pl.when(run_start).then(_integer(r"\bpid=(\d+)")).alias("pid"),
+    frame = frame.hstack(dense.get_columns())
+    col = frame.get_column
+    frame = frame.with_columns(
+        _fill(frame, "ts", _sparse(frame, col("ts").is_null(), _timestamp(year), "ts")),
+        _sparse(frame, col("_rank_rows"), _rank(), "rank"),
+        _sparse(frame, col("snapshot"), _telemetry(), "telemetry"),
+        _sparse(frame, col("run_start"), _integer(r"\bpid=(\d+)"), "pid"),
+        _sparse(frame, col("_maybe_validation"), txt.str.contains(VALIDATION), "_validation"),
     )
+    loss_steps = _first_of(
+        frame,
+        "loss",
+        [
+            (col("_nemo_rows"), _number("reduced_train_loss")),
+            (col("_megatron_rows"), _value(MEGATRON_NAN + "forward loss")),
+            (col("_tag_rows"), _number(r"\[loss\]")),
+        ],
+        dense_after=1,
+    )
+    frame = frame.with_columns(loss_steps)
+    frame = frame.with_columns(
+        _first_of(
+            frame,
+            "grad_norm",
+            [(col("_megatron_rows"), _value(MEGATRON_NAN + "grad norm"))],
+            dense_after=1,
+        ),
+        _first_of(
+            frame,
+            "step",
+            [
+                (col("_bracket_rows") | col("_train_rows"), _integer(BRACKET_STEP_PATTERN)),
+                (col("_tag_rows"), _integer(r"\[step\]\s*(\d+)")),
+            ],
+            dense_after=0,
+        ),
+        _fill(
+            frame,
+            "loss",
+            _sparse(frame, col("_has_loss_word") & col("loss").is_null(), _generic_loss(), "loss"),
+        ),
+    )
+    validation = frame.get_column("_validation").fill_null(False)
+    if validation.any():
+        frame = frame.with_columns(
+            pl.when(validation).then(None).otherwise(pl.col(name)).alias(name)
+            for name in ("loss", "step", "grad_norm")
+        )
     frame = frame.with_columns(
         pl.col("q_hsb")
         .list.eval((pl.element() != 0).cast(pl.UInt32))
@@ -183,7 +285,49 @@ def parse_lines(
         .list.sum()
         .alias("gpu_keys"),
     )
-    return frame.select([pl.col(name).cast(dtype) for name, dtype in SCHEMA.items()]).collect()
+    return frame.select([pl.col(name).cast(dtype) for name, dtype in SCHEMA.items()])
+
+
+def _first_of(
+    frame: pl.DataFrame, name: str, sparse: list[tuple[pl.Series, pl.Expr]], *, dense_after: int
+) -> pl.Series:
+    """Column `name` from several extractors in priority order: the first `dense_after` sparse
+    ones outrank the dense column, the rest only fill its gaps."""
+    columns = [_sparse(frame, rows, expr, name) for rows, expr in sparse]
+    ordered = [
+        *columns[:dense_after],
+        frame.get_column(name).cast(SCHEMA[name]),
+        *columns[dense_after:],
+    ]
+    return frame.select(pl.coalesce(ordered).alias(name)).to_series()
+
+
+def _sparse(frame: pl.DataFrame, rows: pl.Series, expr: pl.Expr, name: str) -> pl.Series:
+    """`expr` evaluated only where `rows` is true (null elsewhere), as a full-length column."""
+    dtype = SCHEMA.get(name, pl.Boolean())
+    picked = rows.fill_null(False)
+    count = int(picked.sum())
+    if count == 0:
+        return pl.repeat(None, frame.height, dtype=dtype, eager=True).alias(name)
+    if count == frame.height:
+        return frame.select(expr.cast(dtype).alias(name)).to_series()
+    index = picked.arg_true()
+    values = frame.select(pl.col("text")).filter(picked).select(expr.cast(dtype).alias(name))
+    if dtype.is_nested():
+        return (
+            pl.DataFrame({"_i": pl.int_range(0, frame.height, eager=True, dtype=pl.UInt32)})
+            .join(
+                values.with_columns(index.alias("_i")), on="_i", how="left", maintain_order="left"
+            )
+            .get_column(name)
+        )
+    empty = pl.repeat(None, frame.height, dtype=dtype, eager=True)
+    return empty.scatter(index, values.to_series()).alias(name)
+
+
+def _fill(frame: pl.DataFrame, name: str, fallback: pl.Series) -> pl.Series:
+    """The column `name`, its nulls filled from a sparse fallback column."""
+    return frame.get_column(name).cast(SCHEMA[name]).fill_null(fallback).alias(name)
 
 
 def empty_frame() -> pl.DataFrame:

@@ -18,6 +18,7 @@ DEFAULT_BLOCK_BYTES = 16 << 20
 TRUNCATION_MARKER = " …[logwatch: line truncated, {dropped} bytes dropped]"
 _NUL = b"\x00"
 _REPLACEMENT = "\ufffd".encode()
+_PREFIX = r"^(\[rank\d+\]:|\[default\d+\]:|\[\d+,mpirank:[^\]]*\]<std(?:out|err)>:)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,14 +118,28 @@ def lines_to_series(data: bytes, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -
     if text.len() == 0 and data.count(b"\n"):
         text = pl.Series("text", [""] * data.count(b"\n"), dtype=pl.String)
     marker_len = len(TRUNCATION_MARKER.encode())
-    redrawn = (
+    frame = pl.DataFrame([text])
+    if frame.select(pl.col("text").str.contains("#0", literal=True).any()).item():
+        # rsyslog / SageMaker write control characters as `#015` (CR) and `#033` (ESC).
+        frame = frame.with_columns(
+            pl.col("text")
+            .str.replace_all("#015", "\r", literal=True)
+            .str.replace_all("#033", "\x1b", literal=True)
+        )
+    if frame.select(pl.col("text").str.contains("\x1b", literal=True).any()).item():
+        # ANSI colours sit between keys and values (torchtitan): `\x1b[32mloss: \x1b[33m7.8`.
+        frame = frame.with_columns(pl.col("text").str.replace_all(r"\x1b\[[0-9;?]*[A-Za-z]", ""))
+    # A redrawn line keeps its last state, and the rank / MPI prefix of its first segment.
+    prefix = pl.col("text").str.extract(_PREFIX, 1).fill_null("")
+    last = (
         pl.col("text")
         .str.split("\r")
         .list.eval(pl.element().filter(pl.element().str.strip_chars() != ""))
         .list.last()
         .fill_null("")
     )
-    frame = pl.DataFrame([text]).with_columns(
+    redrawn = pl.when(last.str.starts_with(prefix)).then(last).otherwise(prefix + last)
+    frame = frame.with_columns(
         pl.when(pl.col("text").str.contains("\r", literal=True))
         .then(redrawn)
         .otherwise(pl.col("text"))

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
+
+import polars as pl
 
 from logwatch.alerts import AlertEvent
 from logwatch.engine import Engine, ErrorHandler, SourceStats
@@ -14,6 +19,8 @@ from logwatch.errors import InputError
 from logwatch.parse import parse_lines
 from logwatch.reader import DEFAULT_BLOCK_BYTES, DEFAULT_MAX_LINE_BYTES, read_blocks
 from logwatch.ruleset import RuleSpec
+
+T = TypeVar("T")
 
 Progress = Callable[[str, int, int], None]
 """Called as (source, bytes done, bytes total) after each block."""
@@ -57,19 +64,50 @@ def replay_file(
         total = os.fstat(stream.fileno()).st_size
         year = datetime.fromtimestamp(os.fstat(stream.fileno()).st_mtime).year
         engine.state_of(path)
-        for block in read_blocks(
+        blocks = read_blocks(
             stream, block_bytes=options.block_bytes, max_line_bytes=options.max_line_bytes
-        ):
-            frame = parse_lines(
-                block.text, source=path, first_line=block.first_line, default_year=year
-            )
+        )
+
+        def parsed() -> Iterator[tuple[pl.DataFrame, int]]:
+            for block in blocks:
+                frame = parse_lines(
+                    block.text, source=path, first_line=block.first_line, default_year=year
+                )
+                yield frame, block.end_offset
+
+        for frame, end_offset in _prefetch(parsed()):
             yield from engine.process(frame)
             if progress is not None:
-                progress(path, block.end_offset, total)
+                progress(path, end_offset, total)
     except OSError as exc:
         raise InputError(f"{path}: read failed: {exc.strerror}") from None
     finally:
         stream.close()
+
+
+def _prefetch(items: Iterator[T], depth: int = 2) -> Iterator[T]:
+    """Run a producer on a worker thread, `depth` items ahead of the consumer.
+
+    Reading and parsing the next block overlaps with the engine's work on this one (polars
+    releases the GIL), which keeps both cores of a small machine busy.
+    """
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="logwatch-read") as pool:
+        pending: deque[Future[T | None]] = deque()
+        sentinel = None
+
+        def step() -> T | None:
+            return next(items, sentinel)
+
+        for _ in range(depth):
+            pending.append(pool.submit(step))
+        while pending:
+            item = pending.popleft().result()
+            if item is None:
+                break
+            pending.append(pool.submit(step))
+            yield item
+        for future in pending:
+            future.cancel()
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,7 +69,7 @@ class NonFiniteRule:
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
         col = pl.col(self.column)
-        rows = frame.with_row_index("_row").filter(col.is_not_null())
+        rows = frame.select(self.column).with_row_index("_row").filter(col.is_not_null())
         if rows.is_empty():
             return [], state
         bad = ~col.is_finite()
@@ -96,7 +96,14 @@ class StreakRule:
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
-        rows = frame.with_row_index("_row").filter(self.applies.fill_null(False))
+        needed = {*self.applies.meta.root_names(), *self.condition.meta.root_names()}
+        if self.value_column:
+            needed.add(self.value_column)
+        rows = (
+            frame.select(sorted(needed))
+            .with_row_index("_row")
+            .filter(self.applies.fill_null(False))
+        )
         if rows.is_empty():
             return [], state
         carried = int(state["run"])
@@ -131,7 +138,11 @@ class MatchRule:
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
-        hits = frame.with_row_index("_row").filter(pl.col("text").str.contains(self.pattern))
+        hits = (
+            frame.select("text")
+            .with_row_index("_row")
+            .filter(pl.col("text").str.contains(self.pattern))
+        )
         if hits.is_empty():
             return [], state
         fired: list[str] = list(state["fired"])

@@ -97,3 +97,21 @@ def test_block_offsets_cover_the_file_exactly() -> None:
 def test_only_empty_lines() -> None:
     """A block of empty lines still yields one row per line."""
     assert lines_to_series(b"\n\n\n").to_list() == ["", "", ""]
+
+
+def test_ansi_colours_and_syslog_escapes_are_removed() -> None:
+    """ANSI colour codes and rsyslog's `#015` / `#033` escapes never sit between key and value."""
+    data = (
+        b"\x1b[31mstep: 412  \x1b[32mloss:     nan  \x1b[38;2;180;60;0mgrad_norm: 1.0\x1b[39m\n"
+        b"[1,mpirank:0,algo-1]<stdout>:#015 29%|##| 100/345#015{'loss': 0.45}\n"
+    )
+    assert lines_to_series(data).to_list() == [
+        "step: 412  loss:     nan  grad_norm: 1.0",
+        "[1,mpirank:0,algo-1]<stdout>:{'loss': 0.45}",
+    ]
+
+
+def test_redrawn_line_keeps_rank_prefix() -> None:
+    """A `\\r`-redrawn line keeps the rank prefix of its first segment."""
+    data = b"[rank3]: 10%|#  | loss=2.1\r 20%|## | loss=nan\n"
+    assert lines_to_series(data).to_list() == ["[rank3]: 20%|## | loss=nan"]

@@ -1,0 +1,113 @@
+"""The parser reads every dialect's real line shapes (tests/data/dialects.toml) correctly."""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from logwatch.parse import SCHEMA, parse_lines
+from logwatch.reader import lines_to_series
+
+CORPUS = tomllib.loads((Path(__file__).parent / "data" / "dialects.toml").read_text("utf-8"))[
+    "line"
+]
+FIELDS = ("loss", "grad_norm", "lr", "step", "rank")
+
+
+def parse_one(text: str) -> dict[str, Any]:
+    """Frame one raw line exactly as a file would be framed, then parse it."""
+    series = lines_to_series(text.encode() + b"\n")
+    return parse_lines(series, source="t.log", first_line=1, default_year=2026).row(0, named=True)
+
+
+def same(expected: Any, got: Any) -> bool:
+    if isinstance(expected, str):
+        return (
+            got is not None and str(got) == {"nan": "nan", "inf": "inf", "-inf": "-inf"}[expected]
+        )
+    if isinstance(expected, float) and got is not None:
+        return math.isclose(expected, got, rel_tol=1e-9)
+    return bool(expected == got)
+
+
+@pytest.mark.parametrize(
+    "case", CORPUS, ids=[f"{c['dialect']}-{i}" for i, c in enumerate(CORPUS, 1)]
+)
+def test_dialect_line(case: dict[str, Any]) -> None:
+    """Each metric the line carries is extracted with its value; absent ones stay null."""
+    row = parse_one(case["text"])
+    for name in FIELDS:
+        expected = case.get(name)
+        got = row[name]
+        if expected is None:
+            assert got is None, f"{name}: expected none, got {got!r} in {case['text']!r}"
+        else:
+            assert same(expected, got), (
+                f"{name}: expected {expected!r}, got {got!r} in {case['text']!r}"
+            )
+
+
+def test_frame_has_exactly_the_schema() -> None:
+    """The frame's columns and types are the documented schema, in order."""
+    frame = parse_lines(pl.Series(["step 1 | loss 2.0"]), source="s", first_line=7)
+    assert frame.schema == pl.Schema(SCHEMA)
+    assert frame.row(0, named=True)["line"] == 7
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-11-28 14:09:05,117 INFO x", "2026-11-28 14:09:05.117000"),
+        ("2026-11-28T14:09:05.117Z x", "2026-11-28 14:09:05.117000"),
+        ("2026-11-28T14:09:05+02:00 x", "2026-11-28 14:09:05"),
+        ("[titan] 2025-03-11 12:34:56,789 - root - INFO", "2025-03-11 12:34:56.789000"),
+        ("[06/09 11:05:25] d2.utils.events INFO: eta", "2026-06-09 11:05:25"),
+        ("2024/01/01 10:00:00 - mmengine - INFO", "2024-01-01 10:00:00"),
+        ("Nov 28 14:09:05 host kernel: NVRM: Xid", "2026-11-28 14:09:05"),
+        ("[NeMo I 2024-01-01 10:00:00 exp_manager:1] x", "2024-01-01 10:00:00"),
+        ("no timestamp here, step 5", None),
+        ("2026-13-45 99:99:99,000 broken", None),
+    ],
+)
+def test_timestamps(text: str, expected: str | None) -> None:
+    """Common timestamp forms are read as the wall clock written; junk gives null."""
+    got = parse_one(text)["ts"]
+    assert (None if got is None else str(got)) == expected
+
+
+def test_dflash_queue_and_snapshot() -> None:
+    """q_hs / q_hsb (spaces allowed) and snapshot telemetry keys are typed columns."""
+    queue = parse_one("2026-11-28 14:12:10,006 INFO [hsq] q_hsb=[0, 0, 0, 0, 0, 31] at q_hs=31")
+    assert queue["q_hsb"] == [0, 0, 0, 0, 0, 31] and queue["q_hs"] == 31
+    assert queue["q_hsb_nonzero"] == 1
+    snap = parse_one(
+        "2026-11-28 14:10:00,002 INFO [wandb] snapshot step=150 prof/target_fwd_ms=212.4 "
+        "gpu/0/util=98 gpu/0/mem_gb=70.9 gpu/1/util=nan"
+    )
+    assert snap["snapshot"] and snap["step"] == 150 and snap["gpu_keys"] == 3
+    telemetry = {item["key"]: item["value"] for item in snap["telemetry"]}
+    assert telemetry["gpu/0/util"] == 98 and telemetry["prof/target_fwd_ms"] == 212.4
+    assert math.isnan(telemetry["gpu/1/util"])
+    bare = parse_one("2026-11-28 14:10:00,002 INFO [wandb] snapshot step=150 cuda/alloc_gb=61.2")
+    assert bare["snapshot"] and bare["gpu_keys"] == 0
+
+
+def test_run_header() -> None:
+    """The DFlash run header marks a run start and carries the pid."""
+    row = parse_one(
+        "2026-11-28 14:02:03,118 INFO [train] run start: run_id=slammed4 pid=41626 gpus=8"
+    )
+    assert row["run_start"] and row["pid"] == 41626
+
+
+def test_binary_garbage_parses_to_nothing() -> None:
+    """A line of random bytes yields a row with no metrics, not an error."""
+    junk = bytes(range(256)) * 4
+    series = lines_to_series(junk.replace(b"\n", b"") + b"\n")
+    row = parse_lines(series, source="s", first_line=1).row(0, named=True)
+    assert row["loss"] is None and row["step"] is None
