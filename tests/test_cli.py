@@ -1,0 +1,192 @@
+"""The replay command as a user runs it: real files, exact output and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from logwatch.cli import cli
+
+NAN_LOG = (
+    b"2026-11-28 14:09:05,117 INFO [train] step 1402/200000 | loss 2.3 | grad_norm 1.1\n"
+    b"2026-11-28 14:09:09,201 INFO [train] step 1403/200000 | loss nan | grad_norm 1.2\n"
+    b"2026-11-28 14:09:13,300 INFO [train] step 1404/200000 | loss 2.2 | grad_norm 1.0\n"
+)
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_timeline_names_time_rule_line_and_fix(write_log) -> None:  # type: ignore[no-untyped-def]
+    """The text timeline shows time, severity, rule, file:line, the summary and the fix."""
+    path = write_log(NAN_LOG)
+    code, out, _ = run("replay", path)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == (
+        f"2026-11-28 14:09:09  CRIT  nan-loss             {path}:2  loss is nan at step 1403 (line 2)"
+    )
+    assert lines[1].strip().startswith("fix: Stop or roll back")
+    assert lines[2].startswith(
+        f"2026-11-28 14:09:13  OK    nan-loss             {path}:3  loss is finite again (2.2)"
+    )
+    assert lines[-1] == (
+        f"{path}: 3 lines, 3 step lines (1402..1404), last loss 2.2; alerts: nan-loss x1"
+    )
+
+
+def test_jsonl_is_strict_json_with_contract_fields(write_log) -> None:  # type: ignore[no-untyped-def]
+    """--format jsonl prints only events, strict JSON, non-finite values as strings."""
+    path = write_log(NAN_LOG)
+    code, out, _ = run("replay", path, "--format", "jsonl")
+    assert code == 0
+    events = [json.loads(line, parse_constant=pytest.fail) for line in out.splitlines()]
+    assert [(e["rule"], e["status"], e["line"], e["step"], e["value"]) for e in events] == [
+        ("nan-loss", "firing", 2, 1403, "nan"),
+        ("nan-loss", "resolved", 3, 1404, 2.2),
+    ]
+    first = events[0]
+    assert first["severity"] == "critical" and first["source"] == path
+    assert first["ts"] == "2026-11-28T14:09:09.201000" and first["labels"] == {}
+
+
+def test_fail_on_sets_exit_code(write_log) -> None:  # type: ignore[no-untyped-def]
+    """--fail-on exits 1 only when an alert at that severity or worse fired."""
+    path = write_log(NAN_LOG)
+    assert run("replay", path, "--fail-on", "critical")[0] == 1
+    assert run("replay", path, "--fail-on", "warning")[0] == 1
+    healthy = write_log(b"step 1 | loss 2.0\n", name="ok.log")
+    assert run("replay", healthy, "--fail-on", "info")[0] == 0
+
+
+def test_missing_file_is_one_line_exit_2(tmp_path: Path) -> None:
+    """A missing file gives exit 2 and one line naming it and the fix."""
+    code, out, err = run("replay", str(tmp_path / "nope.log"))
+    assert code == 2 and out == ""
+    assert (
+        err == f"Error: {tmp_path / 'nope.log'}: no such file (check the path, or quote a glob)\n"
+    )
+
+
+def test_directory_is_rejected_with_hint(tmp_path: Path) -> None:
+    """A folder given as a log says how to name its files."""
+    code, _, err = run("replay", str(tmp_path))
+    assert code == 2 and "is a directory" in err and err.count("\n") == 1
+
+
+def test_binary_file_is_read_without_crash(write_log) -> None:  # type: ignore[no-untyped-def]
+    """Random bytes with NULs and invalid UTF-8 replay cleanly, and a NaN after them is seen."""
+    junk = bytes((i * 37 + 11) % 256 for i in range(200_000))
+    path = write_log(junk + b"\nstep 9 | loss nan\n")
+    code, out, _ = run("replay", path, "--format", "jsonl")
+    assert code == 0
+    assert [json.loads(line)["rule"] for line in out.splitlines()] == ["nan-loss"]
+
+
+def test_truncated_file_last_line_counts(write_log) -> None:  # type: ignore[no-untyped-def]
+    """A file cut mid-line (no final newline) still has its last line evaluated."""
+    path = write_log(b"step 1 | loss 2.0\nstep 2 | loss na")
+    assert run("replay", path, "--format", "jsonl")[1] == ""
+    path = write_log(b"step 1 | loss 2.0\nstep 2 | loss nan", name="cut.log")
+    out = run("replay", path, "--format", "jsonl")[1]
+    assert json.loads(out)["line"] == 2
+
+
+BROKEN_PACKS = [
+    (
+        '[[rule]]\nid = "x"\ntype = "treshold"\nseverity = "warning"\nsummary = "s"\n',
+        3,
+        "unknown rule type 'treshold' (expected one of: match, nonfinite, streak)",
+    ),
+    (
+        '[[rule]]\nid = "x"\ntype = "match"\nseverity = "warning"\nsummary = "s"\npattern = "(unclosed"\n',
+        1,
+        "rule 'x': pattern '(unclosed' is not a valid regex",
+    ),
+    (
+        '[[rule]]\nid = "x"\ntype = "nonfinite"\nseverity = "loud"\nsummary = "s"\ncolumn = "loss"\n',
+        1,
+        "unknown severity 'loud'",
+    ),
+    (
+        '[[rule]]\nid = "x"\ntype = "nonfinite"\nseverity = "warning"\nsummary = "{nope}"\ncolumn = "loss"\n',
+        5,
+        "unknown placeholder {nope} in summary",
+    ),
+    (
+        '[[rule]]\nid = "x"\ntype = "streak"\nseverity = "warning"\nsummary = "s"\napplies = "snapshot"\n'
+        'condition = "gpu_keyz = 0"\ncount = 3\n',
+        1,
+        "expression refers to something the frame lacks",
+    ),
+    (
+        '[[rule]]\nid = "x"\ntype = "nonfinite"\nseverity = "warning"\nsummary = "s"\ncolumn = "loss"\ncolor = 1\n',
+        7,
+        "unknown key 'color' for a nonfinite rule",
+    ),
+    ('[[rule]\nid = "x"\n', 1, "invalid TOML"),
+    (
+        '[[rule]]\nid = "x"\ntype = "streak"\nseverity = "warning"\nsummary = "s"\napplies = "snapshot"\n'
+        'condition = "gpu_keys = 0"\ncount = "3"\n',
+        8,
+        "'count' must be of type int",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pack", "line", "message"), BROKEN_PACKS)
+def test_broken_rule_pack_is_file_line_message(
+    write_log, tmp_path: Path, pack: str, line: int, message: str
+) -> None:  # type: ignore[no-untyped-def]
+    """A broken rule pack gives exit 2 and `Error: file:line: what is wrong` on one line."""
+    rules = tmp_path / "bad.toml"
+    rules.write_text(pack)
+    code, out, err = run("replay", write_log(NAN_LOG), "--rules", str(rules))
+    assert code == 2 and out == ""
+    assert err.startswith(f"Error: {rules}:{line}: ") and message in err
+    assert err.count("\n") == 1
+
+
+def test_user_rule_pack_adds_and_overrides(write_log, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """--rules adds a pack; a rule with a built-in id replaces the built-in one."""
+    pack = tmp_path / "mine.toml"
+    pack.write_text(
+        '[[rule]]\nid = "grad-spike-word"\ntype = "match"\nseverity = "info"\n'
+        'summary = "spike (line {line})"\npattern = "grad_norm 1\\\\.2"\n'
+        '[[rule]]\nid = "nan-loss"\ntype = "nonfinite"\nseverity = "warning"\n'
+        'summary = "my nan {value}"\ncolumn = "loss"\n'
+    )
+    code, out, _ = run("replay", write_log(NAN_LOG), "--rules", str(pack), "--format", "jsonl")
+    assert code == 0
+    got = [(e["rule"], e["severity"], e["summary"]) for e in map(json.loads, out.splitlines())]
+    assert got[:2] == [
+        ("nan-loss", "warning", "my nan nan"),
+        ("grad-spike-word", "info", "spike (line 2)"),
+    ]
+
+
+def test_bad_option_exits_2() -> None:
+    """An unknown --format is a usage error, exit 2."""
+    assert run("replay", "x.log", "--format", "xml")[0] == 2
+
+
+def test_several_files_each_summarized(write_log) -> None:  # type: ignore[no-untyped-def]
+    """Each file is its own source with its own summary line."""
+    a = write_log(NAN_LOG, name="a.log")
+    b = write_log(b"q_hsb=[0,0,0,0,0,31] at q_hs=31\n" * 6, name="b.log")
+    code, out, _ = run("replay", a, b)
+    assert code == 0
+    summary = [
+        line
+        for line in out.splitlines()
+        if line.startswith((a + ":", b + ":")) and "lines," in line
+    ]
+    assert (
+        summary[1]
+        == f"{b}: 6 lines, no step lines, last loss ?, q_hs 31..31; alerts: bucket-starvation x1"
+    )
