@@ -60,10 +60,20 @@ def test_reader_reads_every_metric_through_pynvml(control: Path) -> None:
     write_control(
         control,
         {
-            "driver": "fake-580.65.06", "count": 2, "g1.name": "NVIDIA H200", "g1.uuid": "GPU-abc",
-            "g1.util": 87, "g1.memutil": 41, "g1.mem_total": 150754820096, "g1.mem_used": 75 << 30,
-            "g1.power_mw": 612345, "g1.limit_mw": 700000, "g1.temp": 67, "g1.reasons": 0x41,
-            "g1.ecc": 2, "g1.pids": "41626:1073741824,41700:2048",
+            "driver": "fake-580.65.06",
+            "count": 2,
+            "g1.name": "NVIDIA H200",
+            "g1.uuid": "GPU-abc",
+            "g1.util": 87,
+            "g1.memutil": 41,
+            "g1.mem_total": 150754820096,
+            "g1.mem_used": 75 << 30,
+            "g1.power_mw": 612345,
+            "g1.limit_mw": 700000,
+            "g1.temp": 67,
+            "g1.reasons": 0x41,
+            "g1.ecc": 2,
+            "g1.pids": "41626:1073741824,41700:2048",
         },
     )
     reader = NvmlReader()
@@ -128,7 +138,9 @@ def test_required_mode_fails_and_auto_mode_says_why(control: Path) -> None:
 
 def test_not_supported_metric_is_null_and_never_polled_again(control: Path) -> None:
     """A NotSupported metric is None for that device only, and stays off once it is off."""
-    write_control(control, {"count": 2, "g0.fail.power": 3, "g0.fail.ecc": 3, "g1.power_mw": 500000})
+    write_control(
+        control, {"count": 2, "g0.fail.power": 3, "g0.fail.ecc": 3, "g1.power_mw": 500000}
+    )
     reader = NvmlReader()
     reader.init()
     first = reader.read(0, TS)
@@ -139,7 +151,10 @@ def test_not_supported_metric_is_null_and_never_polled_again(control: Path) -> N
     reader.close()
     assert (first.power_w, first.ecc_uncorrected, first.temp_c) == (None, None, 40.0)
     assert other.power_w == 500.0
-    assert {(p.metric, p.kind) for p in problems} == {("power", "unsupported"), ("ecc", "unsupported")}
+    assert {(p.metric, p.kind) for p in problems} == {
+        ("power", "unsupported"),
+        ("ecc", "unsupported"),
+    }
     assert (again.power_w, again.ecc_uncorrected) == (None, None)
 
 
@@ -179,7 +194,13 @@ def test_old_driver_falls_back_to_deprecated_calls(control: Path) -> None:
     """Without the new clock-events call or process _v3, the deprecated throttle call and _v2 answer."""
     write_control(
         control,
-        {"count": 1, "g0.fail.reasons": 13, "g0.fail.procs3": 13, "g0.reasons": 0x20, "g0.pids": "77:5"},
+        {
+            "count": 1,
+            "g0.fail.reasons": 13,
+            "g0.fail.procs3": 13,
+            "g0.reasons": 0x20,
+            "g0.pids": "77:5",
+        },
     )
     reader = NvmlReader()
     reader.init()
@@ -228,16 +249,48 @@ def test_logwatch_gpu_table_through_ld_library_path(fake_lib: Path, tmp_path: Pa
     control = tmp_path / "ctl"
     write_control(
         control,
-        {"driver": "580.65.06", "count": 2, "g0.util": 93, "g0.mem_used": 70 << 30,
-         "g0.power_mw": 612000, "g0.temp": 66, "g0.pids": "41626:5", "g1.fail.power": 3,
-         "g1.fail.util": 15},
+        {
+            "driver": "580.65.06",
+            "count": 2,
+            "g0.util": 93,
+            "g0.mem_used": 70 << 30,
+            "g0.power_mw": 612000,
+            "g0.temp": 66,
+            "g0.pids": "41626:5",
+            "g1.fail.power": 3,
+            "g1.fail.util": 15,
+        },
     )
     result = _cli(fake_lib.parent, control)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "NVML: ok, 2x NVIDIA H200, driver 580.65.06"
-    assert lines[1].split() == ["GPU", "NAME", "UTIL", "MEM", "USED/TOTAL", "GiB", "POWER/LIMIT", "W", "TEMP", "CLOCKS", "ECC", "PIDS"]
-    assert lines[2].split() == ["0", "NVIDIA", "H200", "93%", "70.0/140.4", "612/700", "66C", "ok", "0", "41626"]
+    assert lines[1].split() == [
+        "GPU",
+        "NAME",
+        "UTIL",
+        "MEM",
+        "USED/TOTAL",
+        "GiB",
+        "POWER/LIMIT",
+        "W",
+        "TEMP",
+        "CLOCKS",
+        "ECC",
+        "PIDS",
+    ]
+    assert lines[2].split() == [
+        "0",
+        "NVIDIA",
+        "H200",
+        "93%",
+        "70.0/140.4",
+        "612/700",
+        "66C",
+        "ok",
+        "0",
+        "41626",
+    ]
     assert lines[3].split()[:4] == ["1", "NVIDIA", "H200", "LOST"]
 
 

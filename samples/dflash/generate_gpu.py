@@ -28,7 +28,10 @@ def main() -> None:
         lines.append(f"{now:%Y-%m-%d %H:%M:%S},{now.microsecond // 1000:03d} {text}")
         return len(lines)
 
-    add("INFO [train] run start: run_id=gputrouble pid=51200 gpus=8 target=Qwen/Qwen3-8B drafter=dflash-b16", 0)
+    add(
+        "INFO [train] run start: run_id=gputrouble pid=51200 gpus=8 target=Qwen/Qwen3-8B drafter=dflash-b16",
+        0,
+    )
     add("INFO [train] HS queue: 90 (min_ready=30)", 0.002)
     fired: dict[str, int] = {}
     for i in range(1, 61):  # a snapshot every ~20 s: 20 minutes
@@ -64,7 +67,9 @@ def main() -> None:
                 expect.append(f"{line} {rule} resolved  # GPU {gpu} back to normal")
     (HERE / "train_gpu_trouble.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
     header = "# Alerts `logwatch replay train_gpu_trouble.log` must produce, and nothing else.\n# LINE RULE STATUS  # why\n"
-    (HERE / "train_gpu_trouble.log.expect").write_text(header + "\n".join(expect) + "\n", encoding="utf-8")
+    (HERE / "train_gpu_trouble.log.expect").write_text(
+        header + "\n".join(expect) + "\n", encoding="utf-8"
+    )
 
 
 if __name__ == "__main__":

@@ -21,8 +21,18 @@ def build(out_dir: Path) -> Path:
         raise RuntimeError("no C compiler")
     out = out_dir / "libnvidia-ml.so.1"
     subprocess.run(
-        [cc, "-shared", "-fPIC", "-O2", "-Wall", "-Wl,-soname,libnvidia-ml.so.1",
-         "-o", str(out), str(SOURCE), "-lpthread"],
+        [
+            cc,
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-Wall",
+            "-Wl,-soname,libnvidia-ml.so.1",
+            "-o",
+            str(out),
+            str(SOURCE),
+            "-lpthread",
+        ],
         check=True,
         capture_output=True,
     )
