@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from logwatch.gpu.monitor import GpuMonitor  # noqa: E402
-from logwatch.gpu.nvml import NvmlReader  # noqa: E402
-from logwatch.gpu.sampler import GpuSampler  # noqa: E402
-from logwatch.ruleset import builtin_rules_dir, load_rules  # noqa: E402
-from tests.fakenvml.build import build, write_control  # noqa: E402
+from logwatch.gpu.monitor import GpuMonitor
+from logwatch.gpu.nvml import NvmlReader
+from logwatch.gpu.sampler import GpuSampler
+from logwatch.ruleset import builtin_rules_dir, load_rules
+from tests.fakenvml.build import build, write_control
 
 INTERVAL_S = 5.0
 
@@ -50,8 +50,13 @@ def main() -> None:
         control = Path(tmp) / "ctl"
         values: dict[str, object] = {"count": args.gpus}
         for g in range(args.gpus):
-            values |= {f"g{g}.util": 95, f"g{g}.mem_used": 70 << 30, f"g{g}.power_mw": 600000,
-                       f"g{g}.temp": 65, f"g{g}.pids": "41626:1000"}
+            values |= {
+                f"g{g}.util": 95,
+                f"g{g}.mem_used": 70 << 30,
+                f"g{g}.power_mw": 600000,
+                f"g{g}.temp": 65,
+                f"g{g}.pids": "41626:1000",
+            }
         write_control(control, values)
         os.environ["FAKE_NVML_CONTROL"] = str(control)
         ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
@@ -86,11 +91,17 @@ def main() -> None:
     total = poll + rules
     print(f"GPUs: {args.gpus} (stand-in libnvidia-ml.so.1), rounds: {args.rounds}")
     print(f"bare pynvml calls, one round:      {base * 1e3:8.3f} ms CPU  (baseline, 1.00x)")
-    print(f"GpuSampler.poll, one round:        {poll * 1e3:8.3f} ms CPU  ({poll / base:.2f}x baseline)"
-          f", {poll / args.gpus * 1e6:.0f} us per device")
-    print(f"GpuMonitor.process, one round:     {rules * 1e3:8.3f} ms CPU  ({rules / base:.2f}x baseline)")
-    print(f"at the default {INTERVAL_S:g} s interval:       {total / INTERVAL_S * 100:8.4f} % of one core"
-          f" (target < 0.5 %)")
+    print(
+        f"GpuSampler.poll, one round:        {poll * 1e3:8.3f} ms CPU  ({poll / base:.2f}x baseline)"
+        f", {poll / args.gpus * 1e6:.0f} us per device"
+    )
+    print(
+        f"GpuMonitor.process, one round:     {rules * 1e3:8.3f} ms CPU  ({rules / base:.2f}x baseline)"
+    )
+    print(
+        f"at the default {INTERVAL_S:g} s interval:       {total / INTERVAL_S * 100:8.4f} % of one core"
+        f" (target < 0.5 %)"
+    )
 
 
 if __name__ == "__main__":
