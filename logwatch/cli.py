@@ -150,6 +150,34 @@ def replay_cmd(
             sys.exit(1)
 
 
+@cli.command("gpu")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: the NVML status line and a table; json: one JSON object.",
+)
+def gpu_cmd(fmt: str) -> None:
+    """Show one snapshot of this host's GPUs through NVML, the NVML status first (exit 1 when
+    NVML does not work here)."""
+    import json
+
+    from logwatch.gpu.nvml import NvmlReader
+    from logwatch.gpu.report import snapshot_json, snapshot_lines
+    from logwatch.gpu.sampler import take_snapshot
+
+    snapshot = take_snapshot(NvmlReader())
+    if fmt == "json":
+        click.echo(json.dumps(snapshot_json(snapshot), indent=2))
+    else:
+        for line in snapshot_lines(snapshot):
+            click.echo(line)
+    if not snapshot.status.available:
+        sys.exit(1)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: typed errors become one line on stderr and exit code 2."""
     cli.main(args=list(argv) if argv is not None else None, prog_name="logwatch")

@@ -241,6 +241,20 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+class LabelText(str):
+    """`{labels}` in a summary renders every label; `{labels.gpu}` one of them ('?' if absent)."""
+
+    labels: Mapping[str, str]
+
+    def __new__(cls, labels: Mapping[str, str]) -> LabelText:
+        text = super().__new__(cls, ", ".join(f"{k}={v}" for k, v in labels.items()))
+        text.labels = dict(labels)
+        return text
+
+    def __getattr__(self, name: str) -> str:
+        return self.labels.get(name, "?")
+
+
 class _Fields(dict[str, str]):
     def __missing__(self, key: str) -> str:
         return "?"
@@ -256,10 +270,8 @@ def _with_summary(event: AlertEvent, spec: RuleSpec, row: Mapping[str, Any]) -> 
         line=str(event.line),
         step=format_value(event.step),
         value=format_value(event.value),
-        labels=", ".join(f"{k}={v}" for k, v in event.labels.items()),
+        labels=LabelText(event.labels),
     )
-    for key, value in event.labels.items():
-        fields[f"labels.{key}"] = value
     template = spec.resolved_summary if event.status == RESOLVED else spec.summary
     return replace(event, summary=template.format_map(fields))
 

@@ -256,3 +256,8 @@ __all__ = [
     "check_columns",
     "replace",
 ]
+
+
+# GPU rule types live in logwatch.gpu and add themselves to RULE_TYPES on import; importing them
+# here makes them available wherever rule packs are loaded. Last, because they import from here.
+import logwatch.gpu.ruletypes  # noqa: E402, F401 - imported for its registration

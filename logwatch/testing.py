@@ -32,3 +32,98 @@ class FakeClock:
         """Move time forward."""
         with self._lock:
             self._elapsed += max(seconds, 0.0)
+
+
+# --- GPU (issue 5) ------------------------------------------------------------------------------
+
+# Imported here, not at the top: the GPU model is small and pulls in nothing heavy.
+from logwatch.gpu.model import (  # noqa: E402
+    DeviceInfo,
+    GpuProcess,
+    GpuSample,
+    NvmlReason,
+    NvmlStatus,
+    ReadProblem,
+)
+
+
+class FakeGpuReader:
+    """A GpuReader with GPUs under the test's control: set metrics, fail init, lose a GPU, hang.
+
+    `set(index, util_gpu=3.0, ...)` changes what the next read returns; `hang` is an Event that,
+    while cleared with `hanging = True`, blocks reads (an NVML that does not answer).
+    """
+
+    def __init__(
+        self,
+        count: int = 2,
+        *,
+        name: str = "NVIDIA H200",
+        driver: str = "580.65.06",
+        mem_total_bytes: int = 150_754_820_096,
+        init_failure: tuple[NvmlReason, str] | None = None,
+    ) -> None:
+        self.driver = driver
+        self.init_failure = init_failure
+        self._devices = tuple(
+            DeviceInfo(i, name, f"GPU-fake-{i:04d}", mem_total_bytes) for i in range(count)
+        )
+        self.metrics: dict[int, dict[str, object]] = {
+            d.index: {
+                "util_gpu": 95.0,
+                "util_mem": 40.0,
+                "mem_used_bytes": 70 << 30,
+                "mem_total_bytes": mem_total_bytes,
+                "power_w": 600.0,
+                "power_limit_w": 700.0,
+                "temp_c": 60.0,
+                "clock_event_reasons": 0,
+                "ecc_uncorrected": 0,
+                "processes": (),
+                "lost": False,
+            }
+            for d in self._devices
+        }
+        self.hanging = False
+        self.release = threading.Event()
+        self.reads = 0
+        self.closed = False
+        self.pending_problems: list[ReadProblem] = []
+
+    def set(self, index: int, **metrics: object) -> None:
+        """Change what `read(index)` returns from now on."""
+        if "pids" in metrics:
+            pids = metrics.pop("pids")
+            metrics["processes"] = tuple(GpuProcess(int(p), 1 << 30) for p in pids)  # type: ignore[attr-defined]  # an iterable of pids
+        self.metrics[index].update(metrics)
+
+    def set_all(self, **metrics: object) -> None:
+        """Change every GPU."""
+        for index in self.metrics:
+            self.set(index, **dict(metrics))
+
+    def init(self) -> NvmlStatus:
+        if self.init_failure is not None:
+            reason, detail = self.init_failure
+            return NvmlStatus(reason, detail=detail)
+        return NvmlStatus(None, driver=self.driver, devices=self._devices)
+
+    def devices(self) -> tuple[DeviceInfo, ...]:
+        return self._devices
+
+    def read(self, index: int, ts: datetime) -> GpuSample:
+        if self.hanging:
+            self.release.wait()
+        self.reads += 1
+        device = self._devices[index]
+        values = dict(self.metrics[index])
+        if values.get("lost"):
+            return GpuSample(ts=ts, index=index, uuid=device.uuid, name=device.name, lost=True)
+        return GpuSample(ts=ts, index=index, uuid=device.uuid, name=device.name, **values)  # type: ignore[arg-type]  # metric names match GpuSample fields
+
+    def problems(self) -> list[ReadProblem]:
+        pending, self.pending_problems = self.pending_problems, []
+        return pending
+
+    def close(self) -> None:
+        self.closed = True

@@ -1,0 +1,171 @@
+"""GPU samples as one long polars frame (a row per GPU per time), from NVML or from the log's
+own telemetry snapshots, and the as-of join of log frames with GPU frames."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+
+import polars as pl
+
+from logwatch.gpu.model import GpuSample
+
+# Clock-event reasons that mean heat or a power brake (nvml.h): HwSlowdown 0x8,
+# SwThermalSlowdown 0x20, HwThermalSlowdown 0x40, HwPowerBrakeSlowdown 0x80. GpuIdle (0x1) and
+# SwPowerCap (0x4, normal at full load) are left out on purpose.
+THERMAL_REASONS_MASK = 0x8 | 0x20 | 0x40 | 0x80
+GIB = 1 << 30
+
+GPU_SCHEMA: dict[str, pl.DataType] = {
+    "ts": pl.Datetime("us"),
+    "gpu": pl.Int64(),
+    "uuid": pl.String(),
+    "name": pl.String(),
+    "util_gpu": pl.Float64(),
+    "util_mem": pl.Float64(),
+    "mem_used_bytes": pl.Int64(),
+    "mem_total_bytes": pl.Int64(),
+    "power_w": pl.Float64(),
+    "power_limit_w": pl.Float64(),
+    "temp_c": pl.Float64(),
+    "clock_event_reasons": pl.Int64(),
+    "clocks_thermal": pl.Boolean(),
+    "ecc_uncorrected": pl.Int64(),
+    "pids": pl.List(pl.Int64()),
+    "lost": pl.Boolean(),
+    "origin": pl.String(),
+}
+"""The GPU frame every GPU rule reads. `origin` is "nvml" or "log"; metrics are null where the
+source lacks them (the log has no ECC or clock-event reasons; NVML may not support a metric)."""
+
+
+def empty_gpu_frame() -> pl.DataFrame:
+    """A GPU frame with no rows."""
+    return pl.DataFrame(schema=GPU_SCHEMA)
+
+
+def samples_to_frame(samples: Iterable[GpuSample]) -> pl.DataFrame:
+    """NVML samples as a GPU frame."""
+    rows = [
+        {
+            "ts": s.ts,
+            "gpu": s.index,
+            "uuid": s.uuid,
+            "name": s.name,
+            "util_gpu": s.util_gpu,
+            "util_mem": s.util_mem,
+            "mem_used_bytes": s.mem_used_bytes,
+            "mem_total_bytes": s.mem_total_bytes,
+            "power_w": s.power_w,
+            "power_limit_w": s.power_limit_w,
+            "temp_c": s.temp_c,
+            "clock_event_reasons": s.clock_event_reasons,
+            "clocks_thermal": None,
+            "ecc_uncorrected": s.ecc_uncorrected,
+            "pids": None if s.processes is None else [p.pid for p in s.processes],
+            "lost": s.lost,
+            "origin": "nvml",
+        }
+        for s in samples
+    ]
+    frame = pl.DataFrame(rows, schema=GPU_SCHEMA)
+    return frame.with_columns(
+        ((pl.col("clock_event_reasons") & THERMAL_REASONS_MASK) != 0).alias("clocks_thermal")
+    )
+
+
+_LOG_METRICS = {
+    "util": ("util_gpu", 1.0),
+    "mem_gb": ("mem_used_bytes", float(GIB)),
+    "mem_total_gb": ("mem_total_bytes", float(GIB)),
+    "power_w": ("power_w", 1.0),
+    "power_limit_w": ("power_limit_w", 1.0),
+    "temp_c": ("temp_c", 1.0),
+}
+"""Snapshot keys `gpu/<i>/<metric>` the log may carry, with their column and scale. `mem_gb`
+is read as GiB, as PyTorch's memory counters are usually divided by 2**30."""
+
+
+def telemetry_to_gpu_frame(frame: pl.DataFrame, *, row_column: str | None = None) -> pl.DataFrame:
+    """The log's `gpu/<i>/...` snapshot keys as a GPU frame (same shape as NVML's).
+
+    With `row_column`, the frame keeps each snapshot's row index in the log frame under that
+    name, so rules can point their alerts at the snapshot line.
+    """
+    rows = frame.with_row_index("_log_row").filter(
+        pl.col("snapshot").fill_null(False) & (pl.col("gpu_keys").fill_null(0) > 0)
+    )
+    extra = [pl.col("_log_row").alias(row_column)] if row_column else []
+    extra_schema = {row_column: pl.UInt32()} if row_column else {}
+    if rows.is_empty():
+        return pl.DataFrame(schema={**GPU_SCHEMA, **extra_schema})
+    pairs = (
+        rows.select("_log_row", "ts", "telemetry")
+        .explode("telemetry")
+        .unnest("telemetry")
+        .with_columns(pl.col("key").str.extract_groups(r"^gpu/(\d+)/(\w+)$").alias("_k"))
+        .with_columns(
+            pl.col("_k").struct.field("1").cast(pl.Int64).alias("gpu"),
+            pl.col("_k").struct.field("2").alias("metric"),
+        )
+        .filter(pl.col("gpu").is_not_null() & pl.col("metric").is_in(list(_LOG_METRICS)))
+    )
+    wide = pairs.pivot(
+        on="metric", index=["_log_row", "ts", "gpu"], values="value", aggregate_function="last"
+    )
+    columns = [
+        (pl.col(key) * scale if key in wide.columns else pl.lit(None)).alias(column)
+        for key, (column, scale) in _LOG_METRICS.items()
+    ]
+    out = wide.with_columns(columns).with_columns(
+        pl.lit("log").alias("origin"),
+        pl.lit(False).alias("lost"),
+    )
+    return out.select(
+        *[
+            pl.col(name).cast(dtype) if name in out.columns else pl.lit(None, dtype).alias(name)
+            for name, dtype in GPU_SCHEMA.items()
+        ],
+        *extra,
+    ).sort([row_column or "ts", "gpu"] if row_column else ["ts", "gpu"], maintain_order=True)
+
+
+def mark_run_gpus(gpu_frame: pl.DataFrame, run_pids: Collection[int] | None) -> pl.DataFrame:
+    """Add `run_uses`: whether one of the run's processes is on the GPU (NVML's compute list).
+
+    Without pids, or when none of them shows up on any GPU (a container's pid namespace), every
+    GPU counts as the run's: a wrong "idle" is better than a silent miss of the GPU that hung.
+    """
+    if not run_pids or gpu_frame.is_empty():
+        return gpu_frame.with_columns(pl.lit(True).alias("run_uses"))
+    uses = pl.col("pids").list.eval(pl.element().is_in(list(run_pids))).list.any().fill_null(False)
+    marked = gpu_frame.with_columns(uses.alias("run_uses"))
+    if not marked.get_column("run_uses").any():
+        return gpu_frame.with_columns(pl.lit(True).alias("run_uses"))
+    return marked
+
+
+def join_log_gpu(
+    log_frame: pl.DataFrame, gpu_frame: pl.DataFrame, *, tolerance_s: float = 30.0
+) -> pl.DataFrame:
+    """Each log line with the latest GPU sample at or before its time, one column set per GPU
+    index as `<metric>_<gpu>` (as-of join on `ts`; lines without a time get nulls)."""
+    if gpu_frame.is_empty():
+        return log_frame
+    wide = gpu_frame.sort("ts").pivot(
+        on="gpu",
+        index="ts",
+        values=["util_gpu", "mem_used_bytes", "power_w", "temp_c"],
+        aggregate_function="last",
+    )
+    wide = wide.rename({c: c.replace('"', "") for c in wide.columns}).sort("ts")
+    timed = log_frame.with_row_index("_order")
+    known = timed.filter(pl.col("ts").is_not_null()).sort("ts")
+    joined = known.join_asof(
+        wide.rename({"ts": "gpu_ts"}),
+        left_on="ts",
+        right_on="gpu_ts",
+        strategy="backward",
+        tolerance=f"{int(tolerance_s * 1_000_000)}us",
+    )
+    missing = timed.filter(pl.col("ts").is_null())
+    return pl.concat([joined, missing], how="diagonal_relaxed").sort("_order").drop("_order")
