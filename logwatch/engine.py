@@ -260,7 +260,14 @@ class _Fields(dict[str, str]):
         return "?"
 
 
-def _with_summary(event: AlertEvent, spec: RuleSpec, row: Mapping[str, Any]) -> AlertEvent:
+def render_summary(
+    event: AlertEvent,
+    spec: RuleSpec,
+    row: Mapping[str, Any],
+    *,
+    value_format: Callable[[Any], str] = format_value,
+) -> str:
+    """The rule's summary template (or its resolved one) filled from the event and its row."""
     fields = _Fields({name: format_value(value) for name, value in row.items()})
     fields.update({name: format_value(value) for name, value in spec.params.items()})
     fields.update(
@@ -269,11 +276,15 @@ def _with_summary(event: AlertEvent, spec: RuleSpec, row: Mapping[str, Any]) -> 
         source=event.source,
         line=str(event.line),
         step=format_value(event.step),
-        value=format_value(event.value),
+        value=value_format(event.value),
         labels=LabelText(event.labels),
     )
     template = spec.resolved_summary if event.status == RESOLVED else spec.summary
-    return replace(event, summary=template.format_map(fields))
+    return template.format_map(fields)
+
+
+def _with_summary(event: AlertEvent, spec: RuleSpec, row: Mapping[str, Any]) -> AlertEvent:
+    return replace(event, summary=render_summary(event, spec, row))
 
 
 def _resolved_copy(

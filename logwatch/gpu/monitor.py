@@ -14,8 +14,8 @@ from typing import Any
 
 import polars as pl
 
-from logwatch.alerts import FIRING, RESOLVED, AlertEvent, Severity
-from logwatch.engine import LabelText, format_value
+from logwatch.alerts import FIRING, AlertEvent, Severity
+from logwatch.engine import render_summary
 from logwatch.gpu.frames import GIB, mark_run_gpus
 from logwatch.gpu.ruletypes import HoldRule, is_gpu_rule
 from logwatch.ruleset import RuleSpec
@@ -111,33 +111,12 @@ class GpuMonitor:
         firing = self.active.get(event.fingerprint)
         if (transition.status == FIRING) == (firing is not None):
             return None
-        template = spec.resolved_summary if transition.status == RESOLVED else spec.summary
-        event = replace(event, summary=template.format_map(_fields(event, spec, row)))
+        event = replace(event, summary=render_summary(event, spec, row, value_format=_short))
         if transition.status == FIRING:
             self.active[event.fingerprint] = event
         else:
             del self.active[event.fingerprint]
         return event
-
-
-class _Fields(dict[str, str]):
-    def __missing__(self, key: str) -> str:
-        return "?"
-
-
-def _fields(event: AlertEvent, spec: RuleSpec, row: Mapping[str, Any]) -> _Fields:
-    fields = _Fields({name: format_value(value) for name, value in row.items()})
-    fields.update({name: format_value(value) for name, value in spec.params.items()})
-    fields.update(
-        rule=spec.id,
-        severity=spec.severity.label,
-        source=event.source,
-        line=str(event.line),
-        step=format_value(event.step),
-        value=_short(event.value),
-        labels=LabelText(event.labels),
-    )
-    return fields
 
 
 def _short(value: float | None) -> str:
