@@ -454,6 +454,21 @@ def _watch_roots(patterns: Iterable[str]) -> list[tuple[str, bool]]:
     return roots
 
 
+def rule_error_reporter(status: Status) -> Callable[[str, str, Exception], None]:
+    """An engine error handler that reports each failing (rule, source) once on `status`."""
+    reported: set[tuple[str, str]] = set()
+
+    def on_error(rule: str, source: str, exc: Exception) -> None:
+        if (rule, source) not in reported:
+            reported.add((rule, source))
+            status(
+                f"rule {rule!r} failed on {source} and is off for it: "
+                f"{type(exc).__name__}: {exc} (report this with the log line that triggered it)"
+            )
+
+    return on_error
+
+
 def run_tail(
     patterns: Sequence[str],
     rules: Sequence[RuleSpec],
@@ -469,17 +484,7 @@ def run_tail(
             raise InputError(
                 f"{pattern}: is a directory (give the log files in it, e.g. '{pattern}/*.log')"
             )
-    reported: set[tuple[str, str]] = set()
-
-    def on_error(rule: str, source: str, exc: Exception) -> None:
-        if (rule, source) not in reported:
-            reported.add((rule, source))
-            status(
-                f"rule {rule!r} failed on {source} and is off for it: "
-                f"{type(exc).__name__}: {exc} (report this with the log line that triggered it)"
-            )
-
-    engine = Engine(rules, on_error=on_error)
+    engine = Engine(rules, on_error=rule_error_reporter(status))
     driver = TailDriver(
         patterns, engine, sinks, state_dir=state_dir, options=options, status=status
     )
