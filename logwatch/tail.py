@@ -338,7 +338,7 @@ class TailDriver:
                 break
         self._last_line[follower.source] = follower.line - 1
         if self.options.start == "catch-up":
-            events = self.engine.active_alerts(follower.source)
+            events = sorted(self.engine.active_alerts(follower.source), key=lambda e: e.line)
         self.status(
             f"{follower.path}: caught up on {follower.line - 1} lines of history "
             f"({len(events)} alert events to report); following it"

@@ -206,7 +206,11 @@ def test_invalid_utf8_nuls_and_crlf_are_delivered_cleanly(tmp_path: Path) -> Non
     with running(tail.driver) as driver:
         (tmp_path / "a.log").write_bytes(data)
         driver.sync()
-    assert tail.rec.texts() == ["seq=1 bad \ufffd\ufffd", "seq=2 nul \ufffd\ufffd\ufffd", "seq=3 ok"]
+    assert tail.rec.texts() == [
+        "seq=1 bad \ufffd\ufffd",
+        "seq=2 nul \ufffd\ufffd\ufffd",
+        "seq=3 ok",
+    ]
 
 
 def test_a_dead_observer_is_restarted_and_said_so(tmp_path: Path) -> None:
