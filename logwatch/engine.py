@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -84,6 +84,7 @@ class Engine:
         self.sources: dict[str, SourceState] = {}
         self._on_error = on_error
         self._failed: set[tuple[str, str]] = set()
+        self._wallclock: list[RuleSpec] | None = None
 
     def state_of(self, source: str) -> SourceState:
         """The state of one source, created on first use."""
@@ -210,12 +211,13 @@ class Engine:
     def tick(self, source: str, now: datetime, *, arrived: bool, line: int) -> list[AlertEvent]:
         """Advance the wall-clock rules of one source; `arrived`: lines came since the last tick."""
         state = self.state_of(source)
-        row = {"source": source, "line": line, "ts": now, "step": state.last_step, "text": ""}
-        frame = pl.DataFrame([row], schema=SCHEMA)
+        frame: pl.DataFrame | None = None  # built only when a rule transitions (ticks are hot)
         events: list[AlertEvent] = []
-        for spec in self.rules:
-            rule = spec.rule
-            if not isinstance(rule, WallClockRule) or (spec.id, source) in self._failed:
+        if self._wallclock is None:  # Protocol isinstance checks are slow; ticks are hot
+            self._wallclock = [s for s in self.rules if isinstance(s.rule, WallClockRule)]
+        for spec in self._wallclock:
+            rule = cast(WallClockRule, spec.rule)
+            if (spec.id, source) in self._failed:
                 continue
             rule_state = state.rule_states.get(spec.id) or rule.initial_state()
             try:
@@ -228,6 +230,9 @@ class Engine:
                 continue
             state.rule_states[spec.id] = new_state
             for transition in transitions:
+                if frame is None:
+                    row = {"source": source, "line": line, "ts": now, "step": state.last_step}
+                    frame = pl.DataFrame([{**row, "text": ""}], schema=SCHEMA)
                 event = self._event(spec, source, frame, transition, state)
                 if event is not None:
                     events.append(event)

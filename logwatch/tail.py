@@ -90,6 +90,7 @@ class TailDriver:
         self._wake, self._cv = threading.Event(), threading.Condition()
         self._started = self._finished = 0
         self._more = self._stopping = self._opened = False
+        self._dirty = True  # something a checkpoint would record changed since the last one
         self._rescan_due = True
         self._last_rescan = self._last_checkpoint = self._last_tick = float("-inf")
         self._warned_network: set[str] = set()
@@ -188,7 +189,8 @@ class TailDriver:
         for follower in list(self.followers.values()):
             more |= self._poll(follower, now)
         self._tick(now)
-        if now - self._last_checkpoint >= self.options.checkpoint_interval_s:
+        due = now - self._last_checkpoint >= self.options.checkpoint_interval_s
+        if due and self._dirty:
             self._checkpoint()
         return more
 
@@ -215,6 +217,7 @@ class TailDriver:
     def _handle(self, follower: Follower, result: PollResult, *, emit: bool = True) -> None:
         for note in result.notes:
             self.status(note)
+        self._dirty |= bool(result.batches or result.notes)
         events: list[AlertEvent] = []
         for batch in result.batches:
             frame = parse_lines(
@@ -239,6 +242,7 @@ class TailDriver:
         self._drop(follower)
 
     def _drop(self, follower: Follower) -> None:
+        self._dirty = True
         follower.close()
         self.followers.pop(follower.key, None)
 
@@ -293,6 +297,7 @@ class TailDriver:
             self.status(f"{path}: cannot open ({exc.strerror}); will retry")
             return
         self.followers[follower.key] = follower
+        self._dirty = True
         if self._resume(follower):
             return
         if not initial or self._saved is not None:
@@ -349,6 +354,7 @@ class TailDriver:
 
     def _emit(self, events: Iterable[AlertEvent], gen_id: str) -> None:
         for event in events:
+            self._dirty = True
             key = f"{gen_id}|{event.source}|{event.line}|{event.fingerprint}|{event.status}"
             if key in self._replayed:
                 continue  # emitted before a crash; its line was read again
@@ -379,7 +385,7 @@ class TailDriver:
         self._saved = {(pos.dev, pos.ino): pos for pos in checkpoint.files}
 
     def _checkpoint(self) -> None:
-        self._last_checkpoint = self.clock.monotonic()
+        self._last_checkpoint, self._dirty = self.clock.monotonic(), False
         if self.state is None:
             return
         files = [f.position() for f in self.followers.values()]
