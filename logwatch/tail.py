@@ -15,6 +15,7 @@ import stat
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
 
@@ -26,11 +27,14 @@ from logwatch.errors import InputError
 from logwatch.follow import Follower, FollowOptions, PollResult, Position
 from logwatch.parse import parse_lines
 from logwatch.ruleset import RuleSpec
-from logwatch.ruletypes import WallClockRule
+from logwatch.ruletypes import StallRule, WallClockRule
 from logwatch.sinks import Sink
 from logwatch.watch import NETWORK_FS, WatchdogWatcher, Watcher, WatcherFactory, fs_type
 
 Status = Callable[[str], None]
+RoundHook = Callable[["TailDriver"], Iterable[AlertEvent]]
+"""Called in the driver's thread after each round's files (e.g. a GPU sampler's drained frames
+through a GpuMonitor); its events go to the sinks. Its state is its own: not checkpointed."""
 START_MODES = ("catch-up", "beginning", "end")
 _MAGIC = frozenset("*?[")
 
@@ -72,11 +76,13 @@ class TailDriver:
         options: TailOptions | None = None,
         watcher_factory: WatcherFactory | None = WatchdogWatcher,
         status: Status = lambda message: None,
+        round_hooks: Sequence[RoundHook] = (),
     ) -> None:
         self.patterns, self.engine, self.sinks = list(patterns), engine, list(sinks)
         self.clock = clock or SystemClock()
         self.options = options or TailOptions()
         self.status = status
+        self.round_hooks = list(round_hooks)
         self.state = StateDir(state_dir, status) if state_dir is not None else None
         self._watcher_factory = watcher_factory
         self.watcher: Watcher | None = None
@@ -189,6 +195,8 @@ class TailDriver:
         for follower in list(self.followers.values()):
             more |= self._poll(follower, now)
         self._tick(now)
+        for hook in self.round_hooks:
+            self._send(hook(self))
         due = now - self._last_checkpoint >= self.options.checkpoint_interval_s
         if due and self._dirty:
             self._checkpoint()
@@ -360,6 +368,10 @@ class TailDriver:
                 continue  # emitted before a crash; its line was read again
             if self.state is not None:
                 self.state.record_emitted(key)
+            self._send([event])
+
+    def _send(self, events: Iterable[AlertEvent]) -> None:
+        for event in events:
             for sink in self.sinks:
                 try:
                     sink.emit(event)
@@ -368,6 +380,15 @@ class TailDriver:
                         self._failed_sinks.add(id(sink))
                         name = type(sink).__name__
                         self.status(f"sink {name} failed: {type(exc).__name__}: {exc}")
+
+    def stalled_since(self, source: str) -> datetime | None:
+        """Since when `source` has had no lines, while a `stalled` rule says it is stalled."""
+        state = self.engine.sources.get(source)
+        for spec in self.engine.rules:
+            rule_state = state.rule_states.get(spec.id) if state is not None else None
+            if isinstance(spec.rule, StallRule) and rule_state and rule_state["stalled"]:
+                return datetime.fromtimestamp(rule_state["last_s"])
+        return None
 
     def _restore(self) -> None:
         assert self.state is not None

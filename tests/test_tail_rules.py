@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import shutil
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -147,9 +148,12 @@ def test_log_stalled_fires_after_silence_and_resolves_when_lines_resume(tmp_path
         tail.clock.advance(3600.0)
         driver.sync()
         assert tail.alerts() == [(10, "log-stalled", "firing")]
+        since = driver.stalled_since(str(tmp_path / "a.log"))
+        assert since is not None and tail.clock.now() - since >= timedelta(minutes=10)
         out.write(numbered(11, 11))
         driver.sync()
-    assert tail.alerts()[1:] == [(11, "log-stalled", "resolved")]
+        assert tail.alerts()[1:] == [(11, "log-stalled", "resolved")]
+        assert driver.stalled_since(str(tmp_path / "a.log")) is None
     assert "no new lines for 10m" in tail.sink.events[0].summary
 
 
@@ -164,3 +168,21 @@ def test_log_stalled_ignores_history_and_never_fires_in_replay(tmp_path: Path) -
         driver.sync()
     assert tail.alerts() == []
     assert replay([str(log)], LIVE).events == []
+
+
+def test_round_hooks_send_their_events_to_the_sinks(tmp_path: Path) -> None:
+    """A round hook (the seam for the GPU sampler) runs in the driver's rounds and its alert
+    events reach the same sinks as the log's."""
+    event = replay([str(DFLASH / "train_nan.log")], BUILTIN).events[0]
+    calls: list[int] = []
+
+    def hook(driver: Any) -> list[Any]:
+        calls.append(1)
+        return [event] if len(calls) == 1 else []
+
+    tail = Tail(tmp_path)
+    tail.driver.round_hooks.append(hook)
+    with running(tail.driver) as driver:
+        driver.sync()
+    assert tail.sink.events == [event]
+    assert len(calls) >= 1
