@@ -209,7 +209,9 @@ def main() -> None:
         print(f"\n(1)+(2) {args.files} files, {args.samples} probes, {args.quiet_s:g} s quiet")
         print("| follower | p50 | p99 | idle CPU (one core) |\n|---|---|---|---|")
         for name, p50, p99, cpu in rows:
-            print(f"| {name.replace('|', chr(92) + '|')} | {p50 * 1e3:.1f} ms | {p99 * 1e3:.1f} ms | {cpu * 100:.2f} % |")
+            print(
+                f"| {name.replace('|', chr(92) + '|')} | {p50 * 1e3:.1f} ms | {p99 * 1e3:.1f} ms | {cpu * 100:.2f} % |"
+            )
         base, lw = rows
         print(f"ratio logwatch / baseline: p50 {lw[1] / base[1]:.1f}x, p99 {lw[2] / base[2]:.1f}x")
 

@@ -29,14 +29,21 @@ from logwatch.parse import parse_lines
 from logwatch.ruleset import RuleSpec
 from logwatch.ruletypes import StallRule, WallClockRule
 from logwatch.sinks import Sink
-from logwatch.watch import NETWORK_FS, WatchdogWatcher, Watcher, WatcherFactory, fs_type
+from logwatch.watch import (
+    NETWORK_FS,
+    WatchdogWatcher,
+    Watcher,
+    WatcherFactory,
+    fs_type,
+    is_glob,
+    watch_roots,
+)
 
 Status = Callable[[str], None]
 RoundHook = Callable[["TailDriver"], Iterable[AlertEvent]]
 """Called in the driver's thread after each round's files (e.g. a GPU sampler's drained frames
 through a GpuMonitor); its events go to the sinks. Its state is its own: not checkpointed."""
 START_MODES = ("catch-up", "beginning", "end")
-_MAGIC = frozenset("*?[")
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +279,7 @@ class TailDriver:
         """The regular files the patterns match now, each once, sorted."""
         paths: set[str] = set()
         for pattern in self.patterns:
-            matches = glob.glob(pattern, recursive=True) if _is_glob(pattern) else [pattern]
+            matches = glob.glob(pattern, recursive=True) if is_glob(pattern) else [pattern]
             for path in matches:
                 try:
                     if stat.S_ISREG(os.stat(path).st_mode):
@@ -375,6 +382,8 @@ class TailDriver:
             for sink in self.sinks:
                 try:
                     sink.emit(event)
+                except BrokenPipeError:
+                    raise  # stdout's reader left (`logwatch tail | head`): time to stop
                 except Exception as exc:
                     if id(sink) not in self._failed_sinks:
                         self._failed_sinks.add(id(sink))
@@ -436,7 +445,7 @@ class TailDriver:
         if self.watcher is None:
             return
         dirs: dict[str, bool] = {}
-        for directory, recursive in _watch_roots(self.patterns):
+        for directory, recursive in watch_roots(self.patterns):
             kind = fs_type(directory)
             if kind in NETWORK_FS:
                 if directory not in self._warned_network:
@@ -461,24 +470,6 @@ class TailDriver:
             f"{self.options.poll_interval_s:g}s instead (raise fs.inotify.max_user_watches / "
             "max_user_instances to get events back)"
         )
-
-
-def _is_glob(pattern: str) -> bool:
-    return any(ch in _MAGIC for ch in pattern)
-
-
-def _watch_roots(patterns: Iterable[str]) -> list[tuple[str, bool]]:
-    """The nearest existing directory above each pattern, and whether to watch it recursively."""
-    roots = []
-    for pattern in patterns:
-        parts = Path(os.path.abspath(pattern)).parts
-        fixed = next((i for i, part in enumerate(parts) if _is_glob(part)), len(parts) - 1)
-        recursive = fixed < len(parts) - 1
-        base = Path(*parts[: max(fixed, 1)])
-        while not base.is_dir() and base != base.parent:
-            base, recursive = base.parent, False
-        roots.append((str(base), recursive))
-    return roots
 
 
 def rule_error_reporter(status: Status) -> Callable[[str, str, Exception], None]:
@@ -507,7 +498,7 @@ def run_tail(
 ) -> None:
     """The `logwatch tail` command: follow until SIGTERM / SIGINT, then checkpoint and return."""
     for pattern in patterns:
-        if not _is_glob(pattern) and os.path.isdir(pattern):
+        if not is_glob(pattern) and os.path.isdir(pattern):
             raise InputError(
                 f"{pattern}: is a directory (give the log files in it, e.g. '{pattern}/*.log')"
             )

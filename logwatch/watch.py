@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
 OnEvent = Callable[[bool], None]
@@ -105,3 +106,25 @@ def fs_type(path: str, mounts_file: str = "/proc/self/mounts") -> str | None:
         if inside and len(mount) > best:
             best, kind = len(mount), entry[2]
     return kind
+
+
+_MAGIC = frozenset("*?[")
+
+
+def is_glob(pattern: str) -> bool:
+    """Whether a path argument is a glob pattern."""
+    return any(ch in _MAGIC for ch in pattern)
+
+
+def watch_roots(patterns: Iterable[str]) -> list[tuple[str, bool]]:
+    """The nearest existing directory above each pattern, and whether to watch it recursively."""
+    roots = []
+    for pattern in patterns:
+        parts = Path(os.path.abspath(pattern)).parts
+        fixed = next((i for i, part in enumerate(parts) if is_glob(part)), len(parts) - 1)
+        recursive = fixed < len(parts) - 1
+        base = Path(*parts[: max(fixed, 1)])
+        while not base.is_dir() and base != base.parent:
+            base, recursive = base.parent, False
+        roots.append((str(base), recursive))
+    return roots
