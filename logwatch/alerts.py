@@ -97,3 +97,26 @@ def json_number(value: float | None) -> float | str | None:
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
     return value
+
+
+def event_from_json(data: Mapping[str, Any]) -> AlertEvent:
+    """The inverse of `AlertEvent.to_json` (checkpoints); ValueError on a malformed object."""
+    try:
+        value = data["value"]
+        ts = data["ts"]
+        return AlertEvent(
+            rule=str(data["rule"]),
+            severity=Severity.parse(str(data["severity"])),
+            status=str(data["status"]),
+            source=str(data["source"]),
+            line=int(data["line"]),
+            ts=datetime.fromisoformat(ts) if ts is not None else None,
+            step=None if data["step"] is None else int(data["step"]),
+            value=None if value is None else float(value),
+            summary=str(data["summary"]),
+            fix=str(data.get("fix", "")),
+            text=str(data.get("text", "")),
+            labels={str(k): str(v) for k, v in dict(data.get("labels", {})).items()},
+        )
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"malformed alert event: {exc!r}") from None

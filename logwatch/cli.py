@@ -11,6 +11,7 @@ import click
 
 from logwatch import __version__
 from logwatch.alerts import Severity
+from logwatch.durations import parse_duration
 from logwatch.errors import LogwatchError
 from logwatch.reader import DEFAULT_MAX_LINE_BYTES
 from logwatch.render import summary_lines
@@ -176,6 +177,97 @@ def gpu_cmd(fmt: str) -> None:
             click.echo(line)
     if not snapshot.status.available:
         sys.exit(1)
+
+
+class _Duration(click.ParamType):  # type: ignore[type-arg]  # generic since click 8.5; subscripting fails on older click at runtime
+    """A duration option ("500ms", "1s", "10m") as seconds."""
+
+    name = "duration"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, float):
+            return value
+        try:
+            seconds = parse_duration(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        if seconds <= 0:
+            self.fail(f"{value!r} must be longer than zero", param, ctx)
+        return seconds
+
+
+@cli.command("tail")
+@click.argument("patterns", nargs=-1, required=True, metavar="PATH_OR_GLOB...")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "jsonl"]),
+    default="text",
+    show_default=True,
+    help="text: the replay timeline; jsonl: one JSON object per alert event.",
+)
+@click.option("--rules", "rule_paths", multiple=True, metavar="PATH", help="Add a rule pack.")
+@click.option("--no-builtin-rules", is_flag=True, help="Use only the packs given with --rules.")
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Checkpoints and lock [default: $XDG_STATE_HOME/logwatch or ~/.local/state/logwatch].",
+)
+@click.option("--from-beginning", is_flag=True, help="Emit every alert of existing files' history.")
+@click.option("--from-end", is_flag=True, help="Skip existing files' history.")
+@click.option("--poll-interval", type=_Duration(), default="1s", show_default=True)
+@click.option(
+    "--partial-flush",
+    type=_Duration(),
+    default="5s",
+    show_default=True,
+    help="Evaluate a last line without newline once the file stopped growing this long.",
+)
+@click.option(
+    "--max-line-bytes",
+    type=click.IntRange(min=256),
+    default=DEFAULT_MAX_LINE_BYTES,
+    show_default=True,
+    help="Longer lines are truncated with a marker.",
+)
+def tail_cmd(
+    patterns: tuple[str, ...],
+    fmt: str,
+    rule_paths: tuple[str, ...],
+    no_builtin_rules: bool,
+    state_dir: Path | None,
+    from_beginning: bool,
+    from_end: bool,
+    poll_interval: float,
+    partial_flush: float,
+    max_line_bytes: int,
+) -> None:
+    """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
+    from logwatch.checkpoint import default_state_dir
+    from logwatch.follow import FollowOptions
+    from logwatch.tail import TailOptions, run_tail
+
+    if from_beginning and from_end:
+        raise click.UsageError("--from-beginning and --from-end exclude each other; pick one")
+    specs = load_rule_specs(rule_paths, builtin=not no_builtin_rules)
+    sink = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
+    start = "beginning" if from_beginning else "end" if from_end else "catch-up"
+    options = TailOptions(
+        start=start,
+        poll_interval_s=poll_interval,
+        follow=FollowOptions(partial_flush_s=partial_flush, max_line_bytes=max_line_bytes),
+    )
+    run_tail(
+        patterns,
+        specs,
+        [sink],
+        state_dir=state_dir or default_state_dir(),
+        options=options,
+        status=lambda message: click.echo(f"logwatch: {message}", err=True),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

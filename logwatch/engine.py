@@ -7,14 +7,15 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
-from logwatch.alerts import FIRING, RESOLVED, AlertEvent
+from logwatch.alerts import FIRING, RESOLVED, AlertEvent, event_from_json
 from logwatch.durations import format_duration
+from logwatch.parse import SCHEMA
 from logwatch.ruleset import RuleSpec
-from logwatch.ruletypes import Transition
+from logwatch.ruletypes import Transition, WallClockRule
 
 ErrorHandler = Callable[[str, str, Exception], None]
 """Called as (rule id, source, exception) when a rule raises; the engine goes on without it."""
@@ -83,6 +84,7 @@ class Engine:
         self.sources: dict[str, SourceState] = {}
         self._on_error = on_error
         self._failed: set[tuple[str, str]] = set()
+        self._wallclock: list[RuleSpec] | None = None
 
     def state_of(self, source: str) -> SourceState:
         """The state of one source, created on first use."""
@@ -203,6 +205,68 @@ class Engine:
                 since=firing,
             )
         return event
+
+    # --- live drivers only: wall-clock rules and per-source checkpoints (replay uses neither) ---
+
+    def tick(self, source: str, now: datetime, *, arrived: bool, line: int) -> list[AlertEvent]:
+        """Advance the wall-clock rules of one source; `arrived`: lines came since the last tick."""
+        state = self.state_of(source)
+        frame: pl.DataFrame | None = None  # built only when a rule transitions (ticks are hot)
+        events: list[AlertEvent] = []
+        if self._wallclock is None:  # Protocol isinstance checks are slow; ticks are hot
+            self._wallclock = [s for s in self.rules if isinstance(s.rule, WallClockRule)]
+        for spec in self._wallclock:
+            rule = cast(WallClockRule, spec.rule)
+            if (spec.id, source) in self._failed:
+                continue
+            rule_state = state.rule_states.get(spec.id) or rule.initial_state()
+            try:
+                transitions, new_state = rule.tick(rule_state, now.timestamp(), arrived)
+            except Exception as exc:
+                self._failed.add((spec.id, source))
+                if self._on_error is None:
+                    raise
+                self._on_error(spec.id, source, exc)
+                continue
+            state.rule_states[spec.id] = new_state
+            for transition in transitions:
+                if frame is None:
+                    row = {"source": source, "line": line, "ts": now, "step": state.last_step}
+                    frame = pl.DataFrame([{**row, "text": ""}], schema=SCHEMA)
+                event = self._event(spec, source, frame, transition, state)
+                if event is not None:
+                    events.append(event)
+        return events
+
+    def export_state(self, source: str) -> dict[str, Any]:
+        """One source's state as JSON-able data (rule states, last step, firing alerts, stats)."""
+        state = self.state_of(source)
+        stats = {name: getattr(state.stats, name) for name in SourceStats.__slots__}
+        stats["fired"] = dict(state.stats.fired)
+        return {
+            "rule_states": state.rule_states,
+            "last_step": state.last_step,
+            "active": [event.to_json() for event in state.active.values()],
+            "stats": stats,
+        }
+
+    def import_state(self, source: str, data: Mapping[str, Any]) -> None:
+        """Restore what `export_state` saved; ValueError (and no change) on malformed data."""
+        try:
+            stats = dict(data["stats"])
+            fired = Counter({str(k): int(v) for k, v in dict(stats.pop("fired")).items()})
+            restored = SourceState(
+                rule_states={str(k): dict(v) for k, v in dict(data["rule_states"]).items()},
+                last_step=None if data["last_step"] is None else int(data["last_step"]),
+                active={},
+                stats=SourceStats(**stats, fired=fired),
+            )
+            for raw in data["active"]:
+                event = event_from_json(raw)
+                restored.active[event.fingerprint] = event
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"malformed engine state for {source}: {exc!r}") from None
+        self.sources[source] = restored
 
     def run_all(self, frames: Iterable[pl.DataFrame]) -> list[AlertEvent]:
         """Evaluate a sequence of batches; convenience for tests and small inputs."""

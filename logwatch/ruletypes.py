@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
+from logwatch.durations import parse_duration
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +165,47 @@ class MatchRule:
         return out, replace_state(state, fired=fired)
 
 
+@runtime_checkable
+class WallClockRule(Rule, Protocol):
+    """A rule that also moves with the wall clock. Only a live driver ticks it; replay never
+    does, so such a rule cannot fire in replay."""
+
+    def tick(
+        self, state: dict[str, Any], now_s: float, arrived: bool
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        """Transitions at wall time `now_s` (row 0 is the tick); `arrived`: lines came since."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StallRule:
+    """Fires when a source that was receiving lines gets none for `stall_after_s` of wall time;
+    resolves at the first line that comes after."""
+
+    stall_after_s: float
+
+    def initial_state(self) -> dict[str, Any]:
+        return {"last_s": None, "stalled": False}
+
+    def evaluate(
+        self, frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        if frame.is_empty() or not state["stalled"]:
+            return [], state
+        return [Transition(row=0, status=RESOLVED, value=None)], replace_state(state, stalled=False)
+
+    def tick(
+        self, state: dict[str, Any], now_s: float, arrived: bool
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        if arrived:
+            return [], replace_state(state, last_s=now_s, stalled=False)
+        last = state["last_s"]
+        if last is None or state["stalled"] or now_s - last < self.stall_after_s:
+            return [], state
+        fired = Transition(row=0, status=FIRING, value=round(now_s - last, 3))
+        return [fired], replace_state(state, stalled=True)
+
+
 def replace_state(state: dict[str, Any], **changes: Any) -> dict[str, Any]:
     """A copy of a rule state with some keys changed."""
     return {**state, **changes}
@@ -211,6 +253,13 @@ def _build_streak(params: Mapping[str, Any]) -> Rule:
     )
 
 
+def _build_stalled(params: Mapping[str, Any]) -> Rule:
+    seconds = parse_duration(params.get("stall_after", "10m"))
+    if seconds <= 0:
+        raise ValueError(f"stall_after must be positive, got {params['stall_after']!r}")
+    return StallRule(stall_after_s=seconds)
+
+
 def _build_match(params: Mapping[str, Any]) -> Rule:
     pattern = params["pattern"]
     try:
@@ -236,6 +285,7 @@ RULE_TYPES: dict[str, RuleType] = {
         _build_streak,
     ),
     "match": RuleType({"pattern": (str, True)}, _build_match),
+    "stalled": RuleType({"stall_after": (str, False)}, _build_stalled),
 }
 """Every rule type a rule pack may name. Later types (wall-clock, GPU) register here too."""
 
@@ -251,8 +301,10 @@ __all__ = [
     "NonFiniteRule",
     "Rule",
     "RuleType",
+    "StallRule",
     "StreakRule",
     "Transition",
+    "WallClockRule",
     "check_columns",
     "replace",
 ]

@@ -5,8 +5,23 @@ Shipped with the package so that users' own tests can use them too.
 
 from __future__ import annotations
 
+import errno
+import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from logwatch.alerts import Severity
+from logwatch.ruleset import RuleSpec
+from logwatch.ruletypes import Transition
+
+if TYPE_CHECKING:
+    from logwatch.tail import TailDriver
+    from logwatch.watch import OnEvent, Watcher
 
 
 class FakeClock:
@@ -127,3 +142,79 @@ class FakeGpuReader:
 
     def close(self) -> None:
         self.closed = True
+
+
+# --- tail: a rule that records what it sees, a driver in a thread, watchers that fail -----------
+
+
+class RecordingRule:
+    """A rule that fires nothing and records every (source, line, text) it is shown, so tests
+    can check that each line reached the engine exactly once."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, int, str]] = []
+        self._lock = threading.Lock()
+
+    def initial_state(self) -> dict[str, Any]:
+        return {}
+
+    def evaluate(
+        self, frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        rows = frame.select("source", "line", "text").rows()
+        with self._lock:
+            self.seen.extend(rows)
+        return [], state
+
+    def texts(self) -> list[str]:
+        """The texts seen so far, in order."""
+        with self._lock:
+            return [text for _, _, text in self.seen]
+
+
+def recording_spec(rule: Any, rule_id: str = "record") -> RuleSpec:
+    """Wrap a Python rule object as a RuleSpec (for tests and library use)."""
+    return RuleSpec(
+        id=rule_id,
+        type="python",
+        severity=Severity.INFO,
+        summary=f"{rule_id} at line {{line}}",
+        resolved_summary=f"{rule_id} resolved at line {{line}}",
+        fix="",
+        params={},
+        rule=rule,
+        origin="<python>",
+    )
+
+
+@contextmanager
+def running(driver: TailDriver) -> Iterator[TailDriver]:
+    """Open a tail driver, run it in a thread, and stop, join and close it on exit."""
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            driver.run()
+        except BaseException as exc:
+            errors.append(exc)
+
+    with driver:
+        thread = threading.Thread(target=target, name="tail-driver", daemon=True)
+        thread.start()
+        try:
+            yield driver
+        finally:
+            driver.stop()
+            thread.join(timeout=30)
+    if errors:
+        raise errors[0]
+
+
+class UnavailableWatcher:
+    """A watcher factory for a machine whose inotify is exhausted: creating one fails."""
+
+    def __init__(self, err: int = errno.ENOSPC) -> None:
+        self.err = err
+
+    def __call__(self, on_event: OnEvent) -> Watcher:
+        raise OSError(self.err, os.strerror(self.err))

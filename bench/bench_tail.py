@@ -1,0 +1,244 @@
+"""`logwatch tail` speed, against `tail -F | grep` measured in the same run, on the same files.
+
+Usage: python bench/bench_tail.py [--files 50] [--samples 300] [--quiet-s 20] [--rate 200000]
+                                  [--seconds 20]
+
+(1) latency: 50 files followed; a probe line is appended to a random one; the time from its
+    write() to its alert on the follower's stdout (p50 / p99).
+(2) idle CPU: the follower's CPU time (all threads, /proc) while the 50 files stay quiet.
+(3) throughput: one file appended at --rate lines/s for --seconds, a probe every 0.5 s; the lag
+    of each probe (first third vs last third: does it grow?), and peak RSS.
+Each follower runs as a subprocess: logwatch with the built-in rules plus a probe rule, and the
+baseline `tail -q -n0 -F FILES | grep --line-buffered ALERT`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import queue
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACK = """
+[[rule]]
+id = "probe"
+type = "match"
+severity = "info"
+pattern = 'ALERT id=(?P<id>\\d+)'
+summary = "probe {text}"
+"""
+STEP = (
+    "2026-11-28 14:02:07,199 INFO [train] step {n}/200000 | loss 2.1182 | acc 0.242 | "
+    "lr 2.40e-05 | grad_norm 1.23 | tok/s 48292 | q_hs=19 q_hsb=[1,2,2,6,3,5]\n"
+)
+_ID = re.compile(r"ALERT id=(\d+)")
+
+
+class Follower:
+    """A follower subprocess whose stdout lines are timestamped as they arrive."""
+
+    def __init__(self, cmd: list[str] | str, *, shell: bool = False) -> None:
+        self.proc = subprocess.Popen(
+            cmd, shell=shell, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        self.arrivals: queue.Queue[tuple[int, float]] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in iter(self.proc.stdout.readline, b""):
+            now = time.perf_counter()
+            match = _ID.search(raw.decode("utf-8", "replace"))
+            if match:
+                self.arrivals.put((int(match.group(1)), now))
+
+    def wait_for(self, probe: int, timeout_s: float = 30.0) -> float:
+        """Arrival time of one probe's output line."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            got, at = self.arrivals.get(timeout=max(deadline - time.monotonic(), 0.001))
+            if got == probe:
+                return at
+
+    def cpu_s(self) -> float:
+        """CPU seconds used so far by this process (all threads)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def rss_bytes(self) -> int:
+        """Resident set size now."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+    def stop(self) -> None:
+        """Terminate and reap."""
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def logwatch(folder: Path, state: Path) -> Follower:
+    """`logwatch tail` on folder/*.log with the built-in rules and the probe rule."""
+    pack = folder / "probe.toml"
+    pack.write_text(PACK, encoding="utf-8")
+    cmd = [sys.executable, "-m", "logwatch.cli", "tail", str(folder / "*.log"), "--from-end"]
+    cmd += ["--format", "jsonl", "--rules", str(pack), "--state-dir", str(state)]
+    return Follower(cmd)
+
+
+def baseline(files: list[Path]) -> Follower:
+    """`tail -F | grep`: follows and filters, nothing else."""
+    names = " ".join(str(f) for f in files)
+    return Follower(f"exec tail -q -n0 -F {names} | grep --line-buffered ALERT", shell=True)
+
+
+def warm_up(follower: Follower, files: list[Path], first_id: int) -> int:
+    """Probe until the follower answers (it has started and scanned its files)."""
+    probe = first_id
+    while True:
+        with open(files[0], "ab") as out:
+            out.write(f"ALERT id={probe}\n".encode())
+        try:
+            follower.wait_for(probe, timeout_s=2.0)
+            return probe + 1
+        except queue.Empty:
+            probe += 1
+
+
+def latency(follower: Follower, files: list[Path], samples: int, first_id: int) -> list[float]:
+    """write()-to-stdout seconds of `samples` probes to random files."""
+    rng = random.Random(7)
+    fds = [os.open(f, os.O_WRONLY | os.O_APPEND) for f in files]
+    out = []
+    try:
+        for probe in range(first_id, first_id + samples):
+            line = STEP.format(n=probe).replace("\n", f" ALERT id={probe}\n").encode()
+            start = time.perf_counter()
+            os.write(rng.choice(fds), line)
+            out.append(follower.wait_for(probe) - start)
+            time.sleep(rng.uniform(0.01, 0.03))
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return out
+
+
+def idle_cpu(follower: Follower, seconds: float) -> float:
+    """Share of one core the follower uses while nothing is written."""
+    time.sleep(1.0)
+    before = follower.cpu_s()
+    time.sleep(seconds)
+    return (follower.cpu_s() - before) / seconds
+
+
+def flood(
+    follower: Follower, file: Path, rate: int, seconds: float
+) -> tuple[list[float], int, float, float]:
+    """Append `rate` lines/s for `seconds` with a probe every 0.5 s; (probe lags, peak RSS,
+    lines/s actually written, seconds to drain after the writer stops)."""
+    block = "".join(STEP.format(n=i) for i in range(rate // 100)).encode()
+    fd = os.open(file, os.O_WRONLY | os.O_APPEND)
+    sent: dict[int, float] = {}
+    peak, written, probe = 0, 0, 10_000_000
+    start = time.perf_counter()
+    next_probe = start + 0.5
+    try:
+        while (now := time.perf_counter()) - start < seconds:
+            while written < rate * (now - start):
+                os.write(fd, block)
+                written += rate // 100
+            if now >= next_probe:
+                sent[probe] = time.perf_counter()
+                os.write(fd, f"ALERT id={probe}\n".encode())
+                probe, next_probe = probe + 1, next_probe + 0.5
+                peak = max(peak, follower.rss_bytes())
+            time.sleep(0.005)
+        elapsed = time.perf_counter() - start
+        sent[probe] = time.perf_counter()  # the last probe: how long the backlog takes to drain
+        os.write(fd, f"ALERT id={probe}\n".encode())
+    finally:
+        os.close(fd)
+    arrived = {p: follower.wait_for(p, timeout_s=120) for p in sorted(sent)}
+    lags = [arrived[p] - sent[p] for p in sorted(sent)]
+    return lags[:-1], max(peak, follower.rss_bytes()), written / elapsed, lags[-1]
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-th percentile (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    """Run the three measurements and print a markdown summary."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=50)
+    parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--quiet-s", type=float, default=20.0)
+    parser.add_argument("--rate", type=int, default=200_000)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    print(f"# {platform.node()} {os.cpu_count()} cores, Python {platform.python_version()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "runs"
+        folder.mkdir()
+        files = [folder / f"run{i:02d}.log" for i in range(args.files)]
+        for f in files:
+            f.write_bytes(STEP.format(n=0).encode() * 10)
+        rows = []
+        for name, start in (("tail -F | grep", baseline), ("logwatch tail", None)):
+            follower = start(files) if start else logwatch(folder, Path(tmp) / "state")
+            try:
+                first = warm_up(follower, files, 1)
+                lat = latency(follower, files, args.samples, first)
+                cpu = idle_cpu(follower, args.quiet_s)
+            finally:
+                follower.stop()
+            rows.append((name, pct(lat, 50), pct(lat, 99), cpu))
+        print(f"\n(1)+(2) {args.files} files, {args.samples} probes, {args.quiet_s:g} s quiet")
+        print("| follower | p50 | p99 | idle CPU (one core) |\n|---|---|---|---|")
+        for name, p50, p99, cpu in rows:
+            print(
+                f"| {name.replace('|', chr(92) + '|')} | {p50 * 1e3:.1f} ms | {p99 * 1e3:.1f} ms | {cpu * 100:.2f} % |"
+            )
+        base, lw = rows
+        print(f"ratio logwatch / baseline: p50 {lw[1] / base[1]:.1f}x, p99 {lw[2] / base[2]:.1f}x")
+
+        for name in ("tail -F | grep", "logwatch tail"):
+            flood_dir = Path(tmp) / f"flood-{name[:4]}"
+            flood_dir.mkdir()
+            file = flood_dir / "train.log"
+            file.write_bytes(b"")
+            follower = (
+                baseline([file])
+                if name.startswith("tail")
+                else logwatch(flood_dir, Path(tmp) / "state-flood")
+            )
+            try:
+                warm_up(follower, [file], 1)
+                lags, rss, rate, drain = flood(follower, file, args.rate, args.seconds)
+            finally:
+                follower.stop()
+            third = max(len(lags) // 3, 1)
+            early, late = statistics.median(lags[:third]), statistics.median(lags[-third:])
+            print(
+                f"\n(3) {name}: {rate:,.0f} lines/s written for {args.seconds:g} s; probe lag "
+                f"median first third {early * 1e3:.0f} ms, last third {late * 1e3:.0f} ms, "
+                f"max {max(lags) * 1e3:.0f} ms; last line alerted {drain * 1e3:.0f} ms after the "
+                f"writer stopped; peak RSS {rss / 2**20:.0f} MB"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,519 @@
+"""The tail driver: follow live logs through the same engine as replay, losing and repeating nothing.
+
+One thread runs rounds. A round re-expands the globs when due (at least every second, at once
+after a create / move / delete event), lets every follower read what is new, runs the batches
+through the engine, ticks wall-clock rules, and checkpoints when due. Watchdog events only end the
+wait between rounds early; the wait is the safety poll, so a lost event costs one poll interval.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import stat
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from types import FrameType
+
+from logwatch.alerts import AlertEvent
+from logwatch.checkpoint import Checkpoint, StateDir
+from logwatch.clock import Clock, SystemClock
+from logwatch.engine import Engine
+from logwatch.errors import InputError
+from logwatch.follow import Follower, FollowOptions, PollResult, Position
+from logwatch.parse import parse_lines
+from logwatch.ruleset import RuleSpec
+from logwatch.ruletypes import StallRule, WallClockRule
+from logwatch.sinks import Sink
+from logwatch.watch import (
+    NETWORK_FS,
+    WatchdogWatcher,
+    Watcher,
+    WatcherFactory,
+    fs_type,
+    is_glob,
+    watch_roots,
+)
+
+Status = Callable[[str], None]
+RoundHook = Callable[["TailDriver"], Iterable[AlertEvent]]
+"""Called in the driver's thread after each round's files (e.g. a GPU sampler's drained frames
+through a GpuMonitor); its events go to the sinks. Its state is its own: not checkpointed."""
+START_MODES = ("catch-up", "beginning", "end")
+
+
+@dataclass(frozen=True, slots=True)
+class TailOptions:
+    """How `logwatch tail` follows files.
+
+    `start` applies to files that exist at start-up when there is no checkpoint: `catch-up` runs
+    their history silently and emits the alerts still firing at its end, `beginning` emits every
+    alert of the history, `end` skips the history."""
+
+    start: str = "catch-up"
+    poll_interval_s: float = 1.0
+    rotate_wait_s: float = 5.0
+    checkpoint_interval_s: float = 1.0
+    follow: FollowOptions = field(default_factory=FollowOptions)
+
+    def __post_init__(self) -> None:
+        if self.start not in START_MODES:
+            raise ValueError(f"unknown start mode {self.start!r} (expected one of {START_MODES})")
+
+
+class TailDriver:
+    """Follows files matching `patterns`, feeding `engine`, emitting alerts to `sinks`.
+
+    `open()` (or `with`) takes the state directory, restores the checkpoint and catches up;
+    `run()` loops until `stop()`; `close()` writes the last checkpoint. `sync()` waits until
+    everything written before it was processed (tests, benchmarks)."""
+
+    def __init__(
+        self,
+        patterns: Sequence[str],
+        engine: Engine,
+        sinks: Sequence[Sink],
+        *,
+        clock: Clock | None = None,
+        state_dir: Path | None = None,
+        options: TailOptions | None = None,
+        watcher_factory: WatcherFactory | None = WatchdogWatcher,
+        status: Status = lambda message: None,
+        round_hooks: Sequence[RoundHook] = (),
+    ) -> None:
+        self.patterns, self.engine, self.sinks = list(patterns), engine, list(sinks)
+        self.clock = clock or SystemClock()
+        self.options = options or TailOptions()
+        self.status = status
+        self.round_hooks = list(round_hooks)
+        self.state = StateDir(state_dir, status) if state_dir is not None else None
+        self._watcher_factory = watcher_factory
+        self.watcher: Watcher | None = None
+        self.followers: dict[tuple[int, int], Follower] = {}
+        self._saved: dict[tuple[int, int], Position] | None = None
+        self._replayed: set[str] = set()  # alerts a crashed run emitted past its checkpoint
+        self._arrived: set[str] = set()
+        self._last_line: dict[str, int] = {}
+        self._failed_sinks: set[int] = set()
+        self._wallclock = any(isinstance(s.rule, WallClockRule) for s in engine.rules)
+        self._wake, self._cv = threading.Event(), threading.Condition()
+        self._started = self._finished = 0
+        self._more = self._stopping = self._opened = False
+        self._dirty = True  # something a checkpoint would record changed since the last one
+        self._rescan_due = True
+        self._last_rescan = self._last_checkpoint = self._last_tick = float("-inf")
+        self._warned_network: set[str] = set()
+
+    # --- life cycle ----------------------------------------------------------------------
+
+    def __enter__(self) -> TailDriver:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close(checkpoint=exc[0] is None)
+
+    def open(self) -> None:
+        """Take the state directory, restore the checkpoint, catch up, start watching."""
+        if self.state is not None:
+            self.state.open()
+            self._restore()
+        self._opened = True
+        try:
+            self._start_watcher()
+            self._rescan(self.clock.monotonic(), initial=True)
+            if not self.followers:
+                self.status(f"no file matches {' '.join(self.patterns)} yet; waiting for one")
+            self._checkpoint()
+        except BaseException:
+            self.close(checkpoint=False)
+            raise
+
+    def close(self, *, checkpoint: bool = True) -> None:
+        """Write the last checkpoint, close files, stop watching, close sinks; idempotent."""
+        if not self._opened:
+            return
+        self._opened = False
+        if checkpoint:
+            self._checkpoint()
+        for follower in self.followers.values():
+            follower.close()
+        self.followers.clear()
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
+        if self.state is not None:
+            self.state.close()
+        for sink in self.sinks:
+            sink.close()
+
+    def run(self) -> None:
+        """Follow until `stop()`; a round that finds more to read starts the next one at once."""
+        if not self._opened:
+            self.open()
+        while not self._stopping:
+            self._wake.clear()
+            with self._cv:
+                self._started += 1
+                round_id = self._started
+            more = self.poll_once()
+            with self._cv:
+                self._finished, self._more = round_id, more
+                self._cv.notify_all()
+            if not more:
+                self._wake.wait(self.options.poll_interval_s)
+
+    def stop(self) -> None:
+        """Ask `run()` to return after its current round (safe from signal handlers)."""
+        self._stopping = True
+        self._wake.set()
+
+    def sync(self, timeout_s: float = 30.0) -> None:
+        """Wait until a round that began after this call finished with nothing left to read."""
+        with self._cv:
+            want = self._started + 1
+            self._rescan_due = True
+            self._wake.set()
+            done = self._cv.wait_for(
+                lambda: (self._finished >= want and not self._more) or self._stopping, timeout_s
+            )
+        if not done:
+            raise TimeoutError(f"tail driver did not catch up within {timeout_s}s")
+
+    def wake(self, structural: bool = False) -> None:
+        """Start the next round now (watcher events call this)."""
+        if structural:
+            self._rescan_due = True
+        self._wake.set()
+
+    # --- one round -----------------------------------------------------------------------
+
+    def poll_once(self) -> bool:
+        """One round; True when some file has more to read right away."""
+        now = self.clock.monotonic()
+        self._supervise_watcher()
+        if self._rescan_due or now - self._last_rescan >= self.options.poll_interval_s:
+            self._rescan(now, initial=False)
+        more = False
+        for follower in list(self.followers.values()):
+            more |= self._poll(follower, now)
+        self._tick(now)
+        for hook in self.round_hooks:
+            self._send(hook(self))
+        due = now - self._last_checkpoint >= self.options.checkpoint_interval_s
+        if due and self._dirty:
+            self._checkpoint()
+        return more
+
+    def _poll(self, follower: Follower, now: float) -> bool:
+        try:
+            result = follower.poll(now)
+        except OSError as exc:
+            self.status(f"{follower.path}: read failed ({exc.strerror}); stopped following it")
+            self._drop(follower)
+            return False
+        self._handle(follower, result)
+        if result.grew:
+            self._arrived.add(follower.source)
+        if follower.detached_at is None:
+            why = follower.check_path()
+            if why is not None:
+                follower.detached_at = now
+                self._rescan_due = True
+                self.status(f"{follower.path}: {why}; reading the old file to its end")
+        elif now - max(follower.detached_at, follower.last_growth) >= self.options.rotate_wait_s:
+            self._retire(follower)
+        return result.more
+
+    def _handle(self, follower: Follower, result: PollResult, *, emit: bool = True) -> None:
+        for note in result.notes:
+            self.status(note)
+        self._dirty |= bool(result.batches or result.notes)
+        events: list[AlertEvent] = []
+        for batch in result.batches:
+            frame = parse_lines(
+                batch.text,
+                source=follower.source,
+                first_line=batch.first_line,
+                default_year=follower.year,
+            )
+            events.extend(self.engine.process(frame))
+        if result.batches:
+            self._last_line[follower.source] = follower.line - 1
+        if emit:
+            self._emit(events, follower.gen_id)
+
+    def _retire(self, follower: Follower) -> None:
+        result = PollResult()
+        follower.finish(result)
+        self._handle(follower, result)
+        self.status(
+            f"{follower.path}: old file read to its end ({follower.line - 1} lines); closed"
+        )
+        self._drop(follower)
+
+    def _drop(self, follower: Follower) -> None:
+        self._dirty = True
+        follower.close()
+        self.followers.pop(follower.key, None)
+
+    def _tick(self, now: float) -> None:
+        if not self._wallclock or now - self._last_tick < self.options.poll_interval_s:
+            return
+        self._last_tick = now
+        wall = self.clock.now()
+        by_source = {f.source: f for f in self.followers.values()}
+        for source, follower in by_source.items():
+            line = self._last_line.get(source, 0)
+            arrived = source in self._arrived
+            self._emit(self.engine.tick(source, wall, arrived=arrived, line=line), follower.gen_id)
+        self._arrived.clear()
+
+    # --- files ---------------------------------------------------------------------------
+
+    def expand(self) -> list[str]:
+        """The regular files the patterns match now, each once, sorted."""
+        paths: set[str] = set()
+        for pattern in self.patterns:
+            matches = glob.glob(pattern, recursive=True) if is_glob(pattern) else [pattern]
+            for path in matches:
+                try:
+                    if stat.S_ISREG(os.stat(path).st_mode):
+                        paths.add(path)
+                except OSError:
+                    continue
+        return sorted(paths)
+
+    def _rescan(self, now: float, *, initial: bool) -> None:
+        self._rescan_due, self._last_rescan = False, now
+        for path in self.expand():
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            follower = self.followers.get((st.st_dev, st.st_ino))
+            if follower is not None:
+                if follower.path != path:
+                    self.status(f"{follower.path}: renamed to {path}; still following it")
+                    follower.path = path
+                follower.detached_at = None
+                continue
+            self._add(path, now, initial=initial)
+        self._watch()
+
+    def _add(self, path: str, now: float, *, initial: bool) -> None:
+        try:
+            follower = Follower.open(path, path, self.options.follow, now)
+        except OSError as exc:
+            self.status(f"{path}: cannot open ({exc.strerror}); will retry")
+            return
+        self.followers[follower.key] = follower
+        self._dirty = True
+        if self._resume(follower):
+            return
+        if not initial or self._saved is not None:
+            self.status(f"{path}: new file; following it from its first byte")
+        elif self.options.start == "end":
+            follower.skip_to_end()
+            self.status(f"{path}: following from its end (line {follower.line})")
+        else:
+            self._catch_up(follower)
+
+    def _resume(self, follower: Follower) -> bool:
+        saved = (self._saved or {}).pop(follower.key, None)
+        if saved is None:
+            return False
+        size = os.fstat(follower.fd).st_size
+        if follower.matches(saved) and size >= (saved.evaluated_end or saved.offset):
+            follower.source = saved.source
+            follower.resume(saved)
+            self.status(f"{follower.path}: resuming at line {saved.line} (checkpoint)")
+            return True
+        self.status(
+            f"{follower.path}: not the file the checkpoint knew (same inode, other content); "
+            "reading it from the start"
+        )
+        self.engine.sources.pop(follower.source, None)
+        return False
+
+    def _catch_up(self, follower: Follower) -> None:
+        """Run a file's history through the engine silently, then emit what is still firing."""
+        events: list[AlertEvent] = []
+        now = self.clock.monotonic()
+        while True:
+            result = follower.poll(now, flush_partial=False)
+            for batch in result.batches:
+                frame = parse_lines(
+                    batch.text,
+                    source=follower.source,
+                    first_line=batch.first_line,
+                    default_year=follower.year,
+                )
+                events.extend(self.engine.process(frame))
+            if not result.more:
+                break
+        self._last_line[follower.source] = follower.line - 1
+        if self.options.start == "catch-up":
+            events = sorted(self.engine.active_alerts(follower.source), key=lambda e: e.line)
+        self.status(
+            f"{follower.path}: caught up on {follower.line - 1} lines of history "
+            f"({len(events)} alert events to report); following it"
+        )
+        self._emit(events, follower.gen_id)
+
+    # --- alerts, checkpoints, watching ---------------------------------------------------
+
+    def _emit(self, events: Iterable[AlertEvent], gen_id: str) -> None:
+        for event in events:
+            self._dirty = True
+            key = f"{gen_id}|{event.source}|{event.line}|{event.fingerprint}|{event.status}"
+            if key in self._replayed:
+                continue  # emitted before a crash; its line was read again
+            if self.state is not None:
+                self.state.record_emitted(key)
+            self._send([event])
+
+    def _send(self, events: Iterable[AlertEvent]) -> None:
+        for event in events:
+            for sink in self.sinks:
+                try:
+                    sink.emit(event)
+                except BrokenPipeError:
+                    raise  # stdout's reader left (`logwatch tail | head`): time to stop
+                except Exception as exc:
+                    if id(sink) not in self._failed_sinks:
+                        self._failed_sinks.add(id(sink))
+                        name = type(sink).__name__
+                        self.status(f"sink {name} failed: {type(exc).__name__}: {exc}")
+
+    def stalled_since(self, source: str) -> datetime | None:
+        """Since when `source` has had no lines, while a `stalled` rule says it is stalled."""
+        state = self.engine.sources.get(source)
+        for spec in self.engine.rules:
+            rule_state = state.rule_states.get(spec.id) if state is not None else None
+            if isinstance(spec.rule, StallRule) and rule_state and rule_state["stalled"]:
+                return datetime.fromtimestamp(rule_state["last_s"])
+        return None
+
+    def _restore(self) -> None:
+        assert self.state is not None
+        self._replayed = self.state.emitted()
+        checkpoint = self.state.load()
+        if checkpoint is None:
+            return
+        try:
+            for source, data in checkpoint.sources.items():
+                self.engine.import_state(source, data)
+        except ValueError as exc:
+            self.engine.sources.clear()
+            self.state.set_aside(self.state.path / "checkpoint.json", str(exc))
+            return
+        self._saved = {(pos.dev, pos.ino): pos for pos in checkpoint.files}
+
+    def _checkpoint(self) -> None:
+        self._last_checkpoint, self._dirty = self.clock.monotonic(), False
+        if self.state is None:
+            return
+        files = [f.position() for f in self.followers.values()]
+        sources = {f.source: self.engine.export_state(f.source) for f in self.followers.values()}
+        self.state.save(Checkpoint(files, sources))
+        for key in self._replayed:  # still needed until every re-read line is behind us
+            self.state.record_emitted(key)
+
+    def _start_watcher(self) -> None:
+        if self._watcher_factory is None:
+            return
+        try:
+            self.watcher = self._watcher_factory(self.wake)
+        except OSError as exc:
+            self._fall_back(exc)
+
+    def _supervise_watcher(self) -> None:
+        if self.watcher is None or self.watcher.is_alive():
+            return
+        self.status("the file-event watcher thread died; restarted it")
+        self.watcher.stop()
+        self.watcher = None
+        self._start_watcher()
+        self._rescan_due = True
+
+    def _watch(self) -> None:
+        if self.watcher is None:
+            return
+        dirs: dict[str, bool] = {}
+        for directory, recursive in watch_roots(self.patterns):
+            kind = fs_type(directory)
+            if kind in NETWORK_FS:
+                if directory not in self._warned_network:
+                    self._warned_network.add(directory)
+                    self.status(
+                        f"{directory} is on {kind}: file events do not see remote writes; "
+                        f"polling it every {self.options.poll_interval_s:g}s"
+                    )
+                continue
+            dirs[directory] = dirs.get(directory, False) or recursive
+        try:
+            self.watcher.watch(dirs)
+        except OSError as exc:
+            self.watcher.stop()
+            self.watcher = None
+            self._fall_back(exc)
+
+    def _fall_back(self, exc: OSError) -> None:
+        self._watcher_factory = None
+        self.status(
+            f"file events unavailable ({exc.strerror or exc}); polling every "
+            f"{self.options.poll_interval_s:g}s instead (raise fs.inotify.max_user_watches / "
+            "max_user_instances to get events back)"
+        )
+
+
+def rule_error_reporter(status: Status) -> Callable[[str, str, Exception], None]:
+    """An engine error handler that reports each failing (rule, source) once on `status`."""
+    reported: set[tuple[str, str]] = set()
+
+    def on_error(rule: str, source: str, exc: Exception) -> None:
+        if (rule, source) not in reported:
+            reported.add((rule, source))
+            status(
+                f"rule {rule!r} failed on {source} and is off for it: "
+                f"{type(exc).__name__}: {exc} (report this with the log line that triggered it)"
+            )
+
+    return on_error
+
+
+def run_tail(
+    patterns: Sequence[str],
+    rules: Sequence[RuleSpec],
+    sinks: Sequence[Sink],
+    *,
+    state_dir: Path,
+    options: TailOptions,
+    status: Status,
+) -> None:
+    """The `logwatch tail` command: follow until SIGTERM / SIGINT, then checkpoint and return."""
+    for pattern in patterns:
+        if not is_glob(pattern) and os.path.isdir(pattern):
+            raise InputError(
+                f"{pattern}: is a directory (give the log files in it, e.g. '{pattern}/*.log')"
+            )
+    engine = Engine(rules, on_error=rule_error_reporter(status))
+    driver = TailDriver(
+        patterns, engine, sinks, state_dir=state_dir, options=options, status=status
+    )
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        driver.stop()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        with driver:
+            driver.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

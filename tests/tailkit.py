@@ -1,0 +1,92 @@
+"""Helpers for the tail tests: a driver on a temp folder that records every line it evaluates."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from logwatch.engine import Engine
+from logwatch.follow import FollowOptions
+from logwatch.ruleset import RuleSpec, builtin_rules_dir, load_rules
+from logwatch.sinks import ListSink
+from logwatch.tail import TailDriver, TailOptions, rule_error_reporter
+from logwatch.testing import FakeClock, RecordingRule, recording_spec
+from logwatch.watch import WatchdogWatcher, WatcherFactory
+
+BUILTIN = load_rules([builtin_rules_dir()])
+_SEQ = re.compile(r"seq=(\d+)")
+
+
+def numbered(first: int, last: int, extra: str = "") -> bytes:
+    """Lines `seq=first` .. `seq=last` (inclusive), each ending in a newline."""
+    return "".join(f"seq={i}{extra}\n" for i in range(first, last + 1)).encode()
+
+
+def seqs(texts: Sequence[str]) -> list[int]:
+    """The `seq=N` numbers in texts, in order (a text without one is skipped)."""
+    return [int(m.group(1)) for t in texts if (m := _SEQ.search(t))]
+
+
+def wait_until(check: Callable[[], bool], timeout_s: float = 20.0) -> None:
+    """Poll `check` until it holds; AssertionError after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout_s}s")
+        time.sleep(0.005)
+
+
+class Tail:
+    """A TailDriver over `folder/*.log` with a FakeClock, a recording rule and a list sink."""
+
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        patterns: Sequence[str] = ("*.log",),
+        rules: Sequence[RuleSpec] = (),
+        state: bool = True,
+        clock: FakeClock | None = None,
+        watcher_factory: WatcherFactory | None = WatchdogWatcher,
+        **option_changes: Any,
+    ) -> None:
+        self.folder = folder
+        self.clock = clock or FakeClock()
+        self.rec = RecordingRule()
+        self.sink = ListSink()
+        self.status: list[str] = []
+        follow = FollowOptions(
+            **{k: option_changes.pop(k) for k in list(option_changes) if k in _FOLLOW_FIELDS}
+        )
+        options = TailOptions(follow=follow, **option_changes)
+        engine = Engine(
+            [*rules, recording_spec(self.rec)], on_error=rule_error_reporter(self.status.append)
+        )
+        self.driver = TailDriver(
+            [str(folder / p) for p in patterns],
+            engine,
+            [self.sink],
+            clock=self.clock,
+            state_dir=folder / "state" if state else None,
+            options=options,
+            watcher_factory=watcher_factory,
+            status=self.status.append,
+        )
+
+    def seqs(self) -> list[int]:
+        """The seq numbers the engine saw, in order."""
+        return seqs(self.rec.texts())
+
+    def alerts(self) -> list[tuple[int, str, str]]:
+        """(line, rule, status) of the emitted alerts, in order."""
+        return [(e.line, e.rule, e.status) for e in self.sink.events]
+
+    def said(self, fragment: str) -> int:
+        """How many status messages contain `fragment`."""
+        return sum(fragment in message for message in self.status)
+
+
+_FOLLOW_FIELDS = set(FollowOptions.__dataclass_fields__)
