@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -233,6 +233,15 @@ class _Duration(click.ParamType):  # type: ignore[type-arg]  # generic since cli
     show_default=True,
     help="Longer lines are truncated with a marker.",
 )
+@click.option(
+    "--gpu",
+    "gpu_mode",
+    type=click.Choice(["auto", "required", "off"]),
+    default="auto",
+    show_default=True,
+    help="Read the GPUs through NVML: auto says why when it cannot; required exits 2 then.",
+)
+@click.option("--gpu-interval", default="5s", show_default=True, help="NVML sampling interval.")
 def tail_cmd(
     patterns: tuple[str, ...],
     fmt: str,
@@ -244,6 +253,8 @@ def tail_cmd(
     poll_interval: float,
     partial_flush: float,
     max_line_bytes: int,
+    gpu_mode: str,
+    gpu_interval: str,
 ) -> None:
     """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
     from logwatch.checkpoint import default_state_dir
@@ -260,14 +271,42 @@ def tail_cmd(
         poll_interval_s=poll_interval,
         follow=FollowOptions(partial_flush_s=partial_flush, max_line_bytes=max_line_bytes),
     )
+    status = _status_line
+    gpu = start_gpu_link(gpu_mode, gpu_interval, specs, status)
     run_tail(
         patterns,
         specs,
         [sink],
         state_dir=state_dir or default_state_dir(),
         options=options,
-        status=lambda message: click.echo(f"logwatch: {message}", err=True),
+        status=status,
+        gpu=gpu,
     )
+
+
+def _status_line(message: str) -> None:
+    click.echo(f"logwatch: {message}", err=True)
+
+
+def start_gpu_link(
+    mode: str, interval: str, specs: Sequence[RuleSpec], status: Callable[[str], None]
+) -> Any:
+    """The GPU side for `tail` per the settings: NVML status on stderr, None when off."""
+    from logwatch.gpu.model import GpuSettings
+    from logwatch.gpu.nvml import NvmlReader
+    from logwatch.gpu.sampler import start_gpu
+    from logwatch.live import GpuLink
+
+    try:
+        settings = GpuSettings.parse(mode, interval)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--gpu / --gpu-interval") from None
+    started = start_gpu(settings, NvmlReader())
+    if started.status is not None:
+        status(started.status.line())
+    if settings.mode == "off":
+        return None
+    return GpuLink(started, specs)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

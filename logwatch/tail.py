@@ -18,17 +18,23 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
+
+import polars as pl
 
 from logwatch.alerts import AlertEvent
 from logwatch.checkpoint import Checkpoint, StateDir
 from logwatch.clock import Clock, SystemClock
 from logwatch.engine import Engine
 from logwatch.errors import InputError
-from logwatch.follow import Follower, FollowOptions, PollResult, Position
+from logwatch.follow import Batch, Follower, FollowOptions, PollResult, Position
 from logwatch.parse import parse_lines
 from logwatch.ruleset import RuleSpec
 from logwatch.ruletypes import StallRule, WallClockRule
 from logwatch.sinks import Sink
+
+if TYPE_CHECKING:
+    from logwatch.live import GpuLink
 from logwatch.watch import (
     NETWORK_FS,
     WatchdogWatcher,
@@ -43,6 +49,10 @@ Status = Callable[[str], None]
 RoundHook = Callable[["TailDriver"], Iterable[AlertEvent]]
 """Called in the driver's thread after each round's files (e.g. a GPU sampler's drained frames
 through a GpuMonitor); its events go to the sinks. Its state is its own: not checkpointed."""
+FrameHook = Callable[[pl.DataFrame], None]
+"""Sees every parsed batch of log lines (history included) before the engine does."""
+EventFilter = Callable[[AlertEvent], "AlertEvent | None"]
+"""Rewrites an alert event on its way to the sinks (e.g. NVML enrichment), or drops it."""
 START_MODES = ("catch-up", "beginning", "end")
 
 
@@ -84,8 +94,11 @@ class TailDriver:
         watcher_factory: WatcherFactory | None = WatchdogWatcher,
         status: Status = lambda message: None,
         round_hooks: Sequence[RoundHook] = (),
+        frame_hooks: Sequence[FrameHook] = (),
+        event_filter: EventFilter | None = None,
     ) -> None:
         self.patterns, self.engine, self.sinks = list(patterns), engine, list(sinks)
+        self.frame_hooks, self.event_filter = list(frame_hooks), event_filter
         self.clock = clock or SystemClock()
         self.options = options or TailOptions()
         self.status = status
@@ -235,17 +248,22 @@ class TailDriver:
         self._dirty |= bool(result.batches or result.notes)
         events: list[AlertEvent] = []
         for batch in result.batches:
-            frame = parse_lines(
-                batch.text,
-                source=follower.source,
-                first_line=batch.first_line,
-                default_year=follower.year,
-            )
-            events.extend(self.engine.process(frame))
+            events.extend(self._process(follower, batch))
         if result.batches:
             self._last_line[follower.source] = follower.line - 1
         if emit:
             self._emit(events, follower.gen_id)
+
+    def _process(self, follower: Follower, batch: Batch) -> list[AlertEvent]:
+        frame = parse_lines(
+            batch.text,
+            source=follower.source,
+            first_line=batch.first_line,
+            default_year=follower.year,
+        )
+        for observe in self.frame_hooks:
+            observe(frame)
+        return self.engine.process(frame)
 
     def _retire(self, follower: Follower) -> None:
         result = PollResult()
@@ -347,13 +365,7 @@ class TailDriver:
         while True:
             result = follower.poll(now, flush_partial=False)
             for batch in result.batches:
-                frame = parse_lines(
-                    batch.text,
-                    source=follower.source,
-                    first_line=batch.first_line,
-                    default_year=follower.year,
-                )
-                events.extend(self.engine.process(frame))
+                events.extend(self._process(follower, batch))
             if not result.more:
                 break
         self._last_line[follower.source] = follower.line - 1
@@ -377,8 +389,15 @@ class TailDriver:
                 self.state.record_emitted(key)
             self._send([event])
 
+    def send(self, events: Iterable[AlertEvent]) -> None:
+        """Hand events that do not come from a followed file (e.g. the GPU side's) to the sinks."""
+        self._send(events)
+
     def _send(self, events: Iterable[AlertEvent]) -> None:
-        for event in events:
+        for raw in events:
+            event = self.event_filter(raw) if self.event_filter is not None else raw
+            if event is None:
+                continue
             for sink in self.sinks:
                 try:
                     sink.emit(event)
@@ -392,12 +411,20 @@ class TailDriver:
 
     def stalled_since(self, source: str) -> datetime | None:
         """Since when `source` has had no lines, while a `stalled` rule says it is stalled."""
-        state = self.engine.sources.get(source)
-        for spec in self.engine.rules:
-            rule_state = state.rule_states.get(spec.id) if state is not None else None
-            if isinstance(spec.rule, StallRule) and rule_state and rule_state["stalled"]:
-                return datetime.fromtimestamp(rule_state["last_s"])
-        return None
+        return self.stall_states().get(source)
+
+    def stall_states(self) -> dict[str, datetime | None]:
+        """For each source that has received lines while followed: since when it is stalled
+        (per a `stalled` rule), or None while it is not."""
+        stall_ids = [spec.id for spec in self.engine.rules if isinstance(spec.rule, StallRule)]
+        out: dict[str, datetime | None] = {}
+        for source, state in self.engine.sources.items():
+            for rule_id in stall_ids:
+                rule_state = state.rule_states.get(rule_id)
+                if rule_state and rule_state.get("last_s") is not None:
+                    stalled = rule_state["stalled"]
+                    out[source] = datetime.fromtimestamp(rule_state["last_s"]) if stalled else None
+        return out
 
     def _restore(self) -> None:
         assert self.state is not None
@@ -495,6 +522,7 @@ def run_tail(
     state_dir: Path,
     options: TailOptions,
     status: Status,
+    gpu: GpuLink | None = None,
 ) -> None:
     """The `logwatch tail` command: follow until SIGTERM / SIGINT, then checkpoint and return."""
     for pattern in patterns:
@@ -504,7 +532,15 @@ def run_tail(
             )
     engine = Engine(rules, on_error=rule_error_reporter(status))
     driver = TailDriver(
-        patterns, engine, sinks, state_dir=state_dir, options=options, status=status
+        patterns,
+        engine,
+        sinks,
+        state_dir=state_dir,
+        options=options,
+        status=status,
+        round_hooks=[gpu.round] if gpu is not None else [],
+        frame_hooks=[gpu.observe] if gpu is not None else [],
+        event_filter=gpu.filter if gpu is not None else None,
     )
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -513,7 +549,11 @@ def run_tail(
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         with driver:
+            if gpu is not None:
+                driver.send(gpu.started.events)
             driver.run()
     finally:
+        if gpu is not None:
+            gpu.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

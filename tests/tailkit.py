@@ -51,6 +51,7 @@ class Tail:
         state: bool = True,
         clock: FakeClock | None = None,
         watcher_factory: WatcherFactory | None = WatchdogWatcher,
+        driver_hooks: dict[str, Any] | None = None,
         **option_changes: Any,
     ) -> None:
         self.folder = folder
@@ -74,6 +75,7 @@ class Tail:
             options=options,
             watcher_factory=watcher_factory,
             status=self.status.append,
+            **(driver_hooks or {}),
         )
 
     def seqs(self) -> list[int]:

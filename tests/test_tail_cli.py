@@ -40,7 +40,7 @@ class Tailer:
     def __init__(self, folder: Path, *extra: str) -> None:
         pack = folder / "pack.toml"
         pack.write_text(PACK, encoding="utf-8")
-        args = [str(folder / "*.log"), "--format", "jsonl", "--no-builtin-rules"]
+        args = [str(folder / "*.log"), "--format", "jsonl", "--no-builtin-rules", "--gpu", "off"]
         args += ["--rules", str(pack), "--state-dir", str(folder / "state"), *extra]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "logwatch.cli", "tail", *args],

@@ -91,7 +91,8 @@ def enrich(
         f"Install it into the run's environment ({INSTALL_FIX}) and restart the run; "
         f"{restart_cost(run_info, now or event.ts)}. logwatch reads the GPUs itself meanwhile."
     )
-    return replace(event, summary=summary, fix=fix, labels={**event.labels, "nvml_here": "ok"})
+    # The labels stay as they are: they are the alert's identity, which its resolve must match.
+    return replace(event, summary=summary, fix=fix)
 
 
 class NvmlDiagnosis:
