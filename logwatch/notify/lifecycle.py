@@ -72,6 +72,7 @@ class Notifier:
         self.held: dict[str, AlertEvent] = {}
         self.pending: dict[str, Notice] = {}
         self.posted: dict[str, Notice] = {}
+        self._dirty = False
         self._load()
 
     # --- the Sink protocol ---------------------------------------------------------------------
@@ -82,7 +83,8 @@ class Notifier:
             self._fire(event)
         else:
             self._resolve(event)
-        self.tick()
+        self._dirty = True
+        self._advance()
 
     def close(self) -> None:
         """Send every group still waiting, then persist."""
@@ -142,6 +144,12 @@ class Notifier:
     # --- time-driven work ----------------------------------------------------------------------
 
     def tick(self) -> None:
+        """Time-driven work, then persist the state if it changed (at most once per tick)."""
+        self._advance()
+        if self._dirty:
+            self._save()
+
+    def _advance(self) -> None:
         """Release alerts nothing mutes any more, send due groups, send due repeats."""
         for fp, event in list(self.held.items()):
             if self.muted_by(event) is None:
@@ -153,7 +161,6 @@ class Notifier:
                 self._flush(rule)
         for notice in list(self.posted.values()):
             self._maybe_repeat(notice, now)
-        self._save()
 
     def _flush(self, rule: str) -> None:
         notice = self.pending.pop(rule)
@@ -179,6 +186,7 @@ class Notifier:
         )
         self._send(REPLY, text, blocks, parent=notice.id)
         notice.last_notified_s = now
+        self._dirty = True
 
     def muted_by(self, event: AlertEvent) -> str | None:
         """Why an alert is held back now (`silence <id>` / `inhibited by <rule>`), or None."""
@@ -211,10 +219,11 @@ class Notifier:
         self.outbox.enqueue(Job(job_id or self.new_id(), self.channel, kind, text, blocks, parent))
 
     def _save(self) -> None:
+        self._dirty = False
         if self.state_path is None:
             return
         data = {
-            "firing": [e.to_json() for e in self.firing.values()],
+            "firing": [_event_json(e) for e in self.firing.values()],
             "held": sorted(self.held),
             "pending": [_notice_json(n) for n in self.pending.values()],
             "posted": [_notice_json(n) for n in self.posted.values()],
@@ -262,6 +271,13 @@ def event_from_json(data: dict[str, Any]) -> AlertEvent:
     )
 
 
+def _event_json(event: AlertEvent) -> dict[str, Any]:
+    """An event as the state file keeps it (the log line cut: messages show at most 3000 chars)."""
+    data = event.to_json()
+    data["text"] = messages.cut(data["text"], messages.SECTION_MAX)
+    return data
+
+
 def _notice_json(notice: Notice) -> dict[str, Any]:
     return {
         "id": notice.id,
@@ -269,8 +285,8 @@ def _notice_json(notice: Notice) -> dict[str, Any]:
         "severity": notice.severity.label,
         "opened_s": notice.opened_s,
         "last_notified_s": notice.last_notified_s,
-        "members": [e.to_json() for e in notice.members.values()],
-        "resolved": [e.to_json() for e in notice.resolved.values()],
+        "members": [_event_json(e) for e in notice.members.values()],
+        "resolved": [_event_json(e) for e in notice.resolved.values()],
     }
 
 
