@@ -47,3 +47,17 @@ class ListOutbox:
 
     def kinds(self) -> list[str]:
         return [j.kind for j in self.jobs]
+
+
+def slack_config(fake: object, *, webhook: bool = False, timeout_s: float = 2.0, **alerts: float):  # type: ignore[no-untyped-def]
+    """A Config pointing at a FakeSlack (bot mode, or webhook mode)."""
+    from logwatch.config import AlertsConfig, Config, SlackConfig
+
+    slack = SlackConfig(
+        channel="C0ALERTS01",
+        base_url=fake.base_url,  # type: ignore[attr-defined]
+        timeout_s=timeout_s,
+        token=fake.token,  # type: ignore[attr-defined]
+        webhook_url=fake.webhook_url if webhook else None,  # type: ignore[attr-defined]
+    )
+    return Config(slack=slack, alerts=AlertsConfig(**alerts))
