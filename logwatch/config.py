@@ -94,10 +94,17 @@ def config_rules(config: Config, extra: Sequence[str | Path] = ()) -> list[RuleS
             )
         params = RULE_TYPES[spec.type].params
         allowed = COMMON_KEYS | set(params)
-        for key in table:
+        for key, value in table.items():
             if key not in allowed:
                 raise ConfigError(
                     f"{config.where(rule_id, key)}: unknown parameter {key!r} for rule {rule_id!r} (a {spec.type} rule takes: {', '.join(sorted(allowed))})"
+                )
+            expected = params[key][0] if key in params else (bool if key == "enabled" else str)
+            if not isinstance(value, expected) or (
+                isinstance(value, bool) and expected is not bool
+            ):
+                raise ConfigError(
+                    f"{config.where(rule_id, key)}: {key!r} of rule {rule_id!r} must be a {_TYPE_NAMES.get(expected, expected.__name__)}, got {_show(value)}"
                 )
     try:
         return load_rules(paths, config.rule_overrides)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from slackhelp import T0, ListOutbox, alert
 
 from logwatch.config import AlertsConfig
 from logwatch.notify.lifecycle import Notifier
 from logwatch.notify.messages import BLOCKS_MAX, HEADER_MAX, SECTION_MAX, TEXT_MAX
 from logwatch.notify.silences import SilenceStore
 from logwatch.testing import FakeClock
-from slackhelp import T0, ListOutbox, alert
 
 
 def make(
@@ -112,7 +112,7 @@ def test_huge_group_is_cut_with_more_marker_inside_limits(tmp_path: Path) -> Non
 
 def test_inhibition_by_nvml_disabled_on_same_source(tmp_path: Path) -> None:
     """nvml-disabled mutes gpu-metrics-missing on its source only; the other host still alerts."""
-    notifier, outbox, clock = make(tmp_path, group_wait_s=0)
+    notifier, outbox, _clock = make(tmp_path, group_wait_s=0)
     notifier.emit(alert("nvml-disabled", "hostA.log"))
     notifier.emit(alert("gpu-metrics-missing", "hostA.log"))
     notifier.emit(alert("gpu-metrics-missing", "hostB.log"))
@@ -120,12 +120,14 @@ def test_inhibition_by_nvml_disabled_on_same_source(tmp_path: Path) -> None:
     assert len(texts) == 2
     assert "nvml-disabled" in texts[0]
     assert "gpu-metrics-missing" in texts[1] and "hostB.log" in texts[1]
-    assert notifier.muted_by(alert("gpu-metrics-missing", "hostA.log")) == "inhibited by nvml-disabled"
+    assert (
+        notifier.muted_by(alert("gpu-metrics-missing", "hostA.log")) == "inhibited by nvml-disabled"
+    )
 
 
 def test_inhibited_alert_goes_out_when_cause_resolves(tmp_path: Path) -> None:
     """When the inhibiting alert resolves, a target that still fires is sent on the next tick."""
-    notifier, outbox, clock = make(tmp_path, group_wait_s=0)
+    notifier, outbox, _clock = make(tmp_path, group_wait_s=0)
     notifier.emit(alert("nvml-disabled", "hostA.log"))
     notifier.emit(alert("gpu-metrics-missing", "hostA.log"))
     notifier.emit(alert("nvml-disabled", "hostA.log", status="resolved"))
@@ -166,7 +168,7 @@ def test_silence_expired_early_is_picked_up_without_restart(tmp_path: Path) -> N
 
 def test_state_survives_restart(tmp_path: Path) -> None:
     """After a restart, a re-fired alert is not posted again and its resolve edits the first message."""
-    notifier, outbox, clock = make(tmp_path, group_wait_s=0)
+    notifier, outbox, _clock = make(tmp_path, group_wait_s=0)
     notifier.emit(alert())
     notifier.close()
     again, outbox2, _ = make(tmp_path, group_wait_s=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -26,20 +27,50 @@ def fake() -> Iterator[FakeSlack]:
         yield server
 
 
-def sink(fake: FakeSlack, state: Path, reports: list[str] | None = None, *, clock: FakeClock | None = None, policy: DeliveryPolicy = FAST, **kw: float) -> SlackSink:
-    config = slack_config(fake, webhook=bool(kw.pop("webhook", False)), timeout_s=kw.pop("timeout_s", 2.0), **{"group_wait_s": 0.0, **kw})
+def sink(
+    fake: FakeSlack,
+    state: Path,
+    reports: list[str] | None = None,
+    *,
+    clock: FakeClock | None = None,
+    policy: DeliveryPolicy = FAST,
+    **kw: float,
+) -> SlackSink:
+    config = slack_config(
+        fake,
+        webhook=bool(kw.pop("webhook", False)),
+        timeout_s=kw.pop("timeout_s", 2.0),
+        **{"group_wait_s": 0.0, **kw},
+    )
     out = reports if reports is not None else []
-    return open_slack_sink(config, state, clock=clock or FakeClock(T0), policy=policy, report=out.append, tick_s=None)
+    return open_slack_sink(
+        config, state, clock=clock or FakeClock(T0), policy=policy, report=out.append, tick_s=None
+    )
 
 
-def worker(fake: FakeSlack, state: Path, reports: list[str], *, timeout_s: float = 2.0, token: str | None = None) -> tuple[Spool, DeliveryWorker]:
+def worker(
+    fake: FakeSlack,
+    state: Path,
+    reports: list[str],
+    *,
+    timeout_s: float = 2.0,
+    token: str | None = None,
+) -> tuple[Spool, DeliveryWorker]:
     spool = Spool(state)
     transport = BotTransport(token or fake.token, fake.base_url, timeout_s)
-    return spool, DeliveryWorker(spool, transport, dead_letter=state / DEAD_LETTER, policy=FAST, report=reports.append)
+    return spool, DeliveryWorker(
+        spool, transport, dead_letter=state / DEAD_LETTER, policy=FAST, report=reports.append
+    )
 
 
 def job(n: int, channel: str = CH) -> Job:
-    return Job(f"job{n:03d}", channel, "post", f"alert {n}", [{"type": "section", "text": {"type": "mrkdwn", "text": f"alert {n}"}}])
+    return Job(
+        f"job{n:03d}",
+        channel,
+        "post",
+        f"alert {n}",
+        [{"type": "section", "text": {"type": "mrkdwn", "text": f"alert {n}"}}],
+    )
 
 
 def test_post_follow_up_in_thread_and_resolve_by_update(fake: FakeSlack, tmp_path: Path) -> None:
@@ -92,7 +123,7 @@ def test_ten_consecutive_429s_then_in_order(fake: FakeSlack, tmp_path: Path) -> 
     spool.close()
     posts = fake.seen("chat.postMessage")
     assert len(posts) == 15 and [p.status for p in posts[:11]] == [429] * 10 + [200]
-    assert all(b.at - a.at >= 0.3 for a, b in zip(posts[:10], posts[1:11], strict=True))
+    assert all(b.at - a.at >= 0.3 for a, b in itertools.pairwise(posts[:11]))
     assert [m["text"] for m in fake.posts(CH)] == [f"alert {n}" for n in range(5)]
     assert w.stats.rate_limited == 10
 
@@ -118,7 +149,9 @@ def test_200_alerts_in_10s_no_429_nothing_lost(tmp_path: Path) -> None:
         assert len(posts) == 4
         for n in range(200):
             (mine,) = [p for p in posts if f"FIRING {rules[n % 4]} " in p["text"]]
-            assert f"`node{n // 4:02d}/rank{n % 4}.log`" in json.dumps(mine["blocks"], ensure_ascii=False)
+            assert f"`node{n // 4:02d}/rank{n % 4}.log`" in json.dumps(
+                mine["blocks"], ensure_ascii=False
+            )
 
 
 def test_outage_with_restart_delivers_each_once_in_order(fake: FakeSlack, tmp_path: Path) -> None:
@@ -183,7 +216,9 @@ def test_in_doubt_job_is_reconciled_after_restart(fake: FakeSlack, tmp_path: Pat
     ],
     ids=["500", "502-html", "504", "non-json-200", "fatal_error", "dropped"],
 )
-def test_transient_errors_are_retried_once_delivered(fake: FakeSlack, tmp_path: Path, fault: Fault) -> None:
+def test_transient_errors_are_retried_once_delivered(
+    fake: FakeSlack, tmp_path: Path, fault: Fault
+) -> None:
     """5xx, non-JSON bodies, ok:false fatal_error and dropped connections are retried; one message results."""
     fake.fail("chat.postMessage", fault)
     spool, w = worker(fake, tmp_path, [])
@@ -195,8 +230,13 @@ def test_transient_errors_are_retried_once_delivered(fake: FakeSlack, tmp_path: 
     assert w.stats.transient == 1 and w.stats.dead == 0
 
 
-@pytest.mark.parametrize("code", ["invalid_auth", "channel_not_found", "not_in_channel", "invalid_blocks", "msg_too_long"])
-def test_permanent_errors_go_to_dead_letter_and_delivery_continues(fake: FakeSlack, tmp_path: Path, code: str) -> None:
+@pytest.mark.parametrize(
+    "code",
+    ["invalid_auth", "channel_not_found", "not_in_channel", "invalid_blocks", "msg_too_long"],
+)
+def test_permanent_errors_go_to_dead_letter_and_delivery_continues(
+    fake: FakeSlack, tmp_path: Path, code: str
+) -> None:
     """A permanent refusal is not retried: one request, a dead-letter entry, a clear report, the next alert still goes."""
     fake.fail("chat.postMessage", Fault(200, error=code))
     reports: list[str] = []
@@ -229,7 +269,11 @@ def test_real_refusals_from_slack_conditions(tmp_path: Path) -> None:
         assert w.drain(5)
         w.close()
         spool.close()
-    assert [r.error for r in fake.requests] == ["invalid_auth", "not_in_channel", "channel_not_found"]
+    assert [r.error for r in fake.requests] == [
+        "invalid_auth",
+        "not_in_channel",
+        "channel_not_found",
+    ]
     assert all("wrong-token" not in r for r in reports) and len(reports) == 3
 
 
@@ -242,7 +286,9 @@ def test_webhook_mode_posts_and_resolves_with_new_message(fake: FakeSlack, tmp_p
     s.close()
     texts = [m["text"] for m in fake.posts("webhook")]
     assert texts[0].startswith("🔴 FIRING nan-loss")
-    assert texts[1].startswith("✅ RESOLVED nan-loss") and "first seen 2026-11-28 14:00:00" in texts[1]
+    assert (
+        texts[1].startswith("✅ RESOLVED nan-loss") and "first seen 2026-11-28 14:00:00" in texts[1]
+    )
     hooks = fake.seen("webhook")
     assert hooks[0].status == 429 and hooks[1].at - hooks[0].at >= 1.0
 
