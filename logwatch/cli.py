@@ -19,13 +19,13 @@ from logwatch.doctor import run_doctor
 from logwatch.durations import parse_duration
 from logwatch.errors import LogwatchError
 from logwatch.notify.silences import SilenceStore
-from logwatch.notify.sink import send_digest
+from logwatch.notify.sink import open_slack_sink, send_digest
 from logwatch.reader import DEFAULT_MAX_LINE_BYTES
 from logwatch.redact import install_log_handler, redact, remove_log_handler
 from logwatch.render import summary_lines
 from logwatch.replay import ReplayOptions, replay
 from logwatch.ruleset import RuleSpec, builtin_rules_dir, load_rules
-from logwatch.sinks import StreamSink
+from logwatch.sinks import Sink, StreamSink
 
 SEVERITIES = click.Choice([s.label for s in Severity], case_sensitive=False)
 
@@ -295,6 +295,8 @@ class _Duration(click.ParamType):  # type: ignore[type-arg]  # generic since cli
     show_default=True,
     help="Longer lines are truncated with a marker.",
 )
+@CONFIG_OPTION
+@VERBOSE_OPTION
 def tail_cmd(
     patterns: tuple[str, ...],
     fmt: str,
@@ -306,30 +308,42 @@ def tail_cmd(
     poll_interval: float,
     partial_flush: float,
     max_line_bytes: int,
+    config_path: str | None,
+    verbose: bool,
 ) -> None:
     """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
-    from logwatch.checkpoint import default_state_dir
     from logwatch.follow import FollowOptions
     from logwatch.tail import TailOptions, run_tail
 
     if from_beginning and from_end:
         raise click.UsageError("--from-beginning and --from-end exclude each other; pick one")
-    specs = load_rule_specs(rule_paths, builtin=not no_builtin_rules)
-    sink = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
+    config = load_config(find_config(config_path))
+    if config.path is not None:
+        config = replace(config, builtin_rules=config.builtin_rules and not no_builtin_rules)
+        specs = config_rules(config, rule_paths)
+    else:
+        specs = load_rule_specs(rule_paths, builtin=not no_builtin_rules)
+    state_dir = state_dir or default_state_dir()
+    sinks: list[Sink] = [
+        StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
+    ]
+    if config.slack is not None:
+        sinks.append(open_slack_sink(config, state_dir))
     start = "beginning" if from_beginning else "end" if from_end else "catch-up"
     options = TailOptions(
         start=start,
         poll_interval_s=poll_interval,
         follow=FollowOptions(partial_flush_s=partial_flush, max_line_bytes=max_line_bytes),
     )
-    run_tail(
-        patterns,
-        specs,
-        [sink],
-        state_dir=state_dir or default_state_dir(),
-        options=options,
-        status=lambda message: click.echo(f"logwatch: {message}", err=True),
-    )
+    with _logging(verbose):
+        run_tail(
+            patterns,
+            specs,
+            sinks,
+            state_dir=state_dir,
+            options=options,
+            status=lambda message: click.echo(f"logwatch: {message}", err=True),
+        )
 
 
 @cli.group("silence")

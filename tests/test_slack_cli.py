@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -130,10 +133,21 @@ def test_doctor_bad_token(tmp_path: Path, fake: FakeSlack) -> None:
 
 
 def test_doctor_reports_nvml_error_class(tmp_path: Path) -> None:
-    """Without an NVIDIA driver, the NVML line names the pynvml error class and a fix."""
-    from logwatch.doctor import check_nvml
-
-    ok, detail, fix = check_nvml()
-    if ok:
-        pytest.skip("this machine has a working NVML")
-    assert detail.split(":")[0].startswith(("NVMLError", "ModuleNotFoundError")) and fix
+    """Without an NVIDIA library, doctor's NVML line names the pynvml error class and a fix (exit 0: optional)."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    probe = "import pynvml\ntry:\n    pynvml.nvmlInit()\nexcept Exception:\n    raise SystemExit(1)"
+    if subprocess.run([sys.executable, "-c", probe], env=env).returncode == 0:
+        pytest.skip("this machine has a real NVML library")
+    result = subprocess.run(
+        [sys.executable, "-m", "logwatch.cli", "doctor"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    (line,) = [x for x in result.stdout.splitlines() if "nvml" in x]
+    assert result.returncode == 0
+    assert (
+        line.startswith("warn nvml: NVMLError_LibraryNotFound")
+        and "fix: install the NVIDIA driver" in line
+    )

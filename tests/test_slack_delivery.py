@@ -271,7 +271,10 @@ def test_real_refusals_from_slack_conditions(tmp_path: Path) -> None:
         spool.close()
     errors = [r.error for r in fake.requests]
     assert errors[0] == "invalid_auth"
-    assert sorted(errors[1:]) == ["channel_not_found", "not_in_channel"]  # two channels, two threads
+    assert sorted(errors[1:]) == [
+        "channel_not_found",
+        "not_in_channel",
+    ]  # two channels, two threads
     assert all("wrong-token" not in r for r in reports) and len(reports) == 3
 
 
