@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +14,18 @@ import click
 
 from logwatch import __version__
 from logwatch.alerts import Severity
+from logwatch.config import config_rules, default_state_dir, find_config, load_config
+from logwatch.doctor import run_doctor
 from logwatch.durations import parse_duration
 from logwatch.errors import LogwatchError
+from logwatch.notify.silences import SilenceStore
+from logwatch.notify.sink import open_slack_sink, send_digest
 from logwatch.reader import DEFAULT_MAX_LINE_BYTES
+from logwatch.redact import install_log_handler, redact, remove_log_handler
 from logwatch.render import summary_lines
 from logwatch.replay import ReplayOptions, replay
 from logwatch.ruleset import RuleSpec, builtin_rules_dir, load_rules
-from logwatch.sinks import StreamSink
+from logwatch.sinks import Sink, StreamSink
 
 SEVERITIES = click.Choice([s.label for s in Severity], case_sensitive=False)
 
@@ -62,6 +70,38 @@ class _Progress:
             self.bar = None
 
 
+CONFIG_OPTION = click.option(
+    "--config",
+    "config_path",
+    metavar="PATH",
+    default=None,
+    help="Config file (TOML); default ./logwatch.toml when present.",
+)
+STATE_DIR_OPTION = click.option(
+    "--state-dir",
+    metavar="DIR",
+    default=None,
+    help="Where state lives (silences, Slack spool); default $XDG_STATE_HOME/logwatch.",
+)
+VERBOSE_OPTION = click.option(
+    "--verbose", "-v", is_flag=True, help="Debug logging on stderr (secrets redacted)."
+)
+
+
+def _state_dir(option: str | None) -> Path:
+    return Path(option) if option else default_state_dir()
+
+
+@contextmanager
+def _logging(verbose: bool) -> Iterator[None]:
+    """Route logging (slack-sdk's too) to stderr through the redacting filter."""
+    handler = install_log_handler(sys.stderr, verbose=verbose)
+    try:
+        yield
+    finally:
+        remove_log_handler(handler)
+
+
 class UserError(click.ClickException):
     """A LogwatchError as click shows it: `Error: <one line>` and exit code 2."""
 
@@ -73,7 +113,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except LogwatchError as exc:
-            raise UserError(str(exc)) from None
+            raise UserError(redact(str(exc))) from None
         except BrokenPipeError:
             sys.stderr.close()  # `logwatch replay ... | head`: the reader left, nothing to say
             sys.exit(0)
@@ -116,6 +156,12 @@ def cli() -> None:
     show_default=True,
     help="Longer lines are truncated with a marker.",
 )
+@click.option(
+    "--notify", is_flag=True, help="Post one digest message to Slack ([slack] in the config)."
+)
+@CONFIG_OPTION
+@STATE_DIR_OPTION
+@VERBOSE_OPTION
 def replay_cmd(
     paths: tuple[str, ...],
     fmt: str,
@@ -123,9 +169,18 @@ def replay_cmd(
     no_builtin_rules: bool,
     fail_on: str | None,
     max_line_bytes: int,
+    notify: bool,
+    config_path: str | None,
+    state_dir: str | None,
+    verbose: bool,
 ) -> None:
     """Run the rules over finished log files and print a timeline of what went wrong."""
-    specs = load_rule_specs(rule_paths, builtin=not no_builtin_rules)
+    config = load_config(find_config(config_path))
+    if config.path is not None:
+        config = replace(config, builtin_rules=config.builtin_rules and not no_builtin_rules)
+        specs = config_rules(config, rule_paths)
+    else:
+        specs = load_rule_specs(rule_paths, builtin=not no_builtin_rules)
     sink = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
     progress = _Progress()
     try:
@@ -145,6 +200,13 @@ def replay_cmd(
         click.echo("")
         for line in summary_lines(result.stats):
             click.echo(line)
+    if notify:
+        with _logging(verbose):
+            title = f"logwatch replay: {len(result.events)} alert events in {len(paths)} file(s)"
+            if not send_digest(config, _state_dir(state_dir), title, result.events):
+                click.echo(
+                    "logwatch: the Slack digest is not delivered yet; it stays spooled", err=True
+                )
     if fail_on is not None:
         threshold = Severity.parse(fail_on)
         if any(e.severity >= threshold and e.status == "firing" for e in result.events):
@@ -237,11 +299,18 @@ class _Duration(click.ParamType):  # type: ignore[type-arg]  # generic since cli
     "--gpu",
     "gpu_mode",
     type=click.Choice(["auto", "required", "off"]),
-    default="auto",
-    show_default=True,
-    help="Read the GPUs through NVML: auto says why when it cannot; required exits 2 then.",
+    default=None,
+    help="Read the GPUs through NVML: auto says why when it cannot, required exits 2 then "
+    "[default: the config's [gpu] mode, else auto].",
 )
-@click.option("--gpu-interval", default="5s", show_default=True, help="NVML sampling interval.")
+@click.option(
+    "--gpu-interval",
+    type=_Duration(),
+    default=None,
+    help="NVML sampling interval [default: the config's [gpu] interval, else 5s].",
+)
+@CONFIG_OPTION
+@VERBOSE_OPTION
 def tail_cmd(
     patterns: tuple[str, ...],
     fmt: str,
@@ -253,18 +322,24 @@ def tail_cmd(
     poll_interval: float,
     partial_flush: float,
     max_line_bytes: int,
-    gpu_mode: str,
-    gpu_interval: str,
+    gpu_mode: str | None,
+    gpu_interval: float | None,
+    config_path: str | None,
+    verbose: bool,
 ) -> None:
     """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
-    from logwatch.checkpoint import default_state_dir
     from logwatch.follow import FollowOptions
     from logwatch.tail import TailOptions, run_tail
 
     if from_beginning and from_end:
         raise click.UsageError("--from-beginning and --from-end exclude each other; pick one")
-    specs = load_rule_specs(rule_paths, builtin=not no_builtin_rules)
-    sink = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
+    config = load_config(find_config(config_path))
+    if config.path is not None:
+        config = replace(config, builtin_rules=config.builtin_rules and not no_builtin_rules)
+        specs = config_rules(config, rule_paths)
+    else:
+        specs = load_rule_specs(rule_paths, builtin=not no_builtin_rules)
+    state_dir = state_dir or default_state_dir()
     start = "beginning" if from_beginning else "end" if from_end else "catch-up"
     options = TailOptions(
         start=start,
@@ -272,16 +347,91 @@ def tail_cmd(
         follow=FollowOptions(partial_flush_s=partial_flush, max_line_bytes=max_line_bytes),
     )
     status = _status_line
-    gpu = start_gpu_link(gpu_mode, gpu_interval, specs, status)
-    run_tail(
-        patterns,
+    gpu = start_gpu_link(
+        gpu_mode or config.gpu.mode,
+        gpu_interval if gpu_interval is not None else config.gpu.interval_s,
         specs,
-        [sink],
-        state_dir=state_dir or default_state_dir(),
-        options=options,
-        status=status,
-        gpu=gpu,
+        status,
     )
+    sinks: list[Sink] = [
+        StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
+    ]
+    if config.slack is not None:
+        sinks.append(open_slack_sink(config, state_dir))
+    with _logging(verbose):
+        run_tail(
+            patterns,
+            specs,
+            sinks,
+            state_dir=state_dir,
+            options=options,
+            status=status,
+            gpu=gpu,
+        )
+
+
+@cli.group("silence")
+def silence_group() -> None:
+    """Mute alerts for a while: add, list, expire (a running tail picks changes up)."""
+
+
+@silence_group.command("add")
+@click.argument("rule")
+@click.option(
+    "--source", default="*", show_default=True, help="Glob of sources (log paths) to mute."
+)
+@click.option("--for", "duration", required=True, help="How long, e.g. 30m, 2h, 1d.")
+@click.option("--comment", required=True, help="Why (shown in `silence list`).")
+@STATE_DIR_OPTION
+def silence_add(rule: str, source: str, duration: str, comment: str, state_dir: str | None) -> None:
+    """Silence RULE (a rule id or glob) on matching sources."""
+    try:
+        seconds = parse_duration(duration)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--for") from None
+    silence = SilenceStore(_state_dir(state_dir)).add(
+        rule, source, seconds, comment, datetime.now()
+    )
+    click.echo(f"{silence.id}  silenced {rule} on {source} until {silence.ends:%Y-%m-%d %H:%M:%S}")
+
+
+@silence_group.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Also list expired silences.")
+@STATE_DIR_OPTION
+def silence_list(show_all: bool, state_dir: str | None) -> None:
+    """List active silences."""
+    now = datetime.now()
+    shown = [s for s in SilenceStore(_state_dir(state_dir)).all() if show_all or s.active(now)]
+    for s in shown:
+        state = "active " if s.active(now) else "expired"
+        click.echo(
+            f"{s.id}  {state}  {s.rule}  {s.source}  until {s.ends:%Y-%m-%d %H:%M:%S}  {s.comment}"
+        )
+    if not shown:
+        click.echo("no active silences")
+
+
+@silence_group.command("expire")
+@click.argument("silence_id")
+@STATE_DIR_OPTION
+def silence_expire(silence_id: str, state_dir: str | None) -> None:
+    """End a silence now."""
+    silence = SilenceStore(_state_dir(state_dir)).expire(silence_id, datetime.now())
+    click.echo(f"{silence.id}  expired ({silence.rule} on {silence.source})")
+
+
+@cli.command("doctor")
+@click.argument("globs", nargs=-1)
+@CONFIG_OPTION
+@VERBOSE_OPTION
+def doctor_cmd(globs: tuple[str, ...], config_path: str | None, verbose: bool) -> None:
+    """Check config, rule packs, Slack token and channel, NVML, and that GLOBs match readable logs."""
+    with _logging(verbose):
+        checks = run_doctor(config_path, globs)
+    for check in checks:
+        click.echo(check.line())
+    if any(not c.ok and c.required for c in checks):
+        sys.exit(1)
 
 
 def _status_line(message: str) -> None:
@@ -289,7 +439,7 @@ def _status_line(message: str) -> None:
 
 
 def start_gpu_link(
-    mode: str, interval: str, specs: Sequence[RuleSpec], status: Callable[[str], None]
+    mode: str, interval_s: float, specs: Sequence[RuleSpec], status: Callable[[str], None]
 ) -> Any:
     """The GPU side for `tail` per the settings: NVML status on stderr, None when off."""
     from logwatch.gpu.model import GpuSettings
@@ -298,7 +448,7 @@ def start_gpu_link(
     from logwatch.live import GpuLink
 
     try:
-        settings = GpuSettings.parse(mode, interval)
+        settings = GpuSettings.parse(mode, f"{interval_s}s")
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--gpu / --gpu-interval") from None
     started = start_gpu(settings, NvmlReader())

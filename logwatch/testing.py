@@ -218,3 +218,9 @@ class UnavailableWatcher:
 
     def __call__(self, on_event: OnEvent) -> Watcher:
         raise OSError(self.err, os.strerror(self.err))
+
+
+# --- Slack (issue 4; the server lives in logwatch/testing_slack.py) ------------------------------
+
+from logwatch.testing_slack import FakeSlack as FakeSlack  # noqa: E402 - re-exported here
+from logwatch.testing_slack import Fault as Fault  # noqa: E402 - re-exported here

@@ -1,0 +1,368 @@
+"""The config file (`logwatch.toml`): Slack, rule overrides, alert lifecycle, GPU; `file:line:` errors."""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from logwatch.durations import parse_duration
+from logwatch.errors import ConfigError, RulesError
+from logwatch.redact import redact, register_secret
+from logwatch.ruleset import COMMON_KEYS, RuleSpec, builtin_rules_dir, load_rules
+from logwatch.ruletypes import RULE_TYPES
+
+DEFAULT_CONFIG = Path("logwatch.toml")
+SLACK_API = "https://slack.com/api/"
+DEFAULT_INHIBIT = (("nvml-disabled", "gpu-metrics-missing"),)
+GPU_MODES = ("auto", "required", "off")
+_TOP_KEYS = {"slack", "rules", "alerts", "gpu", "rule_packs", "builtin_rules"}
+_SLACK_KEYS = {"channel", "base_url", "token_file", "webhook_url_env", "timeout"}
+_ALERT_KEYS = {"group_wait", "repeat_interval", "inhibit"}
+_GPU_KEYS = {"mode", "interval"}
+_DURATION_NAME = re.compile(r"(^|_)(after|for|interval|wait|window|timeout|every|period|age)$")
+
+
+@dataclass(frozen=True, slots=True)
+class SlackConfig:
+    """Where and how alerts reach Slack. Secrets are kept out of repr."""
+
+    channel: str
+    base_url: str
+    timeout_s: float = 10.0
+    token: str | None = field(default=None, repr=False)
+    webhook_url: str | None = field(default=None, repr=False)
+
+    @property
+    def mode(self) -> str:
+        """`webhook` when a webhook URL is set, else `bot`."""
+        return "webhook" if self.webhook_url else "bot"
+
+
+@dataclass(frozen=True, slots=True)
+class AlertsConfig:
+    """Lifecycle settings: grouping window, repeat interval, inhibition pairs (source, target)."""
+
+    group_wait_s: float = 10.0
+    repeat_interval_s: float = 3600.0
+    inhibit: tuple[tuple[str, str], ...] = DEFAULT_INHIBIT
+
+
+@dataclass(frozen=True, slots=True)
+class GpuConfig:
+    """GPU telemetry settings, read by the NVML feature."""
+
+    mode: str = "auto"
+    interval_s: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Everything the config file says, validated."""
+
+    path: Path | None = None
+    slack: SlackConfig | None = None
+    alerts: AlertsConfig = AlertsConfig()
+    gpu: GpuConfig = GpuConfig()
+    rule_packs: tuple[Path, ...] = ()
+    builtin_rules: bool = True
+    rule_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    override_lines: Mapping[str, int] = field(default_factory=dict)
+
+    def where(self, rule_id: str, key: str | None = None) -> str:
+        """`file:line` of a rule's override table (or of one key in it)."""
+        line = self.override_lines.get(f"{rule_id}.{key}") or self.override_lines.get(rule_id, 1)
+        return f"{self.path}:{line}"
+
+
+def config_rules(config: Config, extra: Sequence[str | Path] = ()) -> list[RuleSpec]:
+    """The rule packs the config names (built-ins first), with its `[rules.<id>]` overrides."""
+    paths = [builtin_rules_dir()] if config.builtin_rules else []
+    paths += [*config.rule_packs, *(Path(p) for p in extra)]
+    if not config.rule_overrides:
+        return load_rules(paths)
+    known = {spec.id: spec for spec in load_rules(paths)}
+    for rule_id, table in config.rule_overrides.items():
+        spec = known.get(rule_id)
+        if spec is None:
+            raise ConfigError(
+                f"{config.where(rule_id)}: unknown rule {rule_id!r} in [rules.{rule_id}] (known: {', '.join(sorted(known))})"
+            )
+        params = RULE_TYPES[spec.type].params
+        allowed = COMMON_KEYS | set(params)
+        for key, value in table.items():
+            if key not in allowed:
+                raise ConfigError(
+                    f"{config.where(rule_id, key)}: unknown parameter {key!r} for rule {rule_id!r} (a {spec.type} rule takes: {', '.join(sorted(allowed))})"
+                )
+            expected = params[key][0] if key in params else (bool if key == "enabled" else str)
+            if not isinstance(value, expected) or (
+                isinstance(value, bool) and expected is not bool
+            ):
+                raise ConfigError(
+                    f"{config.where(rule_id, key)}: {key!r} of rule {rule_id!r} must be a {_TYPE_NAMES.get(expected, expected.__name__)}, got {_show(value)}"
+                )
+    try:
+        return load_rules(paths, config.rule_overrides)
+    except RulesError as exc:
+        raise ConfigError(
+            f"{config.where(next(iter(config.rule_overrides)))}: with the [rules] overrides: {exc}"
+        ) from None
+
+
+def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
+    """$XDG_STATE_HOME/logwatch, else ~/.local/state/logwatch."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "logwatch"
+
+
+def find_config(path: str | None) -> Path | None:
+    """The config to read: the given path, else ./logwatch.toml when present, else none."""
+    if path is not None:
+        return Path(path)
+    return DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None
+
+
+def load_config(path: str | Path | None, env: Mapping[str, str] | None = None) -> Config:
+    """Read and validate a config file; no path means defaults (and no Slack)."""
+    if path is None:
+        return Config()
+    env = os.environ if env is None else env
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{file}:1: cannot read config: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{file}:1: config is not valid UTF-8") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+        reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        raise ConfigError(
+            f"{file}:{match.group(1) if match else 1}: invalid TOML: {reason}"
+        ) from None
+    return _Reader(file, text, env).read(data)
+
+
+class _Reader:
+    """Validates the parsed TOML, turning each problem into `file:line: what is wrong`."""
+
+    def __init__(self, file: Path, text: str, env: Mapping[str, str]) -> None:
+        self.file, self.lines, self.env = file, text.splitlines(), env
+
+    def header_line(self, table: str) -> int:
+        """Line of `[table]` (dotted names allowed, quoted parts too)."""
+        parts = [re.escape(p) for p in table.split(".")]
+        pattern = re.compile(r"^\s*\[\s*" + r"\s*\.\s*".join(rf'"?{p}"?' for p in parts) + r"\s*\]")
+        for number, line in enumerate(self.lines, 1):
+            if pattern.match(line):
+                return number
+        return 1
+
+    def key_line(self, table: str | None, key: str) -> int:
+        """Line of `key =` inside `[table]` (or at top level)."""
+        start = self.header_line(table) if table else 0
+        pattern = re.compile(rf'^\s*"?{re.escape(key)}"?\s*=')
+        for number in range(start + 1, len(self.lines) + 1):
+            line = self.lines[number - 1]
+            if number > start + 1 and line.lstrip().startswith("[") and table:
+                break
+            if table is None and line.lstrip().startswith("["):
+                break
+            if pattern.match(line):
+                return number
+        return start or 1
+
+    def fail(self, line: int, message: str) -> ConfigError:
+        return ConfigError(redact(f"{self.file}:{line}: {message}"))
+
+    def check_keys(self, table: str | None, data: Mapping[str, Any], allowed: set[str]) -> None:
+        for key in data:
+            if key not in allowed:
+                where = (
+                    self.key_line(table, key)
+                    if table or not isinstance(data[key], dict)
+                    else self.header_line(key)
+                )
+                name = f"[{table}]" if table else "the top level"
+                raise self.fail(
+                    where,
+                    f"unknown key {key!r} in {name} (expected one of: {', '.join(sorted(allowed))})",
+                )
+
+    def typed(
+        self, table: str | None, data: Mapping[str, Any], key: str, kind: type, default: Any
+    ) -> Any:
+        if key not in data:
+            return default
+        value = data[key]
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            raise self.fail(
+                self.key_line(table, key),
+                f"{key!r} must be a {_TYPE_NAMES.get(kind, kind.__name__)}, got {_show(value)}",
+            )
+        return value
+
+    def duration(self, table: str, data: Mapping[str, Any], key: str, default: float) -> float:
+        text = self.typed(table, data, key, str, None)
+        if text is None:
+            return default
+        try:
+            return parse_duration(text)
+        except ValueError as exc:
+            raise self.fail(self.key_line(table, key), f"{key!r}: {exc}") from None
+
+    def table(self, data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+        value = data.get(key, {})
+        if not isinstance(value, dict):
+            raise self.fail(self.key_line(None, key), f"{key!r} must be a table ([{key}])")
+        return value
+
+    def read(self, data: Mapping[str, Any]) -> Config:
+        self.check_keys(None, data, _TOP_KEYS)
+        packs = self.typed(None, data, "rule_packs", list, [])
+        for item in packs:
+            if not isinstance(item, str):
+                raise self.fail(
+                    self.key_line(None, "rule_packs"),
+                    f"'rule_packs' must be a list of paths (strings), got {_show(item)}",
+                )
+        overrides, lines = self.rules(self.table(data, "rules"))
+        return Config(
+            path=self.file,
+            slack=self.slack(self.table(data, "slack")) if "slack" in data else None,
+            alerts=self.alerts(self.table(data, "alerts")),
+            gpu=self.gpu(self.table(data, "gpu")),
+            rule_packs=tuple((self.file.parent / p) for p in packs),
+            builtin_rules=self.typed(None, data, "builtin_rules", bool, True),
+            rule_overrides=overrides,
+            override_lines=lines,
+        )
+
+    def slack(self, data: Mapping[str, Any]) -> SlackConfig:
+        self.check_keys("slack", data, _SLACK_KEYS)
+        base_url = self.env.get("LOGWATCH_SLACK_BASE_URL") or self.typed(
+            "slack", data, "base_url", str, SLACK_API
+        )
+        hook_env = self.typed("slack", data, "webhook_url_env", str, "SLACK_WEBHOOK_URL")
+        webhook = self.env.get(hook_env) or None
+        token = self.env.get("SLACK_BOT_TOKEN") or self.token_file(data)
+        for secret in (webhook, token):
+            if secret:
+                register_secret(secret)
+        channel = self.typed("slack", data, "channel", str, "")
+        at = self.header_line("slack")
+        if not webhook and not token:
+            raise self.fail(
+                at,
+                f"[slack] is configured but there is no token: set SLACK_BOT_TOKEN or [slack] token_file (bot mode), or {hook_env} (webhook mode)",
+            )
+        if not webhook and not channel:
+            raise self.fail(
+                at, "[slack] needs 'channel' (a channel ID such as C0123456789) in bot mode"
+            )
+        return SlackConfig(
+            channel=channel or "webhook",
+            base_url=base_url if base_url.endswith("/") else base_url + "/",
+            timeout_s=self.duration("slack", data, "timeout", 10.0),
+            token=token,
+            webhook_url=webhook,
+        )
+
+    def token_file(self, data: Mapping[str, Any]) -> str | None:
+        name = self.typed("slack", data, "token_file", str, None)
+        if name is None:
+            return None
+        path = (self.file.parent / Path(name).expanduser()).resolve()
+        try:
+            token = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or "not UTF-8 text"
+            raise self.fail(
+                self.key_line("slack", "token_file"),
+                f"token_file {str(path)!r}: cannot read: {reason}",
+            ) from None
+        if not token:
+            raise self.fail(
+                self.key_line("slack", "token_file"),
+                f"token_file {str(path)!r} is empty (put the bot token, xoxb-..., in it)",
+            )
+        return token
+
+    def alerts(self, data: Mapping[str, Any]) -> AlertsConfig:
+        self.check_keys("alerts", data, _ALERT_KEYS)
+        pairs = self.typed("alerts", data, "inhibit", list, None)
+        inhibit: tuple[tuple[str, str], ...] = DEFAULT_INHIBIT
+        if pairs is not None:
+            bad = [
+                p
+                for p in pairs
+                if not (isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p))
+            ]
+            if bad:
+                raise self.fail(
+                    self.key_line("alerts", "inhibit"),
+                    f"'inhibit' must be a list of [source-rule, target-rule] pairs, got {_show(bad[0])}",
+                )
+            inhibit = tuple((p[0], p[1]) for p in pairs)
+        return AlertsConfig(
+            group_wait_s=self.duration("alerts", data, "group_wait", 10.0),
+            repeat_interval_s=self.duration("alerts", data, "repeat_interval", 3600.0),
+            inhibit=inhibit,
+        )
+
+    def gpu(self, data: Mapping[str, Any]) -> GpuConfig:
+        self.check_keys("gpu", data, _GPU_KEYS)
+        mode = self.typed("gpu", data, "mode", str, "auto")
+        if mode not in GPU_MODES:
+            raise self.fail(
+                self.key_line("gpu", "mode"),
+                f"'mode' must be one of {', '.join(GPU_MODES)}, got {mode!r}",
+            )
+        interval = self.duration("gpu", data, "interval", 5.0)
+        if interval <= 0:
+            raise self.fail(self.key_line("gpu", "interval"), "'interval' must be more than 0s")
+        return GpuConfig(mode=mode, interval_s=interval)
+
+    def rules(self, data: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+        overrides: dict[str, dict[str, Any]] = {}
+        lines: dict[str, int] = {}
+        for rule_id, table in data.items():
+            name = f"rules.{rule_id}"
+            if not isinstance(table, dict):
+                raise self.fail(
+                    self.key_line("rules", rule_id),
+                    f"rules.{rule_id} must be a table ([rules.{rule_id}])",
+                )
+            for key, value in table.items():
+                if key == "enabled" and not isinstance(value, bool):
+                    raise self.fail(
+                        self.key_line(name, key),
+                        f"'enabled' must be true or false, got {_show(value)}",
+                    )
+                if isinstance(value, str) and _DURATION_NAME.search(key):
+                    self.duration(name, table, key, 0.0)
+            overrides[rule_id] = dict(table)
+            lines[rule_id] = self.header_line(name)
+            lines.update({f"{rule_id}.{key}": self.key_line(name, key) for key in table})
+        return overrides, lines
+
+
+_TYPE_NAMES = {
+    str: "string",
+    bool: "boolean (true/false)",
+    list: "list",
+    int: "integer",
+    float: "number",
+}
+
+
+def _show(value: Any) -> str:
+    return redact(repr(value))[:80]

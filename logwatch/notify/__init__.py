@@ -1,0 +1,1 @@
+"""Alert notification: lifecycle (grouping, inhibition, silences, repeats) and durable Slack delivery."""

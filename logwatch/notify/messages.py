@@ -1,0 +1,118 @@
+"""Slack messages for alerts: Block Kit blocks plus a plain-text fallback, inside Slack's limits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from logwatch.alerts import AlertEvent, Severity
+from logwatch.durations import format_duration
+
+HEADER_MAX = 150
+SECTION_MAX = 3000
+TEXT_MAX = 4000
+BLOCKS_MAX = 50
+MARK = "…(truncated, full text in logwatch log)"
+_ICON = {Severity.CRITICAL: "🔴", Severity.WARNING: "🟠", Severity.INFO: "🔵"}
+Block = dict[str, Any]
+
+
+def cut(text: str, limit: int, mark: str = MARK) -> str:
+    """The text, cut to `limit` characters with a visible marker when it was longer."""
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - len(mark), 0)] + mark[:limit]
+
+
+def header(text: str) -> Block:
+    """A header block (plain text, at most 150 characters)."""
+    return {
+        "type": "header",
+        "text": {"type": "plain_text", "text": cut(text, HEADER_MAX, "…"), "emoji": True},
+    }
+
+
+def section(text: str) -> Block:
+    """A mrkdwn section (at most 3000 characters)."""
+    return {"type": "section", "text": {"type": "mrkdwn", "text": cut(text, SECTION_MAX)}}
+
+
+def context(text: str) -> Block:
+    """A small grey context line."""
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": cut(text, SECTION_MAX)}]}
+
+
+def when(ts: datetime | None) -> str:
+    """A log timestamp as messages show it."""
+    return ts.isoformat(sep=" ", timespec="seconds") if ts is not None else "?"
+
+
+def member_line(event: AlertEvent) -> str:
+    """One alert of a group as a list item."""
+    step = f" step {event.step}" if event.step is not None else ""
+    return cut(f"• `{event.source}`:{event.line}{step} — {event.summary}", 600, "…")
+
+
+def list_sections(lines: Sequence[str], max_blocks: int) -> list[Block]:
+    """Pack list lines into sections of <= 3000 chars; beyond `max_blocks`, say "+N more"."""
+    blocks: list[Block] = []
+    chunk: list[str] = []
+    size = 0
+    budget = SECTION_MAX - 40  # room for the "+N more" line
+    for index, line in enumerate(lines):
+        if size + len(line) + 1 > budget:
+            if len(blocks) + 1 == max_blocks:
+                chunk.append(f"_+{len(lines) - index} more_")
+                break
+            blocks.append(section("\n".join(chunk)))
+            chunk, size = [], 0
+        chunk.append(line)
+        size += len(line) + 1
+    if chunk:
+        blocks.append(section("\n".join(chunk)))
+    return blocks
+
+
+def firing_message(
+    rule: str, severity: Severity, events: Sequence[AlertEvent]
+) -> tuple[str, list[Block]]:
+    """The top-level message for a group of alerts of one rule."""
+    first = events[0]
+    icon = _ICON[severity]
+    where = first.source if len(events) == 1 else f"{len(events)} sources"
+    title = f"{icon} FIRING {rule} ({severity.label}) — {where}"
+    blocks = [header(title), section(f"*{first.summary}*")]
+    if first.text:
+        blocks.append(section("```" + cut(first.text, SECTION_MAX - 6) + "```"))
+    blocks += list_sections([member_line(e) for e in events], BLOCKS_MAX - len(blocks) - 2)
+    if first.fix:
+        blocks.append(section(f"*Fix:* {first.fix}"))
+    blocks.append(context(f"first seen {when(first.ts)} · logwatch"))
+    text = f"{icon} FIRING {rule} ({severity.label}) on {where}: {first.summary}"
+    return cut(text, TEXT_MAX), blocks[:BLOCKS_MAX]
+
+
+def resolved_message(
+    rule: str, events: Sequence[AlertEvent], firing_s: float, first_seen: datetime | None
+) -> tuple[str, list[Block]]:
+    """What the firing message becomes once every alert of its group resolved."""
+    where = events[0].source if len(events) == 1 else f"{len(events)} sources"
+    took = format_duration(firing_s)
+    title = f"✅ RESOLVED {rule} — {where} (after {took})"
+    blocks = [header(title), section(f"~{events[0].summary}~\nresolved after {took}")]
+    blocks += list_sections([member_line(e) for e in events], BLOCKS_MAX - 3)
+    blocks.append(context(f"first seen {when(first_seen)} · resolved after {took} · logwatch"))
+    text = f"✅ RESOLVED {rule} on {where} after {took} (first seen {when(first_seen)})"
+    return cut(text, TEXT_MAX), blocks[:BLOCKS_MAX]
+
+
+def reply_message(text: str) -> tuple[str, list[Block]]:
+    """A thread reply."""
+    return cut(text, TEXT_MAX), [section(text)]
+
+
+def digest_message(title: str, lines: Sequence[str]) -> tuple[str, list[Block]]:
+    """One message summarising a replay."""
+    blocks = [header(title), *list_sections(lines, BLOCKS_MAX - 1)]
+    return cut(title + "\n" + "\n".join(lines), TEXT_MAX), blocks

@@ -1,0 +1,208 @@
+"""The durable outbox: an append-only, fsynced journal of delivery jobs and their outcomes.
+
+Records (one JSON object a line): `job` (what to send), `attempt` (written before each request),
+`settled` (a definite "not accepted" answer: the attempt did not post), `done` (Slack accepted it:
+channel ID and ts), `dead` (permanently refused). A job whose last record is `attempt` is *in
+doubt*: the request may have been accepted with its answer lost, so it is reconciled before any
+re-post. The journal is replayed on open, so pending jobs survive restarts in their order.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from logwatch.errors import LogwatchError
+
+POST, UPDATE, REPLY = "post", "update", "reply"
+JOURNAL = "slack-spool.jsonl"
+LOCK = "slack-spool.lock"
+
+
+class SpoolLockedError(LogwatchError):
+    """Another logwatch process delivers from this state directory."""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One Slack request to make: a new message, an edit of one, or a thread reply to one."""
+
+    id: str
+    channel: str
+    kind: str
+    text: str
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    parent: str | None = None
+    metadata: dict[str, Any] | None = None
+    created_s: float = 0.0
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Job:
+        """Inverse of `asdict`."""
+        return cls(**{k: data[k] for k in cls.__slots__ if k in data})
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRef:
+    """Where Slack put a message: channel ID and ts (empty ts in webhook mode)."""
+
+    channel: str
+    ts: str
+
+
+@dataclass(slots=True)
+class _JobState:
+    job: Job
+    seq: int
+    in_doubt: bool = False
+    attempts: int = 0
+
+
+class Spool:
+    """Pending jobs per channel, in enqueue order, persisted before they are attempted."""
+
+    def __init__(self, directory: Path, *, sync: bool = True) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / JOURNAL
+        self.sync = sync
+        self._lock_file = _take_lock(directory / LOCK)
+        self._cond = threading.Condition()
+        self._pending: dict[str, _JobState] = {}
+        self._sent: dict[str, MessageRef] = {}
+        self._seq = 0
+        self._replay()
+        self._compact()
+        self._out: TextIO = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - lives with the spool
+
+    def _replay(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, encoding="utf-8") as stream:
+            for raw in stream:
+                try:
+                    record = json.loads(raw)
+                except json.JSONDecodeError:
+                    continue  # a torn last line from a crash mid-write: that job was never acked
+                self._apply(record)
+
+    def _apply(self, record: dict[str, Any]) -> None:
+        op, job_id = record.get("op"), record.get("id", "")
+        state = self._pending.get(job_id)
+        if op == "job":
+            self._seq += 1
+            self._pending[job_id] = _JobState(Job.from_json(record["job"]), self._seq)
+        elif op == "done":
+            self._sent[job_id] = MessageRef(record["channel"], record["ts"])
+            self._pending.pop(job_id, None)
+        elif op == "dead":
+            self._pending.pop(job_id, None)
+        elif state is not None and op == "attempt":
+            state.in_doubt, state.attempts = True, state.attempts + 1
+        elif state is not None and op == "settled":
+            state.in_doubt = False
+
+    def _compact(self) -> None:
+        """Rewrite the journal with only what is still needed: pending jobs and sent refs."""
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w", encoding="utf-8") as out:
+            for job_id, ref in list(self._sent.items())[-5000:]:
+                out.write(json.dumps({"op": "done", "id": job_id, **asdict(ref)}) + "\n")
+            for state in sorted(self._pending.values(), key=lambda s: s.seq):
+                out.write(
+                    json.dumps({"op": "job", "id": state.job.id, "job": asdict(state.job)}) + "\n"
+                )
+                if state.in_doubt:
+                    out.write(json.dumps({"op": "attempt", "id": state.job.id}) + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self.path)
+
+    def _write(self, record: dict[str, Any]) -> None:
+        self._out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._out.flush()
+        if self.sync:
+            os.fsync(self._out.fileno())
+
+    def enqueue(self, job: Job) -> None:
+        """Persist a job (fsynced) and wake the worker."""
+        if not job.created_s:
+            job = Job(**{**asdict(job), "created_s": time.time()})
+        with self._cond:
+            record = {"op": "job", "id": job.id, "job": asdict(job)}
+            self._write(record)
+            self._apply(record)
+            self._cond.notify_all()
+
+    def record(self, op: str, job_id: str, **extra: Any) -> None:
+        """Append an outcome (`attempt`, `settled`, `done`, `dead`) for a job."""
+        with self._cond:
+            record = {"op": op, "id": job_id, **extra}
+            self._write(record)
+            self._apply(record)
+            self._cond.notify_all()
+
+    def head(self, channel: str) -> tuple[Job, bool] | None:
+        """The oldest pending job of a channel and whether it is in doubt."""
+        with self._cond:
+            states = [s for s in self._pending.values() if s.job.channel == channel]
+            if not states:
+                return None
+            first = min(states, key=lambda s: s.seq)
+            return first.job, first.in_doubt
+
+    def channels(self) -> set[str]:
+        """Channels with pending jobs."""
+        with self._cond:
+            return {s.job.channel for s in self._pending.values()}
+
+    def sent(self, job_id: str | None) -> MessageRef | None:
+        """Where an accepted job's message is."""
+        with self._cond:
+            return self._sent.get(job_id) if job_id else None
+
+    def pending_count(self) -> int:
+        """Jobs not yet accepted or dead-lettered."""
+        with self._cond:
+            return len(self._pending)
+
+    def wait(self, timeout_s: float) -> None:
+        """Block until the journal changes or the timeout passes."""
+        with self._cond:
+            self._cond.wait(timeout_s)
+
+    def wake(self) -> None:
+        """Wake every waiter (shutdown)."""
+        with self._cond:
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Close the journal and release the directory lock."""
+        with self._cond:
+            if not self._out.closed:
+                self._out.close()
+            if not self._lock_file.closed:
+                self._lock_file.close()
+
+
+def _take_lock(path: Path) -> TextIO:
+    stream = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the spool's lifetime
+    try:
+        fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        stream.seek(0)
+        holder = stream.read().strip() or "?"
+        stream.close()
+        raise SpoolLockedError(
+            f"{path.parent}: another logwatch (pid {holder}) is delivering Slack alerts from this "
+            "state directory; stop it or give this one its own --state-dir"
+        ) from None
+    stream.truncate(0)
+    stream.write(str(os.getpid()))
+    stream.flush()
+    return stream

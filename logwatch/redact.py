@@ -1,0 +1,78 @@
+"""Secrets never reach output: one redaction helper for every error, log line and message.
+
+Tokens and webhook URLs are registered when the config is read; well-known shapes (Slack tokens,
+Slack webhook URLs) are redacted even when nobody registered them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from typing import TextIO
+
+MASK = "[REDACTED]"
+_PATTERNS = (
+    re.compile(r"xox[abeoprs]-[A-Za-z0-9-]+"),
+    re.compile(r"xapp-[A-Za-z0-9-]+"),
+    re.compile(r"https?://hooks\.slack(?:-gov)?\.com/\S+"),
+    re.compile(r"/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+"),
+)
+_secrets: set[str] = set()
+_lock = threading.Lock()
+
+
+def register_secret(secret: str) -> None:
+    """Redact this exact string (and its URL path, for webhook URLs) from now on."""
+    value = secret.strip()
+    if len(value) < 4:
+        return
+    with _lock:
+        _secrets.add(value)
+        if "://" in value:
+            path = value.split("://", 1)[1].partition("/")[2]
+            if len(path) >= 8:
+                _secrets.add("/" + path)
+
+
+def redact(text: str) -> str:
+    """The text with every registered secret and every token-shaped string masked."""
+    with _lock:
+        secrets = sorted(_secrets, key=len, reverse=True)
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    for pattern in _PATTERNS:
+        text = pattern.sub(MASK, text)
+    return text
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts the formatted message (ours and slack-sdk's alike)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message or record.args:
+            record.msg, record.args = cleaned, ()
+        if record.exc_info and record.exc_info[1] is not None:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+        return True
+
+
+def install_log_handler(stream: TextIO, *, verbose: bool) -> logging.Handler:
+    """Send logging (incl. slack_sdk's) to a stream through the redacting filter."""
+    handler: logging.Handler = logging.StreamHandler(stream)
+    handler.addFilter(RedactingFilter())
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    return handler
+
+
+def remove_log_handler(handler: logging.Handler) -> None:
+    """Undo `install_log_handler`."""
+    logging.getLogger().removeHandler(handler)
+    handler.close()

@@ -1,0 +1,393 @@
+"""A fake Slack Web API on loopback, for tests: the real slack-sdk talks to it through `base_url`.
+
+It speaks Slack's JSON and headers for chat.postMessage, chat.update, conversations.history,
+conversations.replies, conversations.info, auth.test and an incoming-webhook endpoint; it checks
+the token, the channel, membership and Block Kit limits like Slack does, enforces a per-channel
+posting rate (1 msg/s with a burst of 3 by default) with 429 + Retry-After, and can be scripted to
+fail: 429s, 5xx, non-JSON bodies, dropped connections, permanent error codes, and slow answers
+that arrive after the client gave up although the message was stored.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+WEBHOOK_PATH = "/services/T0FAKE/B0FAKE/fakewebhooksecret0000"
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One scripted answer. `delay_s` answers late but still stores the message (Slack accepted)."""
+
+    status: int = 200
+    error: str | None = None
+    retry_after: str | None = None
+    body: str | None = None
+    delay_s: float = 0.0
+    drop: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """One request as the fake saw it."""
+
+    at: float
+    method: str
+    channel: str
+    status: int
+    error: str | None
+    body: dict[str, Any] = field(default_factory=dict)
+
+
+class FakeSlack:
+    """The fake server. Use as a context manager; `base_url` and `webhook_url` point at it."""
+
+    def __init__(
+        self,
+        *,
+        token: str = "xoxb-fake-0000-token",
+        channels: dict[str, str] | None = None,
+        rate_per_s: float | None = 1.0,
+        burst: int = 3,
+        not_member: tuple[str, ...] = (),
+    ) -> None:
+        self.token = token
+        self.channels = (
+            channels if channels is not None else {"C0ALERTS01": "alerts", "C0OTHER002": "other"}
+        )
+        self.rate_per_s, self.burst, self.not_member = rate_per_s, burst, set(not_member)
+        self.requests: list[Seen] = []
+        self.messages: list[dict[str, Any]] = []
+        self.down: str | None = None
+        self._faults: dict[str, deque[Fault]] = {}
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._seq = itertools.count(1)
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = False
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        port = self._server.server_address[1]
+        self.base_url = f"http://127.0.0.1:{port}/api/"
+        self.webhook_url = f"http://127.0.0.1:{port}{WEBHOOK_PATH}"
+
+    def __enter__(self) -> FakeSlack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop serving and wait for handler threads."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    def fail(self, method: str, *faults: Fault) -> None:
+        """Answer the next calls of `method` (e.g. `chat.postMessage`, `webhook`) with these faults."""
+        with self._lock:
+            self._faults.setdefault(method, deque()).extend(faults)
+
+    def posts(self, channel: str | None = None) -> list[dict[str, Any]]:
+        """Stored messages (top-level and replies), in arrival order."""
+        with self._lock:
+            return [m for m in self.messages if channel is None or m["channel"] == channel]
+
+    def seen(self, method: str) -> list[Seen]:
+        """Requests of one method, in arrival order."""
+        with self._lock:
+            return [r for r in self.requests if r.method == method]
+
+    # --- request handling (called on server threads) -------------------------------------------
+
+    def handle(
+        self, method: str, params: dict[str, Any], auth: str
+    ) -> tuple[Fault, dict[str, Any], str]:
+        """Decide the answer: (fault/status, JSON body, channel)."""
+        channel = str(params.get("channel", "webhook" if method == "webhook" else ""))
+        with self._lock:
+            if self.down is not None:
+                return (
+                    Fault(
+                        503, body="<html>503 Service Unavailable</html>", drop=self.down == "drop"
+                    ),
+                    {},
+                    channel,
+                )
+            queue = self._faults.get(method)
+            fault = queue.popleft() if queue else Fault()
+            if fault.status != 200 or fault.error or fault.body is not None or fault.drop:
+                return fault, {"ok": False, "error": fault.error or "ratelimited"}, channel
+            if method != "webhook" and auth != f"Bearer {self.token}":
+                return Fault(), {"ok": False, "error": "invalid_auth"}, channel
+            handler = _METHODS.get(method)
+            if handler is None:
+                return Fault(404), {"ok": False, "error": "unknown_method"}, channel
+            return fault, handler(self, params), channel
+
+    def channel_id(self, name: str) -> str | None:
+        """Resolve an ID, `name` or `#name` to a channel ID."""
+        if name in self.channels:
+            return name
+        wanted = name.lstrip("#")
+        return next((cid for cid, cname in self.channels.items() if cname == wanted), None)
+
+    def take_token(self, key: str) -> float:
+        """Per-channel token bucket; 0 when a post may go now, else seconds until it may."""
+        if self.rate_per_s is None:
+            return 0.0
+        now = time.monotonic()
+        tokens, last = self._buckets.get(key, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - last) * self.rate_per_s)
+        if tokens >= 1.0:
+            self._buckets[key] = (tokens - 1.0, now)
+            return 0.0
+        self._buckets[key] = (tokens, now)
+        return (1.0 - tokens) / self.rate_per_s
+
+    def store(self, channel: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Keep a posted message; returns it with its ts."""
+        ts = f"{1_800_000_000 + next(self._seq):d}.{next(self._seq):06d}"
+        message = {
+            "channel": channel,
+            "ts": ts,
+            "text": params.get("text", ""),
+            "blocks": params.get("blocks") or [],
+            "thread_ts": params.get("thread_ts"),
+            "metadata": params.get("metadata"),
+            "edits": [],
+        }
+        self.messages.append(message)
+        return message
+
+
+def _blocks(params: dict[str, Any]) -> list[dict[str, Any]]:
+    blocks = params.get("blocks") or []
+    return json.loads(blocks) if isinstance(blocks, str) else list(blocks)
+
+
+def _too_big(params: dict[str, Any]) -> str | None:
+    """Slack's validation of sizes: msg_too_long / invalid_blocks."""
+    if len(str(params.get("text", ""))) > 40_000:
+        return "msg_too_long"
+    blocks = _blocks(params)
+    if len(blocks) > 50:
+        return "invalid_blocks"
+    for block in blocks:
+        text = (block.get("text") or {}).get("text", "")
+        if (block.get("type") == "header" and len(text) > 150) or len(text) > 3000:
+            return "invalid_blocks"
+        if not text and block.get("type") in ("header", "section") and not block.get("fields"):
+            return "invalid_blocks"
+    return None
+
+
+def _post(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
+    channel = fake.channel_id(str(params.get("channel", "")))
+    if channel is None:
+        return {"ok": False, "error": "channel_not_found"}
+    if channel in fake.not_member:
+        return {"ok": False, "error": "not_in_channel"}
+    problem = _too_big(params)
+    if problem:
+        return {"ok": False, "error": problem}
+    wait = fake.take_token(channel)
+    if wait:
+        return {"ok": False, "error": "ratelimited", "_retry_after": math.ceil(wait)}
+    params = {**params, "blocks": _blocks(params)}
+    message = fake.store(channel, params)
+    return {
+        "ok": True,
+        "channel": channel,
+        "ts": message["ts"],
+        "message": {"text": message["text"]},
+    }
+
+
+def _update(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
+    channel = fake.channel_id(str(params.get("channel", "")))
+    if channel is None:
+        return {"ok": False, "error": "channel_not_found"}
+    problem = _too_big(params)
+    if problem:
+        return {"ok": False, "error": problem}
+    for message in fake.messages:
+        if message["channel"] == channel and message["ts"] == params.get("ts"):
+            message["edits"].append({"text": message["text"], "blocks": message["blocks"]})
+            message["text"], message["blocks"] = params.get("text", ""), _blocks(params)
+            return {"ok": True, "channel": channel, "ts": message["ts"], "text": message["text"]}
+    return {"ok": False, "error": "message_not_found"}
+
+
+def _public(message: dict[str, Any], with_metadata: bool) -> dict[str, Any]:
+    out = {"type": "message", "ts": message["ts"], "text": message["text"]}
+    if message["thread_ts"]:
+        out["thread_ts"] = message["thread_ts"]
+    if with_metadata and message["metadata"]:
+        out["metadata"] = message["metadata"]
+    return out
+
+
+def _history(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
+    channel = fake.channel_id(str(params.get("channel", "")))
+    if channel is None:
+        return {"ok": False, "error": "channel_not_found"}
+    oldest = float(params.get("oldest") or 0)
+    meta = str(params.get("include_all_metadata", "")).lower() in ("1", "true")
+    found = [
+        _public(m, meta)
+        for m in fake.messages
+        if m["channel"] == channel and not m["thread_ts"] and _ts_after(m["ts"], oldest)
+    ]
+    return {"ok": True, "messages": found[::-1], "has_more": False}
+
+
+def _replies(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
+    channel = fake.channel_id(str(params.get("channel", "")))
+    parent = str(params.get("ts", ""))
+    meta = str(params.get("include_all_metadata", "")).lower() in ("1", "true")
+    found = [
+        _public(m, meta)
+        for m in fake.messages
+        if m["channel"] == channel and (m["ts"] == parent or m["thread_ts"] == parent)
+    ]
+    if not found:
+        return {"ok": False, "error": "thread_not_found"}
+    return {"ok": True, "messages": found, "has_more": False}
+
+
+def _ts_after(ts: str, oldest: float) -> bool:
+    # the fake's ts values start at 1.8e9 (2027), after any test's `oldest`: nothing is cut off
+    return float(ts) >= oldest
+
+
+def _auth_test(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "ok": True,
+        "url": "https://fake.slack.com/",
+        "team": "Fake",
+        "user": "logwatch",
+        "user_id": "U0BOT",
+        "bot_id": "B0BOT",
+    }
+
+
+def _info(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
+    channel = fake.channel_id(str(params.get("channel", "")))
+    if channel is None:
+        return {"ok": False, "error": "channel_not_found"}
+    info = {
+        "id": channel,
+        "name": fake.channels[channel],
+        "is_member": channel not in fake.not_member,
+    }
+    return {"ok": True, "channel": info}
+
+
+def _webhook(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
+    problem = _too_big(params)
+    if problem:
+        return {"ok": False, "error": "invalid_blocks" if problem != "msg_too_long" else problem}
+    wait = fake.take_token("webhook")
+    if wait:
+        return {"ok": False, "error": "ratelimited", "_retry_after": math.ceil(wait)}
+    fake.store("webhook", {**params, "blocks": _blocks(params)})
+    return {"ok": True}
+
+
+_METHODS = {
+    "chat.postMessage": _post,
+    "chat.update": _update,
+    "conversations.history": _history,
+    "conversations.replies": _replies,
+    "conversations.info": _info,
+    "auth.test": _auth_test,
+    "webhook": _webhook,
+}
+
+
+def _handler(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # keep test output clean
+
+        def do_GET(self) -> None:
+            self._serve()
+
+        def do_POST(self) -> None:
+            self._serve()
+
+        def _params(self) -> dict[str, Any]:
+            url = urlsplit(self.path)
+            params: dict[str, Any] = dict(parse_qsl(url.query))
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length).decode("utf-8") if length else ""
+            if raw and "json" in (self.headers.get("Content-Type") or ""):
+                params.update(json.loads(raw))
+            elif raw:
+                params.update(dict(parse_qsl(raw)))
+            return params
+
+        def _serve(self) -> None:
+            path = urlsplit(self.path).path
+            method = "webhook" if path == WEBHOOK_PATH else path.removeprefix("/api/")
+            params = self._params()
+            fault, data, channel = fake.handle(
+                method, params, self.headers.get("Authorization", "")
+            )
+            status, retry = fault.status, fault.retry_after
+            if "_retry_after" in data:
+                status, retry = 429, str(data.pop("_retry_after"))
+            error = None if data.get("ok", True) else data.get("error")
+            if fault.body is not None or fault.drop or (status >= 500 and not fault.error):
+                error = f"http_{status}"
+            with fake._lock:
+                fake.requests.append(Seen(time.monotonic(), method, channel, status, error, params))
+            if fault.delay_s:
+                time.sleep(fault.delay_s)
+            if fault.drop:
+                self.close_connection = True
+                return
+            self._answer(method, status, retry, fault.body, data)
+
+        def _answer(
+            self,
+            method: str,
+            status: int,
+            retry: str | None,
+            body: str | None,
+            data: dict[str, Any],
+        ) -> None:
+            if body is None and method == "webhook":
+                body = (
+                    "ok"
+                    if data.get("ok")
+                    else ("rate_limited" if status == 429 else str(data.get("error")))
+                )
+                if not data.get("ok") and status == 200:
+                    status = 404 if data.get("error") == "channel_not_found" else 400
+            payload = (body if body is not None else json.dumps(data)).encode("utf-8")
+            try:
+                self.send_response(status)
+                kind = "text/html" if body is not None else "application/json; charset=utf-8"
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(payload)))
+                if retry is not None:
+                    self.send_header("Retry-After", retry)
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout) before the answer came
+
+    return Handler

@@ -1,0 +1,79 @@
+"""`logwatch silence add|list|expire` through the CLI, stored in the state directory."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from logwatch.cli import cli
+from logwatch.notify.silences import SilenceStore
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.output
+
+
+def test_add_list_expire(tmp_path: Path) -> None:
+    """A silence is added with an id, listed while active, and gone from the list once expired."""
+    state = str(tmp_path)
+    code, out = run(
+        "silence",
+        "add",
+        "nan-loss",
+        "--source",
+        "runs/r3/*",
+        "--for",
+        "2h",
+        "--comment",
+        "known bad batch",
+        "--state-dir",
+        state,
+    )
+    assert code == 0
+    silence_id = re.match(r"^([0-9a-f]{8})  silenced nan-loss on runs/r3/\* until ", out).group(1)  # type: ignore[union-attr]
+    code, out = run("silence", "list", "--state-dir", state)
+    assert (
+        code == 0
+        and out.startswith(f"{silence_id}  active   nan-loss  runs/r3/*  until ")
+        and out.rstrip().endswith("known bad batch")
+    )
+    store = SilenceStore(tmp_path)
+    assert store.muting("nan-loss", "runs/r3/train.log", datetime.now()) is not None
+    assert store.muting("nan-loss", "runs/r4/train.log", datetime.now()) is None
+    code, out = run("silence", "expire", silence_id, "--state-dir", state)
+    assert (code, out) == (0, f"{silence_id}  expired (nan-loss on runs/r3/*)\n")
+    assert run("silence", "list", "--state-dir", state) == (0, "no active silences\n")
+    assert store.muting("nan-loss", "runs/r3/train.log", datetime.now()) is None
+
+
+def test_bad_duration_and_unknown_id(tmp_path: Path) -> None:
+    """A malformed --for is a usage error; expiring an unknown id says which ids exist."""
+    code, out = run(
+        "silence",
+        "add",
+        "nan-loss",
+        "--for",
+        "2 hours",
+        "--comment",
+        "x",
+        "--state-dir",
+        str(tmp_path),
+    )
+    assert code == 2 and "invalid duration '2 hours'" in out
+    code, out = run("silence", "expire", "deadbeef", "--state-dir", str(tmp_path))
+    assert code == 2 and "no silence with id 'deadbeef'" in out
+
+
+def test_default_state_dir_from_xdg(tmp_path: Path) -> None:
+    """Without --state-dir, silences live in $XDG_STATE_HOME/logwatch."""
+    result = CliRunner().invoke(
+        cli,
+        ["silence", "add", "gpu-*", "--for", "1h", "--comment", "maint"],
+        env={"XDG_STATE_HOME": str(tmp_path)},
+    )
+    assert result.exit_code == 0
+    assert (tmp_path / "logwatch" / "silences.json").is_file()
