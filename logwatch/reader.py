@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import polars as pl
 
 DEFAULT_MAX_LINE_BYTES = 1 << 20
-DEFAULT_BLOCK_BYTES = 16 << 20
+DEFAULT_BLOCK_BYTES = 8 << 20
 TRUNCATION_MARKER = " …[logwatch: line truncated, {dropped} bytes dropped]"
 _NUL = b"\x00"
 _REPLACEMENT = "\ufffd".encode()

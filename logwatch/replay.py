@@ -17,10 +17,11 @@ from logwatch.alerts import AlertEvent
 from logwatch.engine import Engine, ErrorHandler, SourceStats
 from logwatch.errors import InputError
 from logwatch.parse import parse_lines
-from logwatch.reader import DEFAULT_BLOCK_BYTES, DEFAULT_MAX_LINE_BYTES, read_blocks
+from logwatch.reader import DEFAULT_BLOCK_BYTES, DEFAULT_MAX_LINE_BYTES, LineBlock, read_blocks
 from logwatch.ruleset import RuleSpec
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 Progress = Callable[[str, int, int], None]
 """Called as (source, bytes done, bytes total) after each block."""
@@ -32,6 +33,7 @@ class ReplayOptions:
 
     block_bytes: int = DEFAULT_BLOCK_BYTES
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    workers: int = min(2, os.cpu_count() or 1)  # threads parsing blocks in parallel
 
 
 def check_readable(paths: Sequence[str]) -> None:
@@ -68,14 +70,13 @@ def replay_file(
             stream, block_bytes=options.block_bytes, max_line_bytes=options.max_line_bytes
         )
 
-        def parsed() -> Iterator[tuple[pl.DataFrame, int]]:
-            for block in blocks:
-                frame = parse_lines(
-                    block.text, source=path, first_line=block.first_line, default_year=year
-                )
-                yield frame, block.end_offset
+        def parse(block: LineBlock) -> tuple[pl.DataFrame, int]:
+            frame = parse_lines(
+                block.text, source=path, first_line=block.first_line, default_year=year
+            )
+            return frame, block.end_offset
 
-        for frame, end_offset in _prefetch(parsed()):
+        for frame, end_offset in _ordered_map(parse, _prefetch(blocks), workers=options.workers):
             yield from engine.process(frame)
             if progress is not None:
                 progress(path, end_offset, total)
@@ -83,6 +84,31 @@ def replay_file(
         raise InputError(f"{path}: read failed: {exc.strerror}") from None
     finally:
         stream.close()
+
+
+def _ordered_map(
+    fn: Callable[[T], U], items: Iterator[T], *, workers: int, depth: int = 3
+) -> Iterator[U]:
+    """`map(fn, items)` on `workers` threads, results in input order, `depth` items ahead.
+
+    Parsing is polars work that releases the GIL: blocks parse in parallel on the machine's
+    cores while the engine, which must see blocks in order, works on the current one.
+    """
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="logwatch-parse") as pool:
+        pending: deque[Future[U]] = deque()
+        try:
+            for item in items:
+                pending.append(pool.submit(fn, item))
+                if len(pending) > depth:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
 
 
 def _prefetch(items: Iterator[T], depth: int = 2) -> Iterator[T]:

@@ -91,8 +91,10 @@ def telemetry_to_gpu_frame(frame: pl.DataFrame, *, row_column: str | None = None
     With `row_column`, the frame keeps each snapshot's row index in the log frame under that
     name, so rules can point their alerts at the snapshot line.
     """
-    rows = frame.with_row_index("_log_row").filter(
-        pl.col("snapshot").fill_null(False) & (pl.col("gpu_keys").fill_null(0) > 0)
+    rows = (
+        frame.select("ts", "telemetry", "snapshot", "gpu_keys")
+        .with_row_index("_log_row")
+        .filter(pl.col("snapshot").fill_null(False) & (pl.col("gpu_keys").fill_null(0) > 0))
     )
     extra = [pl.col("_log_row").alias(row_column)] if row_column else []
     extra_schema = {row_column: pl.UInt32()} if row_column else {}

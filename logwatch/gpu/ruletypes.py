@@ -57,8 +57,7 @@ class HoldRule:
         """On a log frame: the rule over the log's own GPU snapshot keys."""
         if self.nvml_only:
             return [], state
-        gpu = with_log_context(telemetry_to_gpu_frame(frame, row_column=_ROW))
-        return self.evaluate_gpu(gpu, state)
+        return self.evaluate_gpu(_log_gpu_frame(frame), state)
 
     def evaluate_gpu(
         self, gpu_frame: pl.DataFrame, state: dict[str, Any]
@@ -93,6 +92,23 @@ class HoldRule:
                 .with_columns(pl.lit("run").alias("_key"), pl.lit(None, pl.Int64).alias("gpu"))
             )
         return rows.with_columns(pl.col("gpu").cast(pl.String).alias("_key"))
+
+
+class _LastFrame:
+    """A one-entry cache: the GPU frame of the last log batch seen. It holds the batch itself, so
+    the batch's identity cannot be reused while cached; entries are swapped whole (thread-safe)."""
+
+    entry: tuple[pl.DataFrame, pl.DataFrame] | None = None
+
+
+def _log_gpu_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """The GPU frame of a log batch, built once for all the GPU rules that see that batch."""
+    entry = _LastFrame.entry
+    if entry is not None and entry[0] is frame:
+        return entry[1]
+    gpu = with_log_context(telemetry_to_gpu_frame(frame, row_column=_ROW))
+    _LastFrame.entry = (frame, gpu)
+    return gpu
 
 
 def hold_transitions(
