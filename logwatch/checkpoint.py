@@ -32,12 +32,6 @@ class StateError(LogwatchError):
     """The state directory is in use by another logwatch, or cannot be used."""
 
 
-def default_state_dir() -> Path:
-    """`$XDG_STATE_HOME/logwatch`, or `~/.local/state/logwatch`."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "logwatch"
-
-
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
     """Where every followed file stands, and the engine state of every source."""

@@ -14,7 +14,7 @@ import click
 
 from logwatch import __version__
 from logwatch.alerts import Severity
-from logwatch.config import config_rules, default_state_dir, find_config, load_config
+from logwatch.config import Config, config_rules, default_state_dir, find_config, load_config
 from logwatch.doctor import run_doctor
 from logwatch.durations import parse_duration
 from logwatch.errors import LogwatchError
@@ -86,6 +86,43 @@ STATE_DIR_OPTION = click.option(
 VERBOSE_OPTION = click.option(
     "--verbose", "-v", is_flag=True, help="Debug logging on stderr (secrets redacted)."
 )
+FORMAT_OPTION = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "jsonl"]),
+    default="text",
+    show_default=True,
+    help="text: a timeline of alerts (replay adds a summary per file); jsonl: one JSON object "
+    "per alert event.",
+)
+RULES_OPTION = click.option(
+    "--rules",
+    "rule_paths",
+    multiple=True,
+    metavar="PATH",
+    help="Add a rule pack (a .toml file or a folder of them); repeatable.",
+)
+NO_BUILTIN_OPTION = click.option(
+    "--no-builtin-rules", is_flag=True, help="Use only the packs given with --rules."
+)
+MAX_LINE_OPTION = click.option(
+    "--max-line-bytes",
+    type=click.IntRange(min=256),
+    default=DEFAULT_MAX_LINE_BYTES,
+    show_default=True,
+    help="Longer lines are truncated with a marker.",
+)
+
+
+def _config_and_rules(
+    config_path: str | None, rule_paths: Sequence[str], no_builtin_rules: bool
+) -> tuple[Config, list[RuleSpec]]:
+    """The config (given, ./logwatch.toml, or none) and the rule packs it and the options name."""
+    config = load_config(find_config(config_path))
+    if config.path is None:
+        return config, load_rule_specs(rule_paths, builtin=not no_builtin_rules)
+    config = replace(config, builtin_rules=config.builtin_rules and not no_builtin_rules)
+    return config, config_rules(config, rule_paths)
 
 
 def _state_dir(option: str | None) -> Path:
@@ -127,35 +164,16 @@ def cli() -> None:
 
 @cli.command("replay")
 @click.argument("paths", nargs=-1, required=True)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "jsonl"]),
-    default="text",
-    show_default=True,
-    help="text: a timeline and a summary per file; jsonl: one JSON object per alert event.",
-)
-@click.option(
-    "--rules",
-    "rule_paths",
-    multiple=True,
-    metavar="PATH",
-    help="Add a rule pack (a .toml file or a folder of them); repeatable.",
-)
-@click.option("--no-builtin-rules", is_flag=True, help="Use only the packs given with --rules.")
+@FORMAT_OPTION
+@RULES_OPTION
+@NO_BUILTIN_OPTION
 @click.option(
     "--fail-on",
     type=SEVERITIES,
     default=None,
     help="Exit 1 when an alert of this severity or worse fired.",
 )
-@click.option(
-    "--max-line-bytes",
-    type=click.IntRange(min=256),
-    default=DEFAULT_MAX_LINE_BYTES,
-    show_default=True,
-    help="Longer lines are truncated with a marker.",
-)
+@MAX_LINE_OPTION
 @click.option(
     "--notify", is_flag=True, help="Post one digest message to Slack ([slack] in the config)."
 )
@@ -175,12 +193,7 @@ def replay_cmd(
     verbose: bool,
 ) -> None:
     """Run the rules over finished log files and print a timeline of what went wrong."""
-    config = load_config(find_config(config_path))
-    if config.path is not None:
-        config = replace(config, builtin_rules=config.builtin_rules and not no_builtin_rules)
-        specs = config_rules(config, rule_paths)
-    else:
-        specs = load_rule_specs(rule_paths, builtin=not no_builtin_rules)
+    config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
     sink = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
     progress = _Progress()
     try:
@@ -262,16 +275,9 @@ class _Duration(click.ParamType):  # type: ignore[type-arg]  # generic since cli
 
 @cli.command("tail")
 @click.argument("patterns", nargs=-1, required=True, metavar="PATH_OR_GLOB...")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "jsonl"]),
-    default="text",
-    show_default=True,
-    help="text: the replay timeline; jsonl: one JSON object per alert event.",
-)
-@click.option("--rules", "rule_paths", multiple=True, metavar="PATH", help="Add a rule pack.")
-@click.option("--no-builtin-rules", is_flag=True, help="Use only the packs given with --rules.")
+@FORMAT_OPTION
+@RULES_OPTION
+@NO_BUILTIN_OPTION
 @click.option(
     "--state-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -288,13 +294,7 @@ class _Duration(click.ParamType):  # type: ignore[type-arg]  # generic since cli
     show_default=True,
     help="Evaluate a last line without newline once the file stopped growing this long.",
 )
-@click.option(
-    "--max-line-bytes",
-    type=click.IntRange(min=256),
-    default=DEFAULT_MAX_LINE_BYTES,
-    show_default=True,
-    help="Longer lines are truncated with a marker.",
-)
+@MAX_LINE_OPTION
 @click.option(
     "--gpu",
     "gpu_mode",
@@ -333,12 +333,7 @@ def tail_cmd(
 
     if from_beginning and from_end:
         raise click.UsageError("--from-beginning and --from-end exclude each other; pick one")
-    config = load_config(find_config(config_path))
-    if config.path is not None:
-        config = replace(config, builtin_rules=config.builtin_rules and not no_builtin_rules)
-        specs = config_rules(config, rule_paths)
-    else:
-        specs = load_rule_specs(rule_paths, builtin=not no_builtin_rules)
+    config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
     state_dir = state_dir or default_state_dir()
     start = "beginning" if from_beginning else "end" if from_end else "catch-up"
     options = TailOptions(

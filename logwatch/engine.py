@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
 from typing import Any, cast
 
 import polars as pl
@@ -142,18 +143,7 @@ class Engine:
             state.last_step = last_step
         found: list[tuple[int, int, AlertEvent]] = []
         for order, spec in enumerate(self.rules):
-            if (spec.id, source) in self._failed:
-                continue
-            rule_state = state.rule_states.get(spec.id) or spec.rule.initial_state()
-            try:
-                transitions, new_state = spec.rule.evaluate(frame, rule_state)
-            except Exception as exc:
-                self._failed.add((spec.id, source))
-                if self._on_error is None:
-                    raise
-                self._on_error(spec.id, source, exc)
-                continue
-            state.rule_states[spec.id] = new_state
+            transitions = self._guarded(spec, source, state, partial(spec.rule.evaluate, frame))
             for transition in transitions:
                 event = self._event(spec, source, frame, transition, state)
                 if event is not None:
@@ -216,19 +206,9 @@ class Engine:
         if self._wallclock is None:  # Protocol isinstance checks are slow; ticks are hot
             self._wallclock = [s for s in self.rules if isinstance(s.rule, WallClockRule)]
         for spec in self._wallclock:
-            rule = cast(WallClockRule, spec.rule)
-            if (spec.id, source) in self._failed:
-                continue
-            rule_state = state.rule_states.get(spec.id) or rule.initial_state()
-            try:
-                transitions, new_state = rule.tick(rule_state, now.timestamp(), arrived)
-            except Exception as exc:
-                self._failed.add((spec.id, source))
-                if self._on_error is None:
-                    raise
-                self._on_error(spec.id, source, exc)
-                continue
-            state.rule_states[spec.id] = new_state
+            clock_rule = cast(WallClockRule, spec.rule)
+            step = partial(clock_rule.tick, now_s=now.timestamp(), arrived=arrived)
+            transitions = self._guarded(spec, source, state, step)
             for transition in transitions:
                 if frame is None:
                     row = {"source": source, "line": line, "ts": now, "step": state.last_step}
@@ -237,6 +217,28 @@ class Engine:
                 if event is not None:
                     events.append(event)
         return events
+
+    def _guarded(
+        self,
+        spec: RuleSpec,
+        source: str,
+        state: SourceState,
+        step: Callable[[dict[str, Any]], tuple[list[Transition], dict[str, Any]]],
+    ) -> list[Transition]:
+        """Run one rule step on its state; a rule that raises is reported once and switched off
+        for that source, so the reader and the other rules keep working."""
+        if (spec.id, source) in self._failed:
+            return []
+        rule_state = state.rule_states.get(spec.id) or spec.rule.initial_state()
+        try:
+            transitions, state.rule_states[spec.id] = step(rule_state)
+        except Exception as exc:
+            self._failed.add((spec.id, source))
+            if self._on_error is None:
+                raise
+            self._on_error(spec.id, source, exc)
+            return []
+        return transitions
 
     def export_state(self, source: str) -> dict[str, Any]:
         """One source's state as JSON-able data (rule states, last step, firing alerts, stats)."""
