@@ -49,20 +49,9 @@ def samples_to_frame(samples: Iterable[GpuSample]) -> pl.DataFrame:
         {
             "ts": s.ts,
             "gpu": s.index,
-            "uuid": s.uuid,
-            "name": s.name,
-            "util_gpu": s.util_gpu,
-            "util_mem": s.util_mem,
-            "mem_used_bytes": s.mem_used_bytes,
-            "mem_total_bytes": s.mem_total_bytes,
-            "power_w": s.power_w,
-            "power_limit_w": s.power_limit_w,
-            "temp_c": s.temp_c,
-            "clock_event_reasons": s.clock_event_reasons,
+            **s.metrics(),
             "clocks_thermal": None,
-            "ecc_uncorrected": s.ecc_uncorrected,
             "pids": None if s.processes is None else [p.pid for p in s.processes],
-            "lost": s.lost,
             "origin": "nvml",
         }
         for s in samples

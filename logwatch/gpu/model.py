@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from logwatch.durations import parse_duration
 from logwatch.errors import LogwatchError
@@ -137,6 +137,28 @@ class GpuSample:
     ecc_uncorrected: int | None = None
     processes: tuple[GpuProcess, ...] | None = None
     lost: bool = False
+
+    def metrics(self) -> dict[str, Any]:
+        """Identity and metric fields as a flat dict (frames and JSON build on it)."""
+        return {
+            "uuid": self.uuid,
+            "name": self.name,
+            "lost": self.lost,
+            **{name: getattr(self, name) for name in METRIC_FIELDS},
+        }
+
+
+METRIC_FIELDS = (
+    "util_gpu",
+    "util_mem",
+    "mem_used_bytes",
+    "mem_total_bytes",
+    "power_w",
+    "power_limit_w",
+    "temp_c",
+    "clock_event_reasons",
+    "ecc_uncorrected",
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,18 +60,7 @@ def snapshot_json(snapshot: GpuSnapshot) -> dict[str, Any]:
         "gpus": [
             {
                 "index": s.index,
-                "uuid": s.uuid,
-                "name": s.name,
-                "lost": s.lost,
-                "util_gpu": s.util_gpu,
-                "util_mem": s.util_mem,
-                "mem_used_bytes": s.mem_used_bytes,
-                "mem_total_bytes": s.mem_total_bytes,
-                "power_w": s.power_w,
-                "power_limit_w": s.power_limit_w,
-                "temp_c": s.temp_c,
-                "clock_event_reasons": s.clock_event_reasons,
-                "ecc_uncorrected": s.ecc_uncorrected,
+                **s.metrics(),
                 "processes": None
                 if s.processes is None
                 else [{"pid": p.pid, "used_bytes": p.used_bytes} for p in s.processes],
