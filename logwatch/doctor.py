@@ -31,30 +31,23 @@ class Check:
         return redact(text)
 
 
-NVML_FIXES = {
-    "NVMLError_LibraryNotFound": 'install the NVIDIA driver (libnvidia-ml.so.1) or run on a GPU node; set [gpu] mode = "off" to skip GPU checks',
-    "NVMLError_DriverNotLoaded": 'load the NVIDIA kernel driver (nvidia-smi should work) or set [gpu] mode = "off"',
-    "NVMLError_NoPermission": "run as a user allowed to open /dev/nvidia* (e.g. in the video group)",
-    "ModuleNotFoundError": "pip install nvidia-ml-py",
-}
-
-
 def check_nvml() -> tuple[bool, str, str]:
-    """Whether NVML initialises here: (ok, detail, fix)."""
-    try:
-        import pynvml
+    """Whether NVML works here, through the GPU side's own reader: (ok, detail, fix). The reason
+    classes and fixes are the ones `tail` prints (library missing, driver not loaded,
+    driver/library mismatch, no permission, nvidia-ml-py missing...)."""
+    from logwatch.gpu.nvml import NvmlReader
 
-        pynvml.nvmlInit()
-        count = pynvml.nvmlDeviceGetCount()
-        pynvml.nvmlShutdown()
-    except Exception as exc:  # pynvml raises a class per NVML error code
-        name = type(exc).__name__
-        return (
-            False,
-            f"{name}: {exc}",
-            NVML_FIXES.get(name, "check the NVIDIA driver with nvidia-smi"),
-        )
-    return True, f"NVML works, {count} GPU(s)", ""
+    reader = NvmlReader()
+    try:
+        status = reader.init()
+    finally:
+        reader.close()
+    if status.available:
+        return True, f"NVML works: {status.hardware()}", ""
+    detail = status.reason.value if status.reason is not None else "unavailable"
+    if status.detail:
+        detail += f" ({status.detail})"
+    return False, detail, status.fix
 
 
 def run_doctor(

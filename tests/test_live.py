@@ -217,3 +217,24 @@ def test_cli_tail_gpu_required_without_nvml_exits_2(tmp_path: Path) -> None:
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("Error: ") and proc.stderr.count("\n") == 1
     assert 'mode = "required"' in proc.stderr
+
+
+@needs_cc
+def test_doctor_nvml_line_with_working_nvml(tmp_path: Path) -> None:
+    """`logwatch doctor` says NVML works, with the hardware, through the same reader as tail."""
+    (tmp_path / "lib").mkdir()
+    lib = build(tmp_path / "lib")
+    control = tmp_path / "nvml.ctl"
+    write_control(control, {"driver": "580.65.06", "count": 8})
+    env = {**os.environ, "LD_LIBRARY_PATH": str(lib.parent), "FAKE_NVML_CONTROL": str(control)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "logwatch.cli", "doctor"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ok   nvml: NVML works: 8x NVIDIA H200, driver 580.65.06" in proc.stdout.splitlines()
