@@ -17,6 +17,7 @@ from logwatch.alerts import RESOLVED, AlertEvent
 from logwatch.clock import Clock, SystemClock
 from logwatch.gpu.enrich import NvmlDiagnosis, RunTracker
 from logwatch.gpu.monitor import GpuMonitor
+from logwatch.gpu.procs import with_descendants
 from logwatch.gpu.sampler import GpuStart
 from logwatch.ruleset import RuleSpec
 
@@ -62,10 +63,14 @@ class GpuLink:
         sampler = self.started.sampler
         if sampler is None:
             return []
+        samples = sampler.drain()
+        if samples.is_empty():
+            return list(sampler.drain_events())
+        logged = {t.info.pid for t in self.trackers.values() if t.info.pid is not None}
         events = self.monitor.process(
-            sampler.drain(),
+            samples,
             stalled_since=self._stalled_since(driver),
-            run_pids={t.info.pid for t in self.trackers.values() if t.info.pid is not None} or None,
+            run_pids=with_descendants(logged) or None,
             step=self._last_step(),
         )
         return [*events, *sampler.drain_events()]
