@@ -34,10 +34,12 @@ _BEFORE = r"(?-u:\b)"
 LOSS_KEY = r"(?i:(?:lm|train|training|total)[ _/])?(?i:loss)(?:_step)?"
 GRAD_NORM_KEY = r"(?i:grad[ _-]?norm(?:/total)?|gradient_norm|gnorm|total_norm)"
 LR_KEY = r"(?i:lr|learning[ _]rate)"
-STEP_KEY = r"(?i:global_step|num_updates|steps|step|iteration|iter)"
+# `steps` only as DeepSpeed's `steps: 60`: `Total optimization steps = 2,436`, `maximum steps =
+# 500000` and `--steps=2000` are configuration, not progress; slurm's `STEP 123456.0` is a job step.
+STEP_KEY = r"(?:(?:global_step|num_updates|[Ss]tep|[Ii]teration|[Ii]ter)\s*[=:]?|[Ss]teps:)"
 _STEP_VALUE = r"(\d+(?:\.\d+)?(?:[eE]\+?\d+)?)"
 STEP_PATTERN = (
-    _BEFORE + STEP_KEY + r"\s*[=:]?\s*" + _STEP_VALUE + r"(?:\s*/\s*\d+)?(?:[\s,|\]}):]|$)"
+    _BEFORE + STEP_KEY + r"\s*" + _STEP_VALUE + r"(?:\s*/\s*\d+)?(?:[\s,|\]}):]|$)"
 )
 # mmengine `Iter(train) [ 510/2046]`, `Epoch(train) [1][ 50/1000]`; mmcv `Epoch [1][200/62598]`
 BRACKET_STEP_PATTERN = (

@@ -111,3 +111,19 @@ def test_binary_garbage_parses_to_nothing() -> None:
     series = lines_to_series(junk.replace(b"\n", b"") + b"\n")
     row = parse_lines(series, source="s", first_line=1).row(0, named=True)
     assert row["loss"] is None and row["step"] is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[INFO|trainer.py:2135] 2024-05-02 10:11:02,114 >>   Gradient Accumulation steps = 4",
+        "[INFO|trainer.py:2136] 2024-05-02 10:11:02,114 >>   Total optimization steps = 2,436",
+        "    will be used during training (effective maximum steps = 500000) -",
+        "cmd = /usr/bin/python -u -m deepspeed.launcher.launch train_pipe.py -p 2 --steps=2000",
+        "slurmstepd: error: *** STEP 123456.0 ON node-0040 CANCELLED AT 2024-03-11T09:45:40 ***",
+        "Epoch 0:  10%|#  | 100/1000 [00:10<01:30, 9.8it/s, loss=2.29, v_num=0]",
+    ],
+)
+def test_configuration_and_counters_are_not_steps(text: str) -> None:
+    """Step counts in configuration, CLI flags, slurm job steps and tqdm counters are not progress."""
+    assert parse_one(text)["step"] is None
