@@ -38,9 +38,7 @@ LR_KEY = r"(?i:lr|learning[ _]rate)"
 # 500000` and `--steps=2000` are configuration, not progress; slurm's `STEP 123456.0` is a job step.
 STEP_KEY = r"(?:(?:global_step|num_updates|[Ss]tep|[Ii]teration|[Ii]ter)\s*[=:]?|[Ss]teps:)"
 _STEP_VALUE = r"(\d+(?:\.\d+)?(?:[eE]\+?\d+)?)"
-STEP_PATTERN = (
-    _BEFORE + STEP_KEY + r"\s*" + _STEP_VALUE + r"(?:\s*/\s*\d+)?(?:[\s,|\]}):]|$)"
-)
+STEP_PATTERN = _BEFORE + STEP_KEY + r"\s*" + _STEP_VALUE + r"(?:\s*/\s*\d+)?(?:[\s,|\]}):]|$)"
 # mmengine `Iter(train) [ 510/2046]`, `Epoch(train) [1][ 50/1000]`; mmcv `Epoch [1][200/62598]`
 BRACKET_STEP_PATTERN = (
     r"(?i:iter|epoch)(?:\(train\))?\s*(?:\[\s*\d+\s*\])?\s*\[\s*(\d+)\s*/\s*\d+\s*\]"

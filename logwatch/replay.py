@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import os
+import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -17,7 +19,14 @@ from logwatch.alerts import AlertEvent
 from logwatch.engine import Engine, ErrorHandler, SourceStats
 from logwatch.errors import InputError
 from logwatch.parse import parse_lines
-from logwatch.reader import DEFAULT_BLOCK_BYTES, DEFAULT_MAX_LINE_BYTES, LineBlock, read_blocks
+from logwatch.reader import (
+    DEFAULT_BLOCK_BYTES,
+    DEFAULT_MAX_LINE_BYTES,
+    ByteStream,
+    GzipStream,
+    LineBlock,
+    read_blocks,
+)
 from logwatch.ruleset import RuleSpec
 
 T = TypeVar("T")
@@ -36,9 +45,17 @@ class ReplayOptions:
     workers: int = min(2, os.cpu_count() or 1)  # threads parsing blocks in parallel
 
 
+STDIN = "-"
+GZIP_MAGIC = b"\x1f\x8b"
+
+
 def check_readable(paths: Sequence[str]) -> None:
     """Fail early, with the fix, on a path that is missing, a folder or unreadable."""
+    if list(paths).count(STDIN) > 1:
+        raise InputError("-: standard input can be read only once (give '-' one time)")
     for path in paths:
+        if path == STDIN:
+            continue
         p = Path(path)
         if not p.exists():
             raise InputError(f"{path}: no such file (check the path, or quote a glob)")
@@ -50,6 +67,25 @@ def check_readable(paths: Sequence[str]) -> None:
             raise InputError(f"{path}: permission denied (run as a user who can read it)")
 
 
+def open_log(path: str) -> tuple[ByteStream, int, int]:
+    """The log as a byte stream (standard input for '-', gzip read transparently), its size on
+    disk (0 when unknown) and the year its timestamps without one belong to (from its mtime)."""
+    if path == STDIN:
+        stdin = sys.stdin.buffer
+        if isinstance(stdin, io.BufferedReader) and stdin.peek(2)[:2] == GZIP_MAGIC:
+            return GzipStream(stdin), 0, datetime.now().year
+        return stdin, 0, datetime.now().year
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 - the caller closes it
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open: {exc.strerror}") from None
+    info = os.fstat(raw.fileno())
+    year = datetime.fromtimestamp(info.st_mtime).year
+    if raw.peek(2)[:2] == GZIP_MAGIC:
+        return GzipStream(raw), 0, year  # the size of the plain text is not known ahead
+    return raw, info.st_size, year
+
+
 def replay_file(
     path: str,
     engine: Engine,
@@ -58,13 +94,8 @@ def replay_file(
     progress: Progress | None = None,
 ) -> Iterator[AlertEvent]:
     """Yield the alert events of one file, in file order."""
+    stream, total, year = open_log(path)
     try:
-        stream = open(path, "rb")  # noqa: SIM115 - closed in finally; a generator holds it
-    except OSError as exc:
-        raise InputError(f"{path}: cannot open: {exc.strerror}") from None
-    try:
-        total = os.fstat(stream.fileno()).st_size
-        year = datetime.fromtimestamp(os.fstat(stream.fileno()).st_mtime).year
         engine.state_of(path)
         blocks = read_blocks(
             stream, block_bytes=options.block_bytes, max_line_bytes=options.max_line_bytes
@@ -80,10 +111,17 @@ def replay_file(
             yield from engine.process(frame)
             if progress is not None:
                 progress(path, end_offset, total)
+    except EOFError as exc:
+        raise InputError(
+            f"{path}: damaged compressed data ({exc}); the lines before the damage were checked, "
+            "the rest cannot be read"
+        ) from None
     except OSError as exc:
-        raise InputError(f"{path}: read failed: {exc.strerror}") from None
+        raise InputError(f"{path}: read failed: {exc.strerror or exc}") from None
     finally:
-        stream.close()
+        raw = stream.raw if isinstance(stream, GzipStream) else stream
+        if raw is not sys.stdin.buffer and isinstance(raw, io.IOBase):
+            raw.close()
 
 
 def _ordered_map(
@@ -100,10 +138,16 @@ def _ordered_map(
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="logwatch-parse") as pool:
         pending: deque[Future[U]] = deque()
         try:
-            for item in items:
-                pending.append(pool.submit(fn, item))
-                if len(pending) > depth:
+            try:
+                for item in items:
+                    pending.append(pool.submit(fn, item))
+                    if len(pending) > depth:
+                        yield pending.popleft().result()
+            except Exception:
+                # What was read before a read error still goes through, in order, first.
+                while pending:
                     yield pending.popleft().result()
+                raise
             while pending:
                 yield pending.popleft().result()
         finally:

@@ -190,3 +190,43 @@ def test_several_files_each_summarized(write_log) -> None:  # type: ignore[no-un
         summary[1]
         == f"{b}: 6 lines, no step lines, last loss ?, q_hs 31..31; alerts: bucket-starvation x1"
     )
+
+
+def test_gzip_log_is_read_transparently(tmp_path: Path) -> None:
+    """A rotated, gzip-compressed log replays like the plain file, line numbers included."""
+    import gzip
+
+    path = tmp_path / "train.log.1.gz"
+    path.write_bytes(gzip.compress(NAN_LOG))
+    code, out, _ = run("replay", str(path), "--format", "jsonl")
+    assert code == 0
+    assert [(e["line"], e["status"]) for e in map(json.loads, out.splitlines())] == [
+        (2, "firing"),
+        (3, "resolved"),
+    ]
+
+
+def test_cut_off_gzip_reports_what_it_read_then_fails(tmp_path: Path) -> None:
+    """A truncated .gz: the alerts before the damage are printed, then one line and exit 2."""
+    import gzip
+
+    body = NAN_LOG + b"".join(f"step {i} | loss 2.0\n".encode() for i in range(20000))
+    data = gzip.compress(body)
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(data[: len(data) // 2])
+    code, out, err = run("replay", str(path), "--format", "jsonl")
+    assert code == 2
+    assert [json.loads(line)["line"] for line in out.splitlines()][:2] == [2, 3]
+    assert err.startswith(f"Error: {path}: damaged compressed data (") and err.count("\n") == 1
+    assert "the lines before the damage were checked" in err
+
+
+def test_standard_input_is_a_source() -> None:
+    """`logwatch replay -` reads standard input (e.g. `kubectl logs pod | logwatch replay -`)."""
+    result = CliRunner().invoke(cli, ["replay", "-", "--format", "jsonl"], input=NAN_LOG)
+    assert result.exit_code == 0
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(e["source"], e["line"], e["status"]) for e in events] == [
+        ("-", 2, "firing"),
+        ("-", 3, "resolved"),
+    ]

@@ -115,3 +115,13 @@ def test_redrawn_line_keeps_rank_prefix() -> None:
     """A `\\r`-redrawn line keeps the rank prefix of its first segment."""
     data = b"[rank3]: 10%|#  | loss=2.1\r 20%|## | loss=nan\n"
     assert lines_to_series(data).to_list() == ["[rank3]: 20%|## | loss=nan"]
+
+
+@pytest.mark.parametrize(
+    "head", [b"\x1f\x8b\x08\x00", b"x\x9c", b"x\x01", b"\x28\xb5\x2f\xfd", b"(paren) line", b"xyz"]
+)
+def test_blocks_that_look_compressed_are_still_lines(head: bytes) -> None:
+    """A block starting with gzip / zlib / zstd magic bytes is text to frame, not to inflate."""
+    data = head + b" junk\nstep 2 | loss nan\n"
+    assert lines_to_series(data).to_list()[1] == "step 2 | loss nan"
+    assert lines_to_series(data).len() == 2
