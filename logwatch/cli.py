@@ -329,7 +329,8 @@ def tail_cmd(
 ) -> None:
     """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
     from logwatch.follow import FollowOptions
-    from logwatch.tail import TailOptions, run_tail
+    from logwatch.runner import run_tail
+    from logwatch.tail import TailOptions
 
     if from_beginning and from_end:
         raise click.UsageError("--from-beginning and --from-end exclude each other; pick one")

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import glob
 import os
-import signal
 import stat
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -26,15 +23,10 @@ from logwatch.alerts import AlertEvent
 from logwatch.checkpoint import Checkpoint, StateDir
 from logwatch.clock import Clock, SystemClock
 from logwatch.engine import Engine
-from logwatch.errors import InputError
 from logwatch.follow import Batch, Follower, FollowOptions, PollResult, Position
 from logwatch.parse import parse_lines
-from logwatch.ruleset import RuleSpec
 from logwatch.ruletypes import StallRule, WallClockRule
 from logwatch.sinks import Sink
-
-if TYPE_CHECKING:
-    from logwatch.live import GpuLink
 from logwatch.watch import (
     NETWORK_FS,
     WatchdogWatcher,
@@ -497,63 +489,3 @@ class TailDriver:
             f"{self.options.poll_interval_s:g}s instead (raise fs.inotify.max_user_watches / "
             "max_user_instances to get events back)"
         )
-
-
-def rule_error_reporter(status: Status) -> Callable[[str, str, Exception], None]:
-    """An engine error handler that reports each failing (rule, source) once on `status`."""
-    reported: set[tuple[str, str]] = set()
-
-    def on_error(rule: str, source: str, exc: Exception) -> None:
-        if (rule, source) not in reported:
-            reported.add((rule, source))
-            status(
-                f"rule {rule!r} failed on {source} and is off for it: "
-                f"{type(exc).__name__}: {exc} (report this with the log line that triggered it)"
-            )
-
-    return on_error
-
-
-def run_tail(
-    patterns: Sequence[str],
-    rules: Sequence[RuleSpec],
-    sinks: Sequence[Sink],
-    *,
-    state_dir: Path,
-    options: TailOptions,
-    status: Status,
-    gpu: GpuLink | None = None,
-) -> None:
-    """The `logwatch tail` command: follow until SIGTERM / SIGINT, then checkpoint and return."""
-    for pattern in patterns:
-        if not is_glob(pattern) and os.path.isdir(pattern):
-            raise InputError(
-                f"{pattern}: is a directory (give the log files in it, e.g. '{pattern}/*.log')"
-            )
-    engine = Engine(rules, on_error=rule_error_reporter(status))
-    driver = TailDriver(
-        patterns,
-        engine,
-        sinks,
-        state_dir=state_dir,
-        options=options,
-        status=status,
-        round_hooks=[gpu.round] if gpu is not None else [],
-        frame_hooks=[gpu.observe] if gpu is not None else [],
-        event_filter=gpu.filter if gpu is not None else None,
-    )
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        driver.stop()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        with driver:
-            if gpu is not None:
-                driver.send(gpu.started.events)
-            driver.run()
-    finally:
-        if gpu is not None:
-            gpu.close()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

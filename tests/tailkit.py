@@ -11,8 +11,9 @@ from typing import Any
 from logwatch.engine import Engine
 from logwatch.follow import FollowOptions
 from logwatch.ruleset import RuleSpec, builtin_rules_dir, load_rules
+from logwatch.runner import rule_error_reporter
 from logwatch.sinks import ListSink
-from logwatch.tail import TailDriver, TailOptions, rule_error_reporter
+from logwatch.tail import TailDriver, TailOptions
 from logwatch.testing import FakeClock, RecordingRule, recording_spec
 from logwatch.watch import WatchdogWatcher, WatcherFactory
 

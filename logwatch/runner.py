@@ -1,0 +1,81 @@
+"""The `logwatch tail` process around the driver: engine errors reported once, SIGTERM / SIGINT
+finishing the batch and checkpointing, the GPU side started and stopped with it."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from logwatch.engine import Engine
+from logwatch.errors import InputError
+from logwatch.ruleset import RuleSpec
+from logwatch.sinks import Sink
+from logwatch.tail import Status, TailDriver, TailOptions
+from logwatch.watch import is_glob
+
+if TYPE_CHECKING:
+    from logwatch.live import GpuLink
+
+
+def rule_error_reporter(status: Status) -> Callable[[str, str, Exception], None]:
+    """An engine error handler that reports each failing (rule, source) once on `status`."""
+    reported: set[tuple[str, str]] = set()
+
+    def on_error(rule: str, source: str, exc: Exception) -> None:
+        if (rule, source) not in reported:
+            reported.add((rule, source))
+            status(
+                f"rule {rule!r} failed on {source} and is off for it: "
+                f"{type(exc).__name__}: {exc} (report this with the log line that triggered it)"
+            )
+
+    return on_error
+
+
+def run_tail(
+    patterns: Sequence[str],
+    rules: Sequence[RuleSpec],
+    sinks: Sequence[Sink],
+    *,
+    state_dir: Path,
+    options: TailOptions,
+    status: Status,
+    gpu: GpuLink | None = None,
+) -> None:
+    """The `logwatch tail` command: follow until SIGTERM / SIGINT, then checkpoint and return."""
+    for pattern in patterns:
+        if not is_glob(pattern) and os.path.isdir(pattern):
+            raise InputError(
+                f"{pattern}: is a directory (give the log files in it, e.g. '{pattern}/*.log')"
+            )
+    engine = Engine(rules, on_error=rule_error_reporter(status))
+    driver = TailDriver(
+        patterns,
+        engine,
+        sinks,
+        state_dir=state_dir,
+        options=options,
+        status=status,
+        round_hooks=[gpu.round] if gpu is not None else [],
+        frame_hooks=[gpu.observe] if gpu is not None else [],
+        event_filter=gpu.filter if gpu is not None else None,
+    )
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        driver.stop()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        with driver:
+            if gpu is not None:
+                driver.send(gpu.started.events)
+            driver.run()
+    finally:
+        if gpu is not None:
+            gpu.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
