@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -344,9 +345,24 @@ def render_summary(
         step=format_value(event.step),
         value=value_format(event.value),
         labels=LabelText(event.labels),
+        message=log_message(str(row.get("text") or "")),
     )
     template = spec.resolved_summary if event.status == RESOLVED else spec.summary
     return template.format_map(fields)
+
+
+_LOG_PREFIX = re.compile(
+    r"^\s*(?:\[[^\]]{1,40}\]:?\s*)*"  # [rank3]: [titan] ...
+    r"(?:\[?\d{4}[-/]\d{2}[-/]\d{2}[ T][\d:.,]+(?:Z|[+-]\d{2}:?\d{2})?\]?\s*)?"  # a timestamp
+    r"(?:[-|:]\s*)?(?:(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b\s*)?"  # a level
+    r"(?:[-|:]\s*)?(?:\[[\w.:-]{1,40}\]\s*)?"  # a logger tag: [telemetry]
+)
+
+
+def log_message(text: str, limit: int = 300) -> str:
+    """A log line without its timestamp / level / logger prefix, cut to `limit` characters."""
+    message = _LOG_PREFIX.sub("", text, count=1).strip() or text.strip()
+    return message if len(message) <= limit else message[: limit - 1] + "…"
 
 
 def _with_summary(event: AlertEvent, spec: RuleSpec, row: Mapping[str, Any]) -> AlertEvent:

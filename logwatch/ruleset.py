@@ -29,7 +29,7 @@ COMMON_KEYS = {
 }
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 TEMPLATE_FIELDS = frozenset(
-    {"rule", "severity", "source", "line", "step", "value", "text", "ts", "labels"}
+    {"rule", "severity", "source", "line", "step", "value", "text", "message", "ts", "labels"}
     | {name for name, dtype in SCHEMA.items() if name not in {"telemetry", "text"}}
 )
 

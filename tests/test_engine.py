@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from logwatch.alerts import AlertEvent
-from logwatch.engine import Engine
+from logwatch.engine import Engine, log_message
 from logwatch.parse import parse_lines
 from logwatch.ruleset import RuleSpec, builtin_rules_dir, load_rules
 from logwatch.ruletypes import Transition
@@ -163,3 +163,25 @@ def test_sources_are_independent() -> None:
     got = [(e.source, e.status) for e in engine.run_all(a + b)]
     assert got == [("a.log", "firing"), ("a.log", "resolved")]
     assert [e.source for e in engine.active_alerts()] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "2026-11-28 14:02:04,551 WARNING [telemetry] NVML unavailable (No module named 'pynvml')",
+            "NVML unavailable (No module named 'pynvml')",
+        ),
+        (
+            "Failed to initialize NVML: Driver/library version mismatch",
+            "Failed to initialize NVML: Driver/library version mismatch",
+        ),
+        (
+            "[2024-02-11 08:00:21,330] [INFO] [loss_scaler.py:190] [deepspeed] OVERFLOW! Rank 0",
+            "OVERFLOW! Rank 0",
+        ),
+    ],
+)
+def test_summary_message_drops_the_log_prefix(text: str, message: str) -> None:
+    """{message} in a summary is the line without its timestamp, level and logger tag."""
+    assert log_message(text) == message
