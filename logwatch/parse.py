@@ -23,16 +23,33 @@ NUMBER = (
 _PADDING = r"(?:\.0*)?"
 # What may follow a value: `nan-epoch=3` in a checkpoint file name is not a value.
 _END = r"""(?:[\s,|\]})';"]|$)"""
-# Between key and value: quotes (Python dicts), `]` (`[Loss] nan`), `=`, `:` or blanks.
-_SEP = r"""['"]?\]?\s*(?:[=:]\s*|\s+)['"\[]?"""
+# Between key and value: quotes (Python dicts), `]` (`[Loss] nan`), `=`, `:`, ` is ` (`Loss is
+# nan, stopping training`) or blanks; then maybe a printed tensor: `loss: tensor(nan, device=..)`.
+_SEP = r"""['"]?\]?\s*(?:[=:]\s*|\s+is\s+|\s+)['"\[]?(?:tensor\()?"""
 # An ASCII word boundary: `nll_loss` or `loss_scale` never match `loss`, and a leading
 # boundary keeps the regex engine's literal search fast (a character class there halves it).
 _BEFORE = r"(?-u:\b)"
 
 # The training loss: HF `loss`, Megatron `lm loss`, nanoGPT `train loss`, Lightning
-# `train_loss` / `train_loss_step`, torchtitan / mmengine `loss:`, generic `total_loss`.
-LOSS_KEY = r"(?i:(?:lm|train|training|total)[ _/])?(?i:loss)(?:_step)?"
-GRAD_NORM_KEY = r"(?i:grad[ _-]?norm(?:/total)?|gradient_norm|gnorm|total_norm)"
+# `train_loss` / `train_loss_step`, torchtitan / mmengine `loss:`, generic `total_loss`. The word
+# before it is captured: `best loss`, `val loss`, `min_loss` are not the training loss.
+LOSS_PATTERN = (
+    r"(?-u:\b)(?:([A-Za-z]+)[ _/])?(?i:loss)(?:_step)?"
+    + _SEP
+    + "("
+    + NUMBER
+    + ")"
+    + _PADDING
+    + _END
+)
+# Gradient norms, prefixed too (`global_grad_norm`, `learning/raw_grad_norm`); `max_grad_norm`
+# and `clip_grad_norm` are the clipping threshold from a config, not a measurement.
+GRAD_NORM_PATTERN = (
+    r"(?-u:\b)((?:[A-Za-z]+[_/])*)(?i:grad[ _-]?norm|gradient[ _]norm|gnorm|total_norm)"
+    r"(?:/total|_before_clip|_pre_clip)?" + _SEP + "(" + NUMBER + ")" + _PADDING + _END
+)
+NOT_TRAINING = r"(?i)^(?:best|min|max|minimum|maximum|lowest|val|valid|validation|eval|evaluation|test|dev|target|expected)$"
+NOT_MEASURED = r"(?i)(?:^|[_/])(?:max|min|clip|clipping|threshold)[_/]"
 LR_KEY = r"(?i:lr|learning[ _]rate)"
 # `steps` only as DeepSpeed's `steps: 60`: `Total optimization steps = 2,436`, `maximum steps =
 # 500000` and `--steps=2000` are configuration, not progress; slurm's `STEP 123456.0` is a job step.
@@ -43,8 +60,11 @@ STEP_PATTERN = _BEFORE + STEP_KEY + r"\s*" + _STEP_VALUE + r"(?:\s*/\s*\d+)?(?:[
 BRACKET_STEP_PATTERN = (
     r"(?i:iter|epoch)(?:\(train\))?\s*(?:\[\s*\d+\s*\])?\s*\[\s*(\d+)\s*/\s*\d+\s*\]"
 )
-# Validation / evaluation reports carry no training loss or step.
-VALIDATION = r"(?i:validation loss at|valid on '|validate step|epoch\(val\)|\| valid \||^\s*valid loss|\| valid loss|\beval_loss)"
+# Whole-line validation / evaluation reports carry no training loss or step (single keys such as
+# `eval_loss` or `val loss` are told apart by the word before `loss`).
+VALIDATION = r"(?i:validation loss at|valid on '|validate step|epoch\(val\)|\| valid \|)"
+# Megatron drops NaN iterations from the averaged `lm loss`; only this count shows them.
+NAN_ITERATIONS = r"number of nan iterations:\s*(\d+)"
 # Megatron-Core's NaN checker raises instead of logging the value.
 MEGATRON_NAN = r"Unexpected result ([-+]?(?i:nan|inf))\b[^\n]*found (?i:nan|inf) in local "
 # Any loss-like key (`avr_loss=nan`, `loss_net: nan`), for lines no known dialect matched;
@@ -52,7 +72,10 @@ MEGATRON_NAN = r"Unexpected result ([-+]?(?i:nan|inf))\b[^\n]*found (?i:nan|inf)
 GENERIC_LOSS = (
     r"(?i)(?-u:\b)[\w./-]*loss[\w./-]*['\"]?\s*[=:]\s*['\"]?(?:" + NUMBER + r")" + _PADDING + _END
 )
-_NOT_A_LOSS = r"(?i)scale|val|eval|test|best|valid"
+_NOT_A_LOSS = (
+    r"(?i)(?:^|[_/.\- ])(?:val|valid|validation|eval|test|best|min|max|scale|weight|threshold"
+    r"|coef|coeff|ratio|target)(?:$|[_/.\- ])"
+)
 
 SCHEMA: dict[str, pl.DataType] = {
     "source": pl.String(),
@@ -72,6 +95,7 @@ SCHEMA: dict[str, pl.DataType] = {
     "gpu_keys": pl.UInt32(),
     "run_start": pl.Boolean(),
     "pid": pl.Int64(),
+    "nan_iterations": pl.Int64(),
 }
 """The frame every parser produces and every rule reads. Metric columns are null where the line
 has no such value. `telemetry` holds a snapshot's `key=value` pairs (`gpu/0/util`...)."""
@@ -99,6 +123,39 @@ def _number(key: str) -> pl.Expr:
 def _integer(pattern: str) -> pl.Expr:
     """The first capture of `pattern` as an integer (`3.2e+4` and `99.0` allowed)."""
     return _value(pattern).cast(pl.Int64, strict=False)
+
+
+def _keyed_metrics() -> list[pl.Expr]:
+    """Loss and grad norm from their key patterns, minus the keys that name something else
+    (`best loss`, `val loss`, `max_grad_norm`)."""
+    loss_word = pl.col("_loss_g").struct.field("1")
+    loss_blocked = loss_word.str.contains(NOT_TRAINING).fill_null(False)
+    grad_prefix = pl.col("_grad_g").struct.field("1")
+    grad_blocked = grad_prefix.str.contains(NOT_MEASURED).fill_null(False)
+    return [
+        pl.when(loss_blocked)
+        .then(None)
+        .otherwise(pl.col("_loss_g").struct.field("2").cast(pl.Float64, strict=False))
+        .alias("loss"),
+        loss_blocked.alias("_loss_blocked"),
+        pl.col("_loss_g").struct.field("2").is_not_null().alias("_loss_keyed"),
+        pl.when(grad_blocked)
+        .then(None)
+        .otherwise(pl.col("_grad_g").struct.field("2").cast(pl.Float64, strict=False))
+        .alias("grad_norm"),
+    ]
+
+
+def _first_training_loss() -> pl.Expr:
+    """For lines whose first loss key is not the training loss (`val loss 3.1, loss nan`): the
+    first one that is."""
+    matches = pl.col("text").str.extract_all(LOSS_PATTERN)
+    word = pl.element().str.extract(r"^([A-Za-z]+)[ _/]", 1)
+    training = matches.list.eval(
+        pl.element().filter(~word.str.contains(NOT_TRAINING).fill_null(False))
+    )
+    value = training.list.first().str.extract(LOSS_PATTERN, 2)
+    return value.cast(pl.Float64, strict=False)
 
 
 def _generic_loss() -> pl.Expr:
@@ -207,8 +264,8 @@ def parse_lines(
             .str.to_datetime(_LOGGING_TS_FORMAT, time_unit="us", strict=False)
             .alias("ts"),
             _integer(STEP_PATTERN).alias("step"),
-            _number(LOSS_KEY).alias("loss"),
-            _number(GRAD_NORM_KEY).alias("grad_norm"),
+            txt.str.extract_groups(LOSS_PATTERN).alias("_loss_g"),
+            txt.str.extract_groups(GRAD_NORM_PATTERN).alias("_grad_g"),
             _number(LR_KEY).alias("lr"),
             _integer(r"(?:^|[^\w])q_hs\s*[=:]\s*(\d+)").alias("q_hs"),
             _q_hsb(),
@@ -222,12 +279,14 @@ def parse_lines(
             txt.str.contains("reduced_train_loss", literal=True).alias("_nemo_rows"),
             txt.str.contains("Unexpected result", literal=True).alias("_megatron_rows"),
             txt.str.contains(r"(?i)oss\]|step\]").alias("_tag_rows"),
-            txt.str.contains(r"(?i)valid|eval_loss|epoch\(val").alias("_maybe_validation"),
+            txt.str.contains(r"(?i)valid|epoch\(val").alias("_maybe_validation"),
             txt.str.contains(r"(?i)loss").alias("_has_loss_word"),
+            txt.str.contains("nan iterations", literal=True).alias("_nan_iter_rows"),
         )
+        .with_columns(_keyed_metrics())
         .collect()
     )
-    frame = frame.hstack(dense.get_columns())
+    frame = frame.hstack(dense.drop("_loss_g", "_grad_g").get_columns())
     col = frame.get_column
     frame = frame.with_columns(
         _fill(frame, "ts", _sparse(frame, col("ts").is_null(), _timestamp(year), "ts")),
@@ -235,6 +294,7 @@ def parse_lines(
         _sparse(frame, col("snapshot"), _telemetry(), "telemetry"),
         _sparse(frame, col("run_start"), _integer(r"\bpid=(\d+)"), "pid"),
         _sparse(frame, col("_maybe_validation"), txt.str.contains(VALIDATION), "_validation"),
+        _sparse(frame, col("_nan_iter_rows"), _integer(NAN_ITERATIONS), "nan_iterations"),
     )
     loss_steps = _first_of(
         frame,
@@ -243,6 +303,7 @@ def parse_lines(
             (col("_nemo_rows"), _number("reduced_train_loss")),
             (col("_megatron_rows"), _value(MEGATRON_NAN + "forward loss")),
             (col("_tag_rows"), _number(r"\[loss\]")),
+            (col("_loss_blocked"), _first_training_loss()),
         ],
         dense_after=1,
     )
@@ -266,7 +327,12 @@ def parse_lines(
         _fill(
             frame,
             "loss",
-            _sparse(frame, col("_has_loss_word") & col("loss").is_null(), _generic_loss(), "loss"),
+            _sparse(
+                frame,
+                col("_has_loss_word") & col("loss").is_null() & ~col("_loss_keyed"),
+                _generic_loss(),
+                "loss",
+            ),
         ),
     )
     validation = frame.get_column("_validation").fill_null(False)

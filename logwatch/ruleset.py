@@ -240,7 +240,10 @@ def _template_fields(template: str, where: str, params: set[str]) -> frozenset[s
 def _check_columns(rule: Rule) -> None:
     if isinstance(rule, StreakRule):
         try:
-            pl.DataFrame(schema=SCHEMA).select(rule.applies, rule.condition)
+            columns = [rule.applies.alias("_applies"), rule.condition.alias("_condition")]
+            if rule.value_column is not None:
+                columns.append(pl.col(rule.value_column).alias("_value"))
+            pl.DataFrame(schema=SCHEMA).select(columns)
         except pl.exceptions.PolarsError as exc:
             first = str(exc).splitlines()[0]
             raise ValueError(f"expression refers to something the frame lacks: {first}") from None

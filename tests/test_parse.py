@@ -127,3 +127,64 @@ def test_binary_garbage_parses_to_nothing() -> None:
 def test_configuration_and_counters_are_not_steps(text: str) -> None:
     """Step counts in configuration, CLI flags, slurm job steps and tqdm counters are not progress."""
     assert parse_one(text)["step"] is None
+
+
+@pytest.mark.parametrize(
+    ("text", "loss", "grad_norm"),
+    [
+        ("loss: tensor(nan, device='cuda:0', grad_fn=<NllLossBackward0>)", "nan", None),
+        ("grad_norm: tensor(nan, device='cuda:0')", None, "nan"),
+        ("{'loss': tensor(nan)}", "nan", None),
+        ("Loss is nan, stopping training", "nan", None),
+        ("global_grad_norm=nan lr=1e-4", None, "nan"),
+        ("learning/raw_grad_norm=nan", None, "nan"),
+        ("grad_norm_before_clip: nan", None, "nan"),
+        ("gradient norm: inf", None, "inf"),
+        ("loss_value: nan", "nan", None),
+        ("latest_loss=nan", "nan", None),
+        ("{'loss': nan, 'eval_loss': 2.3}", "nan", None),
+        ("step 1000 | loss nan | eval_loss 2.3", "nan", None),
+        ("val loss 3.1, loss nan", "nan", None),
+    ],
+)
+def test_nan_shapes_from_the_review_are_seen(
+    text: str, loss: str | None, grad_norm: str | None
+) -> None:
+    """Printed tensors, `Loss is nan`, prefixed grad-norm keys and mixed lines keep their NaN."""
+    row = parse_one(text)
+    for name, expected in (("loss", loss), ("grad_norm", grad_norm)):
+        if expected is None:
+            assert row[name] is None, f"{name} in {text!r}: {row[name]!r}"
+        else:
+            assert same(expected, row[name]), f"{name} in {text!r}: {row[name]!r}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Best loss: inf",
+        "best val loss inf",
+        "  min_loss: inf",
+        "loss_weight: inf",
+        "loss_threshold=inf",
+        "eval/loss: nan",
+        "val/loss=nan",
+        "test loss: nan",
+        "val loss nan",
+        "max_grad_norm: inf",
+        "clip_grad_norm=inf",
+    ],
+)
+def test_config_best_and_eval_values_are_not_training_metrics(text: str) -> None:
+    """Best-so-far, thresholds, weights, eval values and clipping limits set neither column."""
+    row = parse_one(text)
+    assert row["loss"] is None and row["grad_norm"] is None, (text, row["loss"], row["grad_norm"])
+
+
+def test_megatron_nan_iterations_count() -> None:
+    """Megatron's `number of nan iterations` is the only trace of a NaN it averaged away."""
+    row = parse_one(
+        " iteration 200/ 1000 | lm loss: 2.345678E+00 | grad norm: 0.512 | "
+        "number of skipped iterations:   3 | number of nan iterations:   3 |"
+    )
+    assert row["nan_iterations"] == 3 and row["loss"] == pytest.approx(2.345678)
