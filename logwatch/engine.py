@@ -16,6 +16,7 @@ import polars as pl
 from logwatch.alerts import FIRING, RESOLVED, AlertEvent, event_from_json
 from logwatch.durations import format_duration
 from logwatch.parse import SCHEMA
+from logwatch.redact import redact
 from logwatch.ruleset import RuleSpec
 from logwatch.ruletypes import Transition, WallClockRule
 
@@ -172,7 +173,7 @@ class Engine:
             value=transition.value,
             summary="",
             fix=spec.fix,
-            text=row["text"],
+            text=redact(row["text"]),
             labels=dict(transition.labels),
         )
         fingerprint = event.fingerprint
@@ -366,7 +367,7 @@ def log_message(text: str, limit: int = 300) -> str:
 
 
 def _with_summary(event: AlertEvent, spec: RuleSpec, row: Mapping[str, Any]) -> AlertEvent:
-    return replace(event, summary=render_summary(event, spec, row))
+    return replace(event, summary=redact(render_summary(event, spec, row)))
 
 
 def _resolved_copy(

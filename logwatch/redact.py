@@ -17,6 +17,15 @@ _PATTERNS = (
     re.compile(r"xapp-[A-Za-z0-9-]+"),
     re.compile(r"https?://hooks\.slack(?:-gov)?\.com/\S+"),
     re.compile(r"/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+"),
+    # Training logs dump environments and configs: Hugging Face, OpenAI, AWS key shapes.
+    re.compile(r"\bhf_[A-Za-z0-9]{30,}"),
+    re.compile(r"\bsk-[A-Za-z0-9_-]{20,}"),
+    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
+)
+# `WANDB_API_KEY=...`, `"hf_token": "..."`, `password: ...`: the value goes, the key stays.
+_KEYED = re.compile(
+    r"""(?i)\b((?:[a-z0-9]+[_-])*(?:api[_-]?key|token|secret|password|passwd))(['"]?\s*[=:]\s*['"]?)"""
+    r"""([^\s'",}]{6,})"""
 )
 _secrets: set[str] = set()
 _lock = threading.Lock()
@@ -44,7 +53,7 @@ def redact(text: str) -> str:
             text = text.replace(secret, MASK)
     for pattern in _PATTERNS:
         text = pattern.sub(MASK, text)
-    return text
+    return _KEYED.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
 
 
 class RedactingFilter(logging.Filter):

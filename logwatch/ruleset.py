@@ -223,9 +223,16 @@ def _compile(
 def _template_fields(template: str, where: str, params: set[str]) -> frozenset[str]:
     names = set()
     try:
-        for _, name, _, _ in string.Formatter().parse(template):
-            if name is not None:
-                names.add(name)
+        for _, name, spec, conversion in string.Formatter().parse(template):
+            if name is None:
+                continue
+            if spec or conversion:
+                raise RulesError(
+                    f"{where}: {{{name}{'!' + conversion if conversion else ''}"
+                    f"{':' + spec if spec else ''}}} in summary: placeholders take no format or "
+                    f"conversion (values come formatted, e.g. nan, 2.41e-05); write {{{name}}}"
+                )
+            names.add(name)
     except ValueError as exc:
         raise RulesError(f"{where}: bad summary template: {exc}") from None
     allowed = TEMPLATE_FIELDS | params

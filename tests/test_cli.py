@@ -131,6 +131,12 @@ BROKEN_PACKS = [
     ),
     ('[[rule]\nid = "x"\n', 1, "invalid TOML"),
     (
+        '[[rule]]\nid = "x"\ntype = "nonfinite"\nseverity = "warning"\nsummary = "loss {value:.3g}"\n'
+        'column = "loss"\n',
+        5,
+        "{value:.3g} in summary: placeholders take no format or conversion",
+    ),
+    (
         '[[rule]]\nid = "x"\ntype = "streak"\nseverity = "warning"\nsummary = "s"\napplies = "snapshot"\n'
         'condition = "gpu_keys = 0"\ncount = "3"\n',
         8,
@@ -230,3 +236,19 @@ def test_standard_input_is_a_source() -> None:
         ("-", 2, "firing"),
         ("-", 3, "resolved"),
     ]
+
+
+def test_secrets_in_log_lines_are_not_repeated(write_log) -> None:  # type: ignore[no-untyped-def]
+    """Tokens a training script dumped into its log never reach logwatch's output."""
+    secrets = [
+        "xoxb-1111-2222-abcdefSECRET",
+        "0123456789abcdef0123",
+        "hf_abcdefghijklmnopqrstuvwxyz0123456789",
+    ]
+    path = write_log(
+        f"env SLACK_BOT_TOKEN={secrets[0]} WANDB_API_KEY={secrets[1]} hf_token: {secrets[2]} loss=nan\n".encode()
+    )
+    for fmt in ("text", "jsonl"):
+        code, out, err = run("replay", path, "--format", fmt)
+        assert code == 0 and "nan-loss" in out
+        assert not any(secret in out + err for secret in secrets)
