@@ -24,9 +24,18 @@ _PATTERNS = (
 )
 # `WANDB_API_KEY=...`, `"hf_token": "..."`, `password: ...`: the value goes, the key stays.
 _KEYED = re.compile(
-    r"""(?i)\b((?:[a-z0-9]+[_-])*(?:api[_-]?key|token|secret|password|passwd))(['"]?\s*[=:]\s*['"]?)"""
-    r"""([^\s'",}]{6,})"""
+    r"""(?i)\b((?:[a-z0-9]+[_-])*(?:api[_-]?key|token|secret|password|passwd))\b"""
+    r"""(['"]?\s*[=:]\s*['"]?)([^\s'",}]{8,})"""
 )
+
+
+def _mask_keyed(match: re.Match[str]) -> str:
+    """Mask a keyed value that looks like a credential (letters and digits mixed), keep others
+    (`pad_token: 50256`, `token: auth.test`)."""
+    value = match.group(3)
+    if any(c.isdigit() for c in value) and any(c.isalpha() for c in value):
+        return match.group(1) + match.group(2) + MASK
+    return match.group(0)
 _secrets: set[str] = set()
 _lock = threading.Lock()
 
@@ -53,7 +62,7 @@ def redact(text: str) -> str:
             text = text.replace(secret, MASK)
     for pattern in _PATTERNS:
         text = pattern.sub(MASK, text)
-    return _KEYED.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
+    return _KEYED.sub(_mask_keyed, text)
 
 
 class RedactingFilter(logging.Filter):

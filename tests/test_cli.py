@@ -252,3 +252,18 @@ def test_secrets_in_log_lines_are_not_repeated(write_log) -> None:  # type: igno
         code, out, err = run("replay", path, "--format", fmt)
         assert code == 0 and "nan-loss" in out
         assert not any(secret in out + err for secret in secrets)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pad_token: 50256",
+        "max_tokens=2048 loss=nan",
+        "token: auth.test ok loss=nan",
+        "eos_token_id: 50256 loss=nan",
+    ],
+)
+def test_ordinary_token_settings_are_left_alone(write_log, text: str) -> None:  # type: ignore[no-untyped-def]
+    """Redaction masks credentials, not tokenizer settings or words."""
+    out = run("replay", write_log(text.encode() + b"\nloss=nan\n"), "--format", "jsonl")[1]
+    assert "[REDACTED]" not in out
