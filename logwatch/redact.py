@@ -36,6 +36,8 @@ def _mask_keyed(match: re.Match[str]) -> str:
     if any(c.isdigit() for c in value) and any(c.isalpha() for c in value):
         return match.group(1) + match.group(2) + MASK
     return match.group(0)
+
+
 _secrets: set[str] = set()
 _lock = threading.Lock()
 

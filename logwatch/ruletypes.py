@@ -59,26 +59,50 @@ def _transitions(events: pl.DataFrame, value_column: str | None) -> list[Transit
 
 @dataclass(frozen=True, slots=True)
 class NonFiniteRule:
-    """Fires at the first row whose `column` is NaN or +-Inf; resolves at the next finite one."""
+    """Fires at the first row whose `column` is NaN or +-Inf; resolves at the next finite one.
+
+    Lines of several ranks in one log (`[rank3]:` prefixes) are followed per rank: the alert
+    fires when the first rank goes non-finite and resolves when no rank is non-finite any more,
+    so ranks reporting in turn do not make it flap."""
 
     column: str
 
     def initial_state(self) -> dict[str, Any]:
-        return {"bad": False}
+        return {"bad": {}}
 
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
         col = pl.col(self.column)
-        rows = frame.select(self.column).with_row_index("_row").filter(col.is_not_null())
+        rows = (
+            frame.select(self.column, pl.col("rank").fill_null(-1).cast(pl.String).alias("_rank"))
+            .with_row_index("_row")
+            .filter(col.is_not_null())
+        )
         if rows.is_empty():
             return [], state
-        bad = ~col.is_finite()
-        events = rows.with_columns(
-            bad.alias("_fire"), bad.shift(1, fill_value=bool(state["bad"])).alias("_prev")
-        ).filter(pl.col("_fire") != pl.col("_prev"))
-        last_bad = bool(rows.select(bad.last()).item())
-        return _transitions(events, self.column), {"bad": last_bad}
+        known: dict[str, bool] = dict(state["bad"])
+        before = sum(known.values())
+        was_bad = (
+            pl.col("_bad")
+            .shift(1)
+            .over("_rank")
+            .fill_null(
+                pl.col("_rank").replace_strict(known, default=False, return_dtype=pl.Boolean)
+            )
+        )
+        counted = (
+            rows.with_columns((~col.is_finite()).alias("_bad"))
+            .with_columns((pl.col("_bad").cast(pl.Int64) - was_bad.cast(pl.Int64)).alias("_delta"))
+            .with_columns((before + pl.col("_delta").cum_sum()).alias("_count"))
+            .with_columns(pl.col("_count").shift(1, fill_value=before).alias("_before"))
+        )
+        events = counted.with_columns((pl.col("_count") > 0).alias("_fire")).filter(
+            (pl.col("_count") > 0) != (pl.col("_before") > 0)
+        )
+        last = counted.group_by("_rank").agg(pl.col("_bad").last())
+        known.update(dict(zip(last.get_column("_rank"), last.get_column("_bad"), strict=True)))
+        return _transitions(events, self.column), {"bad": known}
 
 
 @dataclass(frozen=True, slots=True)

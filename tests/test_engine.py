@@ -185,3 +185,23 @@ def test_sources_are_independent() -> None:
 def test_summary_message_drops_the_log_prefix(text: str, message: str) -> None:
     """{message} in a summary is the line without its timestamp, level and logger tag."""
     assert log_message(text) == message
+
+
+def test_ranks_reporting_in_turn_do_not_flap() -> None:
+    """rank0 NaN, rank1 finite, interleaved: one alert, resolved when no rank is NaN any more."""
+    lines = [
+        "[rank0]: step 10 loss=nan",
+        "[rank1]: step 10 loss=1.5",
+        "[rank0]: step 11 loss=nan",
+        "[rank1]: step 11 loss=1.4",
+        "[rank0]: step 12 loss=1.3",
+        "[rank1]: step 12 loss=1.2",
+    ]
+    for cuts in ([], [1], [2, 3], list(range(1, 6))):
+        assert events(lines, cuts) == [(1, "nan-loss", "firing"), (5, "nan-loss", "resolved")]
+
+
+def test_two_ranks_non_finite_resolve_only_when_both_recover() -> None:
+    """The alert stays firing while any rank is still non-finite."""
+    lines = ["[rank0]: loss=nan", "[rank1]: loss=inf", "[rank0]: loss=1.0", "[rank1]: loss=2.0"]
+    assert events(lines, [2]) == [(1, "nan-loss", "firing"), (4, "nan-loss", "resolved")]
