@@ -20,6 +20,8 @@ DEFAULT_BLOCK_BYTES = 8 << 20
 TRUNCATION_MARKER = " …[logwatch: line truncated, {dropped} bytes dropped]"
 _NUL = b"\x00"
 _REPLACEMENT = "\ufffd".encode()
+_NONFINITE_HINT = r"(?i)(?:loss|norm)[\w/.]*['\"]?\s*[=:]?\s*(?:tensor\()?[-+]?(?:nan|inf)\b"
+_REDRAW_JOIN = " \u21b5 "  # between a hidden non-finite redraw and the line's last state
 _COMPRESSION_FIRST_BYTES = (b"\x1f", b"\x78", b"\x28")  # gzip, zlib, zstd magic numbers
 _PREFIX = r"^(\[rank\d+\]:|\[default\d+\]:|\[\d+,mpirank:[^\]]*\]<std(?:out|err)>:)"
 
@@ -144,16 +146,27 @@ def lines_to_series(data: bytes, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -
     if frame.select(pl.col("text").str.contains("\x1b", literal=True).any()).item():
         # ANSI colours sit between keys and values (torchtitan): `\x1b[32mloss: \x1b[33m7.8`.
         frame = frame.with_columns(pl.col("text").str.replace_all(r"\x1b\[[0-9;?]*[A-Za-z]", ""))
-    # A redrawn line keeps its last state, and the rank / MPI prefix of its first segment.
+    # A redrawn line keeps its last state, and the rank / MPI prefix of its first segment. A
+    # non-finite loss or grad norm shown by an earlier redraw only is kept in front of it: a NaN
+    # that a progress bar drew over is still a NaN.
     prefix = pl.col("text").str.extract(_PREFIX, 1).fill_null("")
-    last = (
+    segments = (
         pl.col("text")
         .str.split("\r")
         .list.eval(pl.element().filter(pl.element().str.strip_chars() != ""))
-        .list.last()
-        .fill_null("")
     )
-    redrawn = pl.when(last.str.starts_with(prefix)).then(last).otherwise(prefix + last)
+    last = segments.list.last().fill_null("")
+    hidden = (
+        segments.list.slice(0, pl.max_horizontal(segments.list.len() - 1, 0))
+        .list.eval(pl.element().filter(pl.element().str.contains(_NONFINITE_HINT)))
+        .list.first()
+    )
+    state = (
+        pl.when(hidden.is_not_null() & ~last.str.contains(_NONFINITE_HINT))
+        .then(hidden + _REDRAW_JOIN + last)
+        .otherwise(last)
+    )
+    redrawn = pl.when(state.str.starts_with(prefix)).then(state).otherwise(prefix + state)
     frame = frame.with_columns(
         pl.when(pl.col("text").str.contains("\r", literal=True))
         .then(redrawn)

@@ -125,3 +125,13 @@ def test_blocks_that_look_compressed_are_still_lines(head: bytes) -> None:
     data = head + b" junk\nstep 2 | loss nan\n"
     assert lines_to_series(data).to_list()[1] == "step 2 | loss nan"
     assert lines_to_series(data).len() == 2
+
+
+def test_nan_drawn_over_by_a_progress_bar_is_kept() -> None:
+    """A non-finite loss in an earlier redraw stays visible in front of the bar's last state."""
+    data = b"E 1/100 [loss=2.31]\rE 50/100 [loss=nan]\rE 100/100 [loss=1.90]\n"
+    assert lines_to_series(data).to_list() == ["E 50/100 [loss=nan] \u21b5 E 100/100 [loss=1.90]"]
+    finite = b"E 1/100 [loss=2.31]\rE 100/100 [loss=1.90]\n"
+    assert lines_to_series(finite).to_list() == ["E 100/100 [loss=1.90]"]
+    still_nan = b"E 50/100 [loss=nan]\rE 100/100 [loss=inf]\n"
+    assert lines_to_series(still_nan).to_list() == ["E 100/100 [loss=inf]"]
