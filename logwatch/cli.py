@@ -18,7 +18,7 @@ from logwatch.config import Config, config_rules, default_state_dir, find_config
 from logwatch.doctor import run_doctor
 from logwatch.durations import parse_duration
 from logwatch.errors import LogwatchError
-from logwatch.notify.silences import SilenceStore
+from logwatch.notify.silences import SilenceStore, check_rule
 from logwatch.notify.sink import open_slack_sink, send_digest
 from logwatch.reader import DEFAULT_MAX_LINE_BYTES
 from logwatch.redact import install_log_handler, redact, remove_log_handler
@@ -379,12 +379,25 @@ def silence_group() -> None:
 @click.option("--for", "duration", required=True, help="How long, e.g. 30m, 2h, 1d.")
 @click.option("--comment", required=True, help="Why (shown in `silence list`).")
 @STATE_DIR_OPTION
-def silence_add(rule: str, source: str, duration: str, comment: str, state_dir: str | None) -> None:
-    """Silence RULE (a rule id or glob) on matching sources."""
+@CONFIG_OPTION
+def silence_add(
+    rule: str,
+    source: str,
+    duration: str,
+    comment: str,
+    state_dir: str | None,
+    config_path: str | None,
+) -> None:
+    """Silence RULE (a rule id or glob, matching a built-in or configured rule) on matching
+    sources."""
     try:
         seconds = parse_duration(duration)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--for") from None
+    from logwatch.gpu.sampler import GPU_ERROR, GPU_HUNG, GPU_UNAVAILABLE
+
+    _, specs = _config_and_rules(config_path, (), False)
+    check_rule(rule, [spec.id for spec in specs] + [GPU_UNAVAILABLE, GPU_HUNG, GPU_ERROR])
     silence = SilenceStore(_state_dir(state_dir)).add(
         rule, source, seconds, comment, datetime.now()
     )

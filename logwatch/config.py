@@ -24,6 +24,7 @@ _TOP_KEYS = {"slack", "rules", "alerts", "gpu", "rule_packs", "builtin_rules"}
 _SLACK_KEYS = {"channel", "base_url", "token_file", "webhook_url_env", "timeout"}
 _ALERT_KEYS = {"group_wait", "repeat_interval", "inhibit"}
 _GPU_KEYS = {"mode", "interval"}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DURATION_NAME = re.compile(r"(^|_)(after|for|interval|wait|window|timeout|every|period|age)$")
 
 
@@ -252,6 +253,13 @@ class _Reader:
             "slack", data, "base_url", str, SLACK_API
         )
         hook_env = self.typed("slack", data, "webhook_url_env", str, "SLACK_WEBHOOK_URL")
+        if not _ENV_NAME.match(hook_env):
+            # Never echo the value: it is most likely the webhook URL itself.
+            raise self.fail(
+                self.key_line("slack", "webhook_url_env"),
+                "'webhook_url_env' must name an environment variable (letters, digits, _), "
+                "e.g. SLACK_WEBHOOK_URL; put the webhook URL in that variable, not in the config",
+            )
         webhook = self.env.get(hook_env) or None
         token = self.env.get("SLACK_BOT_TOKEN") or self.token_file(data)
         for secret in (webhook, token):

@@ -7,9 +7,10 @@ text decoding of a block happens in one vectorized step (`lines_to_series`).
 
 from __future__ import annotations
 
+import codecs
 import io
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -268,3 +269,86 @@ def read_blocks(
     tail = framer.flush()
     if tail:
         yield LineBlock(lines_to_series(tail, max_line_bytes), line_no, block_start, offset)
+
+
+class Utf16Stream:
+    """UTF-16 text (either byte order, after its BOM) handed out as UTF-8 bytes, decoded
+    incrementally so that a split code unit or surrogate pair at a read boundary is kept whole;
+    undecodable code units become U+FFFD, as invalid UTF-8 does."""
+
+    def __init__(self, raw: ByteStream, chunk_bytes: int = 1 << 20) -> None:
+        self.raw, self.chunk_bytes = raw, chunk_bytes
+        self._decoder = codecs.getincrementaldecoder("utf-16")(errors="replace")
+        self._done = False
+
+    def read(self, size: int = -1, /) -> bytes:
+        """Some UTF-8 bytes (at most about `size` * 3/2), b'' only at the end of the input."""
+        want = self.chunk_bytes if size < 0 else max(2, size - size % 2)
+        while not self._done:
+            data = self.raw.read(want)
+            self._done = not data
+            text = self._decoder.decode(data, final=self._done)
+            if text:
+                return text.encode("utf-8", "surrogatepass")
+        return b""
+
+
+class DecompressStream:
+    """bzip2 or xz decompression, streaming like `GzipStream`: every byte before a damaged or
+    cut-off end comes out, then EOFError; concatenated streams are read one after another."""
+
+    def __init__(
+        self, raw: ByteStream, new: Callable[[], Decompressor], chunk_bytes: int = 1 << 20
+    ) -> None:
+        self.raw, self.chunk_bytes, self._new = raw, chunk_bytes, new
+        self._unpack = new()
+        self._done = False
+
+    def read(self, size: int = -1, /) -> bytes:
+        """Up to `size` decompressed bytes; b'' at the end, EOFError at a damaged end."""
+        want = self.chunk_bytes if size < 0 else size
+        while not self._done:
+            if self._unpack.eof:
+                data = self._unpack.unused_data or self.raw.read(self.chunk_bytes)
+                if not data:
+                    self._done = True
+                    break
+                self._unpack = self._new()  # the next stream
+            elif self._unpack.needs_input:
+                data = self.raw.read(self.chunk_bytes)
+                if not data:
+                    self._done = True
+                    raise EOFError("compressed file ended before the end-of-stream marker")
+            else:
+                data = b""
+            try:
+                out = self._unpack.decompress(data, max_length=want)
+            except (OSError, ValueError) as exc:  # lzma.LZMAError is an OSError
+                self._done = True
+                raise EOFError(f"corrupt compressed data: {exc}") from None
+            if out:
+                return out
+        return b""
+
+
+class Decompressor(Protocol):
+    """What `bz2.BZ2Decompressor` and `lzma.LZMADecompressor` have in common."""
+
+    @property
+    def eof(self) -> bool:
+        """The end-of-stream marker was reached."""
+        ...
+
+    @property
+    def needs_input(self) -> bool:
+        """More input is needed before more output can come."""
+        ...
+
+    @property
+    def unused_data(self) -> bytes:
+        """Bytes after the end of the stream."""
+        ...
+
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes:
+        """Decompress `data`, at most `max_length` bytes out."""
+        ...

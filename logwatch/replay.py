@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import bz2
 import io
+import lzma
 import os
 import sys
 from collections import deque
@@ -23,11 +25,14 @@ from logwatch.reader import (
     DEFAULT_BLOCK_BYTES,
     DEFAULT_MAX_LINE_BYTES,
     ByteStream,
+    DecompressStream,
     GzipStream,
     LineBlock,
+    Utf16Stream,
     read_blocks,
 )
 from logwatch.ruleset import RuleSpec
+from logwatch.sniff import HEAD_BYTES, sniff
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -46,7 +51,6 @@ class ReplayOptions:
 
 
 STDIN = "-"
-GZIP_MAGIC = b"\x1f\x8b"
 
 
 def check_readable(paths: Sequence[str]) -> None:
@@ -68,22 +72,63 @@ def check_readable(paths: Sequence[str]) -> None:
 
 
 def open_log(path: str) -> tuple[ByteStream, int, int]:
-    """The log as a byte stream (standard input for '-', gzip read transparently), its size on
-    disk (0 when unknown) and the year its timestamps without one belong to (from its mtime)."""
+    """The log as a byte stream (standard input for '-'; gzip, bzip2 and xz decompressed and
+    UTF-16 transcoded to UTF-8 on the fly), its size on disk (0 when unknown or not the size of
+    the text) and the year its timestamps without one belong to (from its mtime)."""
     if path == STDIN:
-        stdin = sys.stdin.buffer
-        if isinstance(stdin, io.BufferedReader) and stdin.peek(2)[:2] == GZIP_MAGIC:
-            return GzipStream(stdin), 0, datetime.now().year
-        return stdin, 0, datetime.now().year
+        stdin = _Prefixed(sys.stdin.buffer, HEAD_BYTES)
+        return _decoded(path, stdin, stdin.head), 0, datetime.now().year
     try:
         raw = open(path, "rb")  # noqa: SIM115 - the caller closes it
     except OSError as exc:
         raise InputError(f"{path}: cannot open: {exc.strerror}") from None
     info = os.fstat(raw.fileno())
     year = datetime.fromtimestamp(info.st_mtime).year
-    if raw.peek(2)[:2] == GZIP_MAGIC:
-        return GzipStream(raw), 0, year  # the size of the plain text is not known ahead
-    return raw, info.st_size, year
+    try:
+        stream = _decoded(path, raw, raw.peek(HEAD_BYTES))
+    except BaseException:
+        raw.close()
+        raise
+    return stream, info.st_size if stream is raw else 0, year
+
+
+def _decoded(path: str, raw: ByteStream, head: bytes) -> ByteStream:
+    """`raw` read through whatever its first bytes call for."""
+    kind = sniff(head)
+    if kind == "zstd":
+        source = "FILE" if path == STDIN else path
+        raise InputError(
+            f"{path}: zstd-compressed; decompress it: `zstd -dc {source} | logwatch replay -`"
+        )
+    if kind is None:
+        return raw
+    decoders: dict[str, Callable[[ByteStream], ByteStream]] = {
+        "gzip": GzipStream,
+        "bzip2": lambda r: DecompressStream(r, bz2.BZ2Decompressor),
+        "xz": lambda r: DecompressStream(r, lzma.LZMADecompressor),
+        "utf-16": Utf16Stream,
+    }
+    return decoders[kind](raw)
+
+
+class _Prefixed:
+    """A stream whose first `size` bytes were read ahead (`head`) to see what it holds; pipes
+    cannot seek back, and a pipe's first read may hold fewer bytes than asked."""
+
+    def __init__(self, raw: ByteStream, size: int) -> None:
+        self.raw = raw
+        head = b""
+        while len(head) < size and (more := raw.read(size - len(head))):
+            head += more
+        self.head, self._unread = head, head
+
+    def read(self, size: int = -1, /) -> bytes:
+        """The read-ahead bytes first, then the rest of the stream."""
+        if not self._unread:
+            return self.raw.read(size)
+        out = self._unread if size < 0 else self._unread[:size]
+        self._unread = self._unread[len(out) :]
+        return out
 
 
 def replay_file(
@@ -119,7 +164,9 @@ def replay_file(
     except OSError as exc:
         raise InputError(f"{path}: read failed: {exc.strerror or exc}") from None
     finally:
-        raw = stream.raw if isinstance(stream, GzipStream) else stream
+        raw: object = stream
+        while isinstance(raw, GzipStream | DecompressStream | Utf16Stream | _Prefixed):
+            raw = raw.raw
         if raw is not sys.stdin.buffer and isinstance(raw, io.IOBase):
             raw.close()
 

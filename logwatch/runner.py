@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
@@ -14,6 +15,7 @@ from logwatch.engine import Engine
 from logwatch.errors import InputError
 from logwatch.ruleset import RuleSpec
 from logwatch.sinks import Sink
+from logwatch.sniff import file_kind
 from logwatch.tail import Status, TailDriver, TailOptions
 from logwatch.watch import is_glob
 
@@ -36,6 +38,29 @@ def rule_error_reporter(status: Status) -> Callable[[str, str, Exception], None]
     return on_error
 
 
+def check_patterns(patterns: Sequence[str]) -> None:
+    """InputError for an argument tail can never follow: standard input, a directory, or an
+    existing path that is not a regular file (a FIFO, a device); a missing file is waited for."""
+    for pattern in patterns:
+        if pattern == "-":
+            raise InputError("standard input cannot be tailed; use `logwatch replay -`")
+        if is_glob(pattern):
+            continue
+        if os.path.isdir(pattern):
+            raise InputError(
+                f"{pattern}: is a directory (give the log files in it, e.g. '{pattern}/*.log')"
+            )
+        try:
+            mode = os.stat(pattern).st_mode
+        except OSError:
+            continue  # not there yet: tail waits for it
+        if not stat.S_ISREG(mode):
+            raise InputError(
+                f"{pattern}: not a regular file ({file_kind(mode)}); "
+                "logwatch tail follows regular log files"
+            )
+
+
 def run_tail(
     patterns: Sequence[str],
     rules: Sequence[RuleSpec],
@@ -47,11 +72,12 @@ def run_tail(
     gpu: GpuLink | None = None,
 ) -> None:
     """The `logwatch tail` command: follow until SIGTERM / SIGINT, then checkpoint and return."""
-    for pattern in patterns:
-        if not is_glob(pattern) and os.path.isdir(pattern):
-            raise InputError(
-                f"{pattern}: is a directory (give the log files in it, e.g. '{pattern}/*.log')"
-            )
+    try:
+        check_patterns(patterns)
+    except InputError:
+        if gpu is not None:
+            gpu.close()
+        raise
     engine = Engine(rules, on_error=rule_error_reporter(status))
     driver = TailDriver(
         patterns,

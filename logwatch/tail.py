@@ -27,6 +27,7 @@ from logwatch.follow import Batch, Follower, FollowOptions, PollResult, Position
 from logwatch.parse import parse_lines
 from logwatch.ruletypes import StallRule, WallClockRule
 from logwatch.sinks import Sink
+from logwatch.sniff import UTF16_BOMS, file_kind, utf16_note
 from logwatch.watch import (
     NETWORK_FS,
     WatchdogWatcher,
@@ -112,6 +113,8 @@ class TailDriver:
         self._rescan_due = True
         self._last_rescan = self._last_checkpoint = self._last_tick = float("-inf")
         self._warned_network: set[str] = set()
+        self._skipped: set[str] = set()  # matches that are not regular files, reported once
+        self._warned_utf16: set[tuple[int, int]] = set()
 
     # --- life cycle ----------------------------------------------------------------------
 
@@ -222,6 +225,7 @@ class TailDriver:
             self._drop(follower)
             return False
         self._handle(follower, result)
+        self._check_encoding(follower)
         if result.grew:
             self._arrived.add(follower.source)
         if follower.detached_at is None:
@@ -292,10 +296,14 @@ class TailDriver:
             matches = glob.glob(pattern, recursive=True) if is_glob(pattern) else [pattern]
             for path in matches:
                 try:
-                    if stat.S_ISREG(os.stat(path).st_mode):
-                        paths.add(path)
+                    mode = os.stat(path).st_mode
                 except OSError:
                     continue
+                if stat.S_ISREG(mode):
+                    paths.add(path)
+                elif path not in self._skipped:
+                    self._skipped.add(path)
+                    self.status(f"skipping {path}: not a regular file ({file_kind(mode)})")
         return sorted(paths)
 
     def _rescan(self, now: float, *, initial: bool) -> None:
@@ -332,6 +340,12 @@ class TailDriver:
             self.status(f"{path}: following from its end (line {follower.line})")
         else:
             self._catch_up(follower)
+
+    def _check_encoding(self, follower: Follower) -> None:
+        """Say once per file that a UTF-16 one is followed as bytes (its lines will not match)."""
+        if follower.prefix[:2] in UTF16_BOMS and follower.key not in self._warned_utf16:
+            self._warned_utf16.add(follower.key)
+            self.status(utf16_note(follower.path))
 
     def _resume(self, follower: Follower) -> bool:
         saved = (self._saved or {}).pop(follower.key, None)

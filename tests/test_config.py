@@ -165,3 +165,19 @@ def test_default_state_dir_follows_xdg() -> None:
     """The state directory is $XDG_STATE_HOME/logwatch, else ~/.local/state/logwatch."""
     assert default_state_dir({"XDG_STATE_HOME": "/x/state"}) == Path("/x/state/logwatch")
     assert default_state_dir({}).parts[-3:] == (".local", "state", "logwatch")
+
+
+@pytest.mark.parametrize(
+    "value", [HOOK, "https://example.com/hook?key=abc123secret", "MY-HOOK", "1HOOK"]
+)
+def test_webhook_url_env_must_name_a_variable_and_is_not_echoed(tmp_path: Path, value: str) -> None:
+    """A URL (or any non-variable name) in webhook_url_env is refused without showing it."""
+    path = write(tmp_path, f'[slack]\nchannel = "C0ALERTS01"\nwebhook_url_env = "{value}"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, {"SLACK_BOT_TOKEN": TOKEN})
+    message = str(caught.value)
+    assert message.startswith(f"{path}:3: 'webhook_url_env' must name an environment variable")
+    assert value not in message and "[REDACTED]" not in message
+    (tmp_path / "a.log").write_text("step 1 | loss 2.0\n")
+    result = CliRunner().invoke(cli, ["replay", str(tmp_path / "a.log"), "--config", str(path)])
+    assert result.exit_code == 2 and value not in result.output

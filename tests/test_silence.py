@@ -77,3 +77,55 @@ def test_default_state_dir_from_xdg(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0
     assert (tmp_path / "logwatch" / "silences.json").is_file()
+
+
+def test_a_state_dir_that_is_a_file_is_one_line_exit_2(tmp_path: Path) -> None:
+    """--state-dir naming a regular file: list and add say so in one line, no traceback."""
+    not_a_dir = tmp_path / "f"
+    not_a_dir.write_text("x")
+    code, out = run("silence", "list", "--state-dir", str(not_a_dir))
+    assert (code, out) == (
+        2,
+        f"Error: cannot read silences in {not_a_dir} (not a directory); "
+        "give --state-dir a directory you can read (or none for the default)\n",
+    )
+    code, out = run(
+        "silence", "add", "nan-loss", "--for", "1h", "--comment", "c", "--state-dir", str(not_a_dir)
+    )
+    assert code == 2 and out.startswith(f"Error: cannot write silences in {not_a_dir} (")
+    assert out.count("\n") == 1
+
+
+def test_a_state_dir_that_cannot_be_created_is_one_line_exit_2() -> None:
+    """--state-dir under /proc (cannot be created): exit 2 naming the folder and the fix."""
+    code, out = run(
+        "silence", "add", "nan-loss", "--for", "1h", "--comment", "c", "--state-dir", "/proc/ro"
+    )
+    assert code == 2 and out.startswith("Error: cannot write silences in /proc/ro (/proc/ro: ")
+    assert out.endswith("give --state-dir a directory you can write (or none for the default)\n")
+
+
+def test_a_rule_that_matches_no_loaded_rule_is_refused(tmp_path: Path) -> None:
+    """A typo (`nan_loss`) silences nothing: exit 2 listing the known rule ids, nothing stored."""
+    code, out = run(
+        "silence", "add", "nan_loss", "--for", "1h", "--comment", "c", "--state-dir", str(tmp_path)
+    )
+    assert code == 2
+    assert out.startswith("Error: no rule matches 'nan_loss' (known: bucket-starvation, ")
+    assert "nan-loss" in out and out.count("\n") == 1
+    assert SilenceStore(tmp_path).all() == []
+
+
+def test_a_rule_from_the_configs_packs_can_be_silenced(tmp_path: Path) -> None:
+    """Rule ids of the config's own packs (and globs over them) are accepted with --config."""
+    (tmp_path / "mine.toml").write_text(
+        '[[rule]]\nid = "my-rule"\ntype = "match"\nseverity = "warning"\n'
+        'summary = "x"\npattern = "boom"\n'
+    )
+    config = tmp_path / "logwatch.toml"
+    config.write_text('rule_packs = ["mine.toml"]\n')
+    args = ("--for", "1h", "--comment", "c", "--state-dir", str(tmp_path / "s"))
+    code, out = run("silence", "add", "my-*", *args)
+    assert code == 2 and "no rule matches 'my-*'" in out
+    code, out = run("silence", "add", "my-*", *args, "--config", str(config))
+    assert code == 0 and " silenced my-* on * until " in out

@@ -10,6 +10,7 @@ import fcntl
 import json
 import os
 import secrets
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
@@ -67,6 +68,8 @@ class SilenceStore:
         except FileNotFoundError:
             self._stamp, self._cache = None, []
             return []
+        except OSError as exc:
+            raise self._unusable("read", exc) from None
         stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
         if stamp != self._stamp:
             self._cache, self._stamp = self._read(), stamp
@@ -74,7 +77,11 @@ class SilenceStore:
 
     def _read(self) -> list[Silence]:
         try:
-            raw = json.loads(self.path.read_text(encoding="utf-8") or "[]")
+            text = self.path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise self._unusable("read", exc) from None
+        try:
+            raw = json.loads(text or "[]")
             return [
                 Silence(
                     **{
@@ -124,11 +131,37 @@ class SilenceStore:
         return ended
 
     def _update(self, change: Any) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_suffix(".lock"), "a") as lock:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-            self._stamp = None
-            items = change(self.all())
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps([s.to_json() for s in items], indent=1), encoding="utf-8")
-            os.replace(tmp, self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path.with_suffix(".lock"), "a") as lock:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+                self._stamp = None
+                items = change(self.all())
+                tmp = self.path.with_suffix(".tmp")
+                tmp.write_text(json.dumps([s.to_json() for s in items], indent=1), encoding="utf-8")
+                os.replace(tmp, self.path)
+        except OSError as exc:
+            raise self._unusable("write", exc) from None
+
+    def _unusable(self, action: str, exc: OSError) -> SilenceError:
+        folder = self.path.parent
+        why = (
+            "not a directory"
+            if folder.exists() and not folder.is_dir()
+            else f"{exc.filename or self.path}: {exc.strerror or exc}"
+        )
+        return SilenceError(
+            f"cannot {action} silences in {folder} ({why}); "
+            f"give --state-dir a directory you can {action} (or none for the default)"
+        )
+
+
+def check_rule(rule: str, rule_ids: Iterable[str]) -> None:
+    """SilenceError unless the glob `rule` matches one of the loaded rule ids (a typo would
+    otherwise silence nothing, silently)."""
+    known = sorted(set(rule_ids))
+    if not any(fnmatchcase(rule_id, rule) for rule_id in known):
+        raise SilenceError(
+            f"no rule matches {rule!r} (known: {', '.join(known) or 'none'}); "
+            "give a rule id or a glob such as 'gpu-*'"
+        )
