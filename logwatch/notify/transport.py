@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 from urllib.error import URLError
 
@@ -131,11 +132,12 @@ class BotTransport:
             retry_handlers=[],
         )
 
-    def _call(self, method: str, **kwargs: Any) -> dict[str, Any]:
+    def _call(self, request: Callable[..., Any], **kwargs: Any) -> dict[str, Any]:
+        """One Web API call (a bound WebClient method), its failures classified."""
         from slack_sdk.errors import SlackApiError
 
         try:
-            response = getattr(self.client, method)(**kwargs)
+            response = request(**kwargs)
         except SlackApiError as exc:
             r = exc.response
             raise classify_api(r.status_code, r.headers, r.data) from None
@@ -148,7 +150,7 @@ class BotTransport:
         if job.kind == UPDATE and parent is not None and parent.ts:
             try:
                 data = self._call(
-                    "chat_update",
+                    self.client.chat_update,
                     channel=parent.channel,
                     ts=parent.ts,
                     text=job.text,
@@ -164,7 +166,7 @@ class BotTransport:
         thread = parent.ts if job.kind == REPLY and parent is not None and parent.ts else None
         channel = parent.channel if parent is not None and thread else job.channel
         data = self._call(
-            "chat_postMessage",
+            self.client.chat_postMessage,
             channel=channel,
             text=job.text,
             blocks=job.blocks,
@@ -179,7 +181,7 @@ class BotTransport:
         oldest = f"{job.created_s - 120:.6f}"
         if job.kind == REPLY and parent is not None and parent.ts:
             data = self._call(
-                "conversations_replies",
+                self.client.conversations_replies,
                 channel=parent.channel,
                 ts=parent.ts,
                 oldest=oldest,
@@ -189,7 +191,7 @@ class BotTransport:
             channel = parent.channel
         else:
             data = self._call(
-                "conversations_history",
+                self.client.conversations_history,
                 channel=job.channel,
                 oldest=oldest,
                 include_all_metadata=True,
