@@ -120,9 +120,17 @@ def _config_and_rules(
     """The config (given, ./logwatch.toml, or none) and the rule packs it and the options name."""
     config = load_config(find_config(config_path))
     if config.path is None:
-        return config, load_rule_specs(rule_paths, builtin=not no_builtin_rules)
-    config = replace(config, builtin_rules=config.builtin_rules and not no_builtin_rules)
-    return config, config_rules(config, rule_paths)
+        specs = load_rule_specs(rule_paths, builtin=not no_builtin_rules)
+    else:
+        config = replace(config, builtin_rules=config.builtin_rules and not no_builtin_rules)
+        specs = config_rules(config, rule_paths)
+    for spec in specs:
+        if spec.replaces is not None:
+            click.echo(
+                f"logwatch: {spec.origin}: rule {spec.id!r} replaces the one at {spec.replaces}",
+                err=True,
+            )
+    return config, specs
 
 
 def _state_dir(option: str | None) -> Path:

@@ -6,7 +6,7 @@ import re
 import string
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ class RuleSpec:
     origin: str
     enabled: bool = True
     template_fields: frozenset[str] = field(default_factory=frozenset)
+    replaces: str | None = None  # where the rule of the same id that this one replaced was
 
 
 def builtin_rules_dir() -> Path:
@@ -80,7 +81,8 @@ def load_rules(
     for path in paths:
         for file in pack_files(path):
             for spec in load_pack(file, overrides or {}):
-                by_id[spec.id] = spec
+                earlier = by_id.get(spec.id)
+                by_id[spec.id] = replace(spec, replaces=earlier.origin) if earlier else spec
     return [spec for spec in by_id.values() if spec.enabled]
 
 

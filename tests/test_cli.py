@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from logwatch.cli import cli
+from logwatch.ruleset import builtin_rules_dir
 
 NAN_LOG = (
     b"2026-11-28 14:09:05,117 INFO [train] step 1402/200000 | loss 2.3 | grad_norm 1.1\n"
@@ -167,8 +168,12 @@ def test_user_rule_pack_adds_and_overrides(write_log, tmp_path: Path) -> None:  
         '[[rule]]\nid = "nan-loss"\ntype = "nonfinite"\nseverity = "warning"\n'
         'summary = "my nan {value}"\ncolumn = "loss"\n'
     )
-    code, out, _ = run("replay", write_log(NAN_LOG), "--rules", str(pack), "--format", "jsonl")
+    code, out, err = run("replay", write_log(NAN_LOG), "--rules", str(pack), "--format", "jsonl")
     assert code == 0
+    assert (
+        err
+        == f"logwatch: {pack}:7: rule 'nan-loss' replaces the one at {builtin_rules_dir() / 'training.toml'}:6\n"
+    )
     got = [(e["rule"], e["severity"], e["summary"]) for e in map(json.loads, out.splitlines())]
     assert got[:2] == [
         ("nan-loss", "warning", "my nan nan"),
