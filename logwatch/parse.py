@@ -256,8 +256,16 @@ def parse_lines(
             "text": text.alias("text"),
         }
     )
+    frame = frame.hstack(_dense(frame).get_columns())
+    frame = _rare(frame, year)
+    frame = _by_priority(frame)
+    return _derived(frame).select([pl.col(name).cast(dtype) for name, dtype in SCHEMA.items()])
+
+
+def _dense(frame: pl.DataFrame) -> pl.DataFrame:
+    """One pass per key over every line, plus the literal prefilters of the rare extractors."""
     txt = pl.col("text")
-    dense = (
+    return (
         frame.lazy()
         .select(
             txt.str.slice(0, 23)
@@ -284,30 +292,43 @@ def parse_lines(
             txt.str.contains("nan iterations", literal=True).alias("_nan_iter_rows"),
         )
         .with_columns(_keyed_metrics())
+        .drop("_loss_g", "_grad_g")
         .collect()
     )
-    frame = frame.hstack(dense.drop("_loss_g", "_grad_g").get_columns())
+
+
+def _rare(frame: pl.DataFrame, year: int) -> pl.DataFrame:
+    """Columns only a few lines carry, extracted on the rows their prefilter selected."""
     col = frame.get_column
-    frame = frame.with_columns(
+    return frame.with_columns(
         _fill(frame, "ts", _sparse(frame, col("ts").is_null(), _timestamp(year), "ts")),
         _sparse(frame, col("_rank_rows"), _rank(), "rank"),
         _sparse(frame, col("snapshot"), _telemetry(), "telemetry"),
         _sparse(frame, col("run_start"), _integer(r"\bpid=(\d+)"), "pid"),
-        _sparse(frame, col("_maybe_validation"), txt.str.contains(VALIDATION), "_validation"),
+        _sparse(
+            frame, col("_maybe_validation"), pl.col("text").str.contains(VALIDATION), "_validation"
+        ),
         _sparse(frame, col("_nan_iter_rows"), _integer(NAN_ITERATIONS), "nan_iterations"),
     )
-    loss_steps = _first_of(
-        frame,
-        "loss",
-        [
-            (col("_nemo_rows"), _number("reduced_train_loss")),
-            (col("_megatron_rows"), _value(MEGATRON_NAN + "forward loss")),
-            (col("_tag_rows"), _number(r"\[loss\]")),
-            (col("_loss_blocked"), _first_training_loss()),
-        ],
-        dense_after=1,
+
+
+def _by_priority(frame: pl.DataFrame) -> pl.DataFrame:
+    """Loss, grad norm and step from every dialect's extractor, in priority order; validation
+    report lines carry none of them."""
+    col = frame.get_column
+    frame = frame.with_columns(
+        _first_of(
+            frame,
+            "loss",
+            [
+                (col("_nemo_rows"), _number("reduced_train_loss")),
+                (col("_megatron_rows"), _value(MEGATRON_NAN + "forward loss")),
+                (col("_tag_rows"), _number(r"\[loss\]")),
+                (col("_loss_blocked"), _first_training_loss()),
+            ],
+            dense_after=1,
+        )
     )
-    frame = frame.with_columns(loss_steps)
     frame = frame.with_columns(
         _first_of(
             frame,
@@ -324,16 +345,7 @@ def parse_lines(
             ],
             dense_after=0,
         ),
-        _fill(
-            frame,
-            "loss",
-            _sparse(
-                frame,
-                col("_has_loss_word") & col("loss").is_null() & ~col("_loss_keyed"),
-                _generic_loss(),
-                "loss",
-            ),
-        ),
+        _fill(frame, "loss", _sparse(frame, _generic_rows(frame), _generic_loss(), "loss")),
     )
     validation = frame.get_column("_validation").fill_null(False)
     if validation.any():
@@ -341,7 +353,19 @@ def parse_lines(
             pl.when(validation).then(None).otherwise(pl.col(name)).alias(name)
             for name in ("loss", "step", "grad_norm")
         )
-    frame = frame.with_columns(
+    return frame
+
+
+def _generic_rows(frame: pl.DataFrame) -> pl.Series:
+    """Lines that say `loss` somewhere but matched no known loss key."""
+    return frame.select(
+        pl.col("_has_loss_word") & pl.col("loss").is_null() & ~pl.col("_loss_keyed")
+    ).to_series()
+
+
+def _derived(frame: pl.DataFrame) -> pl.DataFrame:
+    """Counts the rules test: non-empty queue buckets, `gpu/` keys in a snapshot."""
+    return frame.with_columns(
         pl.col("q_hsb")
         .list.eval((pl.element() != 0).cast(pl.UInt32))
         .list.sum()
@@ -351,7 +375,6 @@ def parse_lines(
         .list.sum()
         .alias("gpu_keys"),
     )
-    return frame.select([pl.col(name).cast(dtype) for name, dtype in SCHEMA.items()])
 
 
 def _first_of(
