@@ -379,13 +379,10 @@ def _resolved_copy(
     summary: str,
     since: AlertEvent | None = None,
 ) -> AlertEvent:
-    if since is not None and since.ts is not None and ts is not None:
-        summary = f"{summary} (firing for {_duration(ts - since.ts)}, since line {since.line})"
-    elif since is not None:
-        summary = f"{summary} (firing since line {since.line})"
+    if since is not None:
+        # A wall-clock alert (log-stalled) fires at logwatch's time and resolves at a line's own
+        # timestamp: when the two clocks disagree, no duration beats a wrong one.
+        seconds = (ts - since.ts).total_seconds() if since.ts and ts else -1.0
+        took = f"firing for {format_duration(seconds)}, " if seconds >= 0 else "firing "
+        summary = f"{summary} ({took}since line {since.line})"
     return replace(event, status=RESOLVED, line=line, ts=ts, step=step, summary=summary)
-
-
-def _duration(delta: Any) -> str:
-    seconds = delta.total_seconds()
-    return "?" if seconds < 0 else format_duration(seconds)
