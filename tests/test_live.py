@@ -10,11 +10,12 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import timedelta
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from logwatch.alerts import AlertEvent
 from logwatch.gpu.model import GpuSettings
 from logwatch.gpu.sampler import start_gpu
 from logwatch.live import GpuLink
@@ -46,7 +47,7 @@ def test_slammed4_story_on_a_host_whose_nvml_works(tmp_path: Path) -> None:
     """Caught up on train_slammed4.log with NVML working here: one enriched nvml-disabled with
     the fix and the cost of restarting; gpu-metrics-missing is the same news and stays quiet."""
     shutil.copy(SLAMMED4, tmp_path / "train.log")
-    clock = FakeClock(start=__import__("datetime").datetime(2026, 11, 28, 16, 30, 0))
+    clock = FakeClock(start=datetime(2026, 11, 28, 16, 30, 0))
     tail, link = linked_tail(tmp_path, FakeGpuReader(count=8), clock)
     with running(tail.driver) as driver:
         driver.sync()
@@ -59,43 +60,12 @@ def test_slammed4_story_on_a_host_whose_nvml_works(tmp_path: Path) -> None:
     link.close()
 
 
-def test_hung_run_through_the_driver(tmp_path: Path) -> None:
-    """Log stalled past stall_after and the run's GPUs idle: log-stalled, then run-hung."""
+def quiet_run(tmp_path: Path, reader: FakeGpuReader, until_rule: str) -> list[AlertEvent]:
+    """One step line, then 15 minutes of wall time without lines, one NVML round per 30 s;
+    returns the alerts once `until_rule` has fired."""
     log = tmp_path / "train.log"
     log.write_bytes(b"")
     clock = FakeClock()
-    reader = FakeGpuReader(count=2)
-    tail, link = linked_tail(tmp_path, reader, clock, poll_interval_s=0.05)
-    sampler = link.started.sampler
-    assert sampler is not None
-    with running(tail.driver) as driver:
-        with open(log, "ab") as out:
-            out.write(b"2026-11-28 14:00:00,000 INFO [train] step 10 | loss 2.0\n")
-        driver.sync()
-        reader.set_all(util_gpu=1.0)
-        for _ in range(30):  # 15 minutes of wall time, one NVML round per 30 s
-            clock.advance(30)
-            sampler.poll()
-            time.sleep(0.06)  # let the driver run a round (it ticks on its poll interval)
-        wait_until(lambda: "run-hung" in [e.rule for e in tail.sink.events])
-    rules = [(e.rule, e.status) for e in tail.sink.events if e.rule != "gpu-idle"]
-    assert rules == [("log-stalled", "firing"), ("run-hung", "firing")]
-    idle = [(e.status, e.labels["gpu"]) for e in tail.sink.events if e.rule == "gpu-idle"]
-    # Idle GPUs under a log not yet called stalled warn first; once the log is stalled the
-    # hang is one run-hung, not per-GPU idleness.
-    assert sorted(idle) == [("firing", "0"), ("firing", "1"), ("resolved", "0"), ("resolved", "1")]
-    hung = next(e for e in tail.sink.events if e.rule == "run-hung")
-    assert hung.severity.label == "critical"
-    assert hung.ts is not None and hung.ts >= clock.now() - timedelta(minutes=6)
-    link.close()
-
-
-def test_busy_but_quiet_run_is_only_stalled(tmp_path: Path) -> None:
-    """Log stalled while the GPUs stay busy (a long eval): log-stalled only, no run-hung."""
-    log = tmp_path / "train.log"
-    log.write_bytes(b"")
-    clock = FakeClock()
-    reader = FakeGpuReader(count=2)
     tail, link = linked_tail(tmp_path, reader, clock, poll_interval_s=0.05)
     sampler = link.started.sampler
     assert sampler is not None
@@ -106,11 +76,33 @@ def test_busy_but_quiet_run_is_only_stalled(tmp_path: Path) -> None:
         for _ in range(30):
             clock.advance(30)
             sampler.poll()
-            time.sleep(0.06)
-        wait_until(lambda: "log-stalled" in [e.rule for e in tail.sink.events])
-        time.sleep(0.3)
-    assert [e.rule for e in tail.sink.events] == ["log-stalled"]
+            time.sleep(0.06)  # let the driver run a round (it ticks on its poll interval)
+        wait_until(lambda: until_rule in [e.rule for e in tail.sink.events])
+        time.sleep(0.3)  # anything else this round would say
     link.close()
+    return tail.sink.events
+
+
+def test_hung_run_through_the_driver(tmp_path: Path) -> None:
+    """Log stalled past stall_after and the run's GPUs idle: log-stalled, then run-hung."""
+    reader = FakeGpuReader(count=2)
+    reader.set_all(util_gpu=1.0)
+    events = quiet_run(tmp_path, reader, "run-hung")
+    rules = [(e.rule, e.status) for e in events if e.rule != "gpu-idle"]
+    assert rules == [("log-stalled", "firing"), ("run-hung", "firing")]
+    idle = [(e.status, e.labels["gpu"]) for e in events if e.rule == "gpu-idle"]
+    # Idle GPUs under a log not yet called stalled warn first; once the log is stalled the
+    # hang is one run-hung, not per-GPU idleness.
+    assert sorted(idle) == [("firing", "0"), ("firing", "1"), ("resolved", "0"), ("resolved", "1")]
+    hung = next(e for e in events if e.rule == "run-hung")
+    assert hung.severity.label == "critical"
+    assert hung.ts is not None and hung.ts >= datetime(2026, 11, 28, 14, 10)
+
+
+def test_busy_but_quiet_run_is_only_stalled(tmp_path: Path) -> None:
+    """Log stalled while the GPUs stay busy (a long eval): log-stalled only, no run-hung."""
+    events = quiet_run(tmp_path, FakeGpuReader(count=2), "log-stalled")
+    assert [e.rule for e in events] == ["log-stalled"]
 
 
 # --- as a user runs it: real pynvml, a stand-in libnvidia-ml.so.1, a real process ---------
