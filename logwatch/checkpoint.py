@@ -38,6 +38,7 @@ class Checkpoint:
 
     files: list[Position] = field(default_factory=list)
     sources: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    extras: Mapping[str, Any] = field(default_factory=dict)  # state of the driver's hooks
 
     def to_json(self) -> dict[str, Any]:
         """The checkpoint file's JSON object."""
@@ -45,6 +46,7 @@ class Checkpoint:
             "version": VERSION,
             "files": [pos.to_json() for pos in self.files],
             "sources": dict(self.sources),
+            "extras": dict(self.extras),
         }
 
     @classmethod
@@ -55,7 +57,10 @@ class Checkpoint:
         files, sources = data.get("files"), data.get("sources")
         if not isinstance(files, list) or not isinstance(sources, dict):
             raise ValueError("'files' must be a list and 'sources' an object")
-        return cls([Position.from_json(item) for item in files], sources)
+        extras = data.get("extras", {})
+        if not isinstance(extras, dict):
+            raise ValueError("'extras' must be an object")
+        return cls([Position.from_json(item) for item in files], sources, extras)
 
 
 class StateDir:

@@ -8,22 +8,21 @@ sampler, run the GPU rules with the log's stall state, emit the sampler's own al
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from logwatch.alerts import RESOLVED, AlertEvent
 from logwatch.clock import Clock, SystemClock
-from logwatch.gpu.enrich import NvmlDiagnosis, RunTracker
+from logwatch.gpu.enrich import NvmlDiagnosis, RunInfo, RunTracker
 from logwatch.gpu.monitor import GpuMonitor
 from logwatch.gpu.procs import with_descendants
 from logwatch.gpu.sampler import GpuStart
 from logwatch.ruleset import RuleSpec
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from logwatch.tail import TailDriver
 
 
@@ -90,7 +89,49 @@ class GpuLink:
         latest = max(infos, key=lambda info: (info.last_ts is not None, info.last_ts or 0))
         return latest.last_step
 
+    def export_state(self) -> dict[str, Any]:
+        """What a restarted tail needs: the GPU rules' state, each run's facts, what was said."""
+        return {
+            "monitor": self.monitor.export_state(),
+            "runs": {source: _run_json(t.info) for source, t in self.trackers.items()},
+            "said": sorted(self.diagnosis.said),
+        }
+
+    def import_state(self, data: Any) -> None:
+        """Restore `export_state`'s data; ValueError when it is malformed."""
+        try:
+            runs = {str(source): _run_info(raw) for source, raw in dict(data["runs"]).items()}
+            said = {str(source) for source in data["said"]}
+            monitor = data["monitor"]
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ValueError(f"malformed GPU state: {exc!r}") from None
+        self.monitor.import_state(monitor)
+        for source, info in runs.items():
+            self.trackers.setdefault(source, RunTracker()).info = info
+        self.diagnosis.said = said
+
     def close(self) -> None:
         """Stop the sampler."""
         if self.started.sampler is not None:
             self.started.sampler.close()
+
+
+def _run_json(info: RunInfo) -> dict[str, Any]:
+    return {
+        "started": info.started.isoformat() if info.started else None,
+        "pid": info.pid,
+        "last_step": info.last_step,
+        "last_ts": info.last_ts.isoformat() if info.last_ts else None,
+    }
+
+
+def _run_info(raw: Mapping[str, Any]) -> RunInfo:
+    def when(value: Any) -> datetime | None:
+        return datetime.fromisoformat(value) if value else None
+
+    return RunInfo(
+        started=when(raw["started"]),
+        pid=None if raw["pid"] is None else int(raw["pid"]),
+        last_step=None if raw["last_step"] is None else int(raw["last_step"]),
+        last_ts=when(raw["last_ts"]),
+    )

@@ -89,6 +89,7 @@ def run_tail(
         round_hooks=[gpu.round] if gpu is not None else [],
         frame_hooks=[gpu.observe] if gpu is not None else [],
         event_filter=gpu.filter if gpu is not None else None,
+        stateful={"gpu": gpu} if gpu is not None else None,
     )
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -12,10 +12,11 @@ import glob
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any, Protocol
 
 import polars as pl
 
@@ -47,6 +48,18 @@ FrameHook = Callable[[pl.DataFrame], None]
 EventFilter = Callable[[AlertEvent], "AlertEvent | None"]
 """Rewrites an alert event on its way to the sinks (e.g. NVML enrichment), or drops it."""
 START_MODES = ("catch-up", "beginning", "end")
+
+
+class Stateful(Protocol):
+    """A hook whose state goes into the checkpoint with the files' (e.g. the GPU rules')."""
+
+    def export_state(self) -> Any:
+        """JSON-able state."""
+        ...
+
+    def import_state(self, data: Any) -> None:
+        """Restore what `export_state` gave; ValueError on malformed data."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +102,11 @@ class TailDriver:
         round_hooks: Sequence[RoundHook] = (),
         frame_hooks: Sequence[FrameHook] = (),
         event_filter: EventFilter | None = None,
+        stateful: Mapping[str, Stateful] | None = None,
     ) -> None:
         self.patterns, self.engine, self.sinks = list(patterns), engine, list(sinks)
         self.frame_hooks, self.event_filter = list(frame_hooks), event_filter
+        self.stateful = dict(stateful or {})
         self.clock = clock or SystemClock()
         self.options = options or TailOptions()
         self.status = status
@@ -211,7 +226,9 @@ class TailDriver:
             more |= self._poll(follower, now)
         self._tick(now)
         for hook in self.round_hooks:
-            self._send(hook(self))
+            events = list(hook(self))
+            self._dirty |= bool(events)
+            self._send(events)
         due = now - self._last_checkpoint >= self.options.checkpoint_interval_s
         if due and self._dirty:
             self._checkpoint()
@@ -446,6 +463,15 @@ class TailDriver:
             self.state.set_aside(self.state.path / "checkpoint.json", str(exc))
             return
         self._saved = {(pos.dev, pos.ino): pos for pos in checkpoint.files}
+        for name, data in checkpoint.extras.items():
+            hook = self.stateful.get(name)
+            try:
+                if hook is not None:
+                    hook.import_state(data)
+            except ValueError as exc:
+                self.status(
+                    f"checkpoint: the saved {name} state is unusable ({exc}); starting it afresh"
+                )
 
     def _checkpoint(self) -> None:
         self._last_checkpoint, self._dirty = self.clock.monotonic(), False
@@ -453,7 +479,8 @@ class TailDriver:
             return
         files = [f.position() for f in self.followers.values()]
         sources = {f.source: self.engine.export_state(f.source) for f in self.followers.values()}
-        self.state.save(Checkpoint(files, sources))
+        extras = {name: hook.export_state() for name, hook in self.stateful.items()}
+        self.state.save(Checkpoint(files, sources, extras))
         for key in self._replayed:  # still needed until every re-read line is behind us
             self.state.record_emitted(key)
 

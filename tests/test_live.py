@@ -39,6 +39,7 @@ def linked_tail(
         "round_hooks": [link.round],
         "frame_hooks": [link.observe],
         "event_filter": link.filter,
+        "stateful": {"gpu": link},
     }
     return Tail(folder, rules=RULES, clock=clock, driver_hooks=hooks, **options), link
 
@@ -60,12 +61,14 @@ def test_slammed4_story_on_a_host_whose_nvml_works(tmp_path: Path) -> None:
     link.close()
 
 
-def quiet_run(tmp_path: Path, reader: FakeGpuReader, until_rule: str) -> list[AlertEvent]:
+def quiet_run(
+    tmp_path: Path, reader: FakeGpuReader, until_rule: str, clock: FakeClock | None = None
+) -> list[AlertEvent]:
     """One step line, then 15 minutes of wall time without lines, one NVML round per 30 s;
     returns the alerts once `until_rule` has fired."""
     log = tmp_path / "train.log"
     log.write_bytes(b"")
-    clock = FakeClock()
+    clock = clock or FakeClock()
     tail, link = linked_tail(tmp_path, reader, clock, poll_interval_s=0.05)
     sampler = link.started.sampler
     assert sampler is not None
@@ -97,6 +100,27 @@ def test_hung_run_through_the_driver(tmp_path: Path) -> None:
     hung = next(e for e in events if e.rule == "run-hung")
     assert hung.severity.label == "critical"
     assert hung.ts is not None and hung.ts >= datetime(2026, 11, 28, 14, 10)
+
+
+def test_gpu_alerts_are_not_repeated_after_a_restart(tmp_path: Path) -> None:
+    """A tail stopped while run-hung fires and started again on the same state directory says
+    nothing new: the GPU rules' state and their firing alerts are checkpointed too."""
+    reader = FakeGpuReader(count=2)
+    reader.set_all(util_gpu=1.0)
+    clock = FakeClock()
+    first = quiet_run(tmp_path, reader, "run-hung", clock)
+    assert "run-hung" in [e.rule for e in first]
+    tail, link = linked_tail(tmp_path, reader, clock, poll_interval_s=0.05)
+    sampler = link.started.sampler
+    assert sampler is not None
+    with running(tail.driver):
+        for _ in range(10):
+            clock.advance(30)
+            sampler.poll()
+            time.sleep(0.06)
+        time.sleep(0.3)
+    link.close()
+    assert [(e.rule, e.status) for e in tail.sink.events] == []
 
 
 def test_busy_but_quiet_run_is_only_stalled(tmp_path: Path) -> None:
@@ -230,3 +254,23 @@ def test_doctor_nvml_line_with_working_nvml(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ok   nvml: NVML works: 8x NVIDIA H200, driver 580.65.06" in proc.stdout.splitlines()
+
+
+def test_unusable_saved_gpu_state_is_said_and_started_afresh(tmp_path: Path) -> None:
+    """A checkpoint whose GPU part is malformed: one status line, the files still resume."""
+    clock = FakeClock()
+    (tmp_path / "train.log").write_bytes(b"step 1 | loss 2.0\n")
+    tail, link = linked_tail(tmp_path, FakeGpuReader(count=1), clock)
+    with running(tail.driver) as driver:
+        driver.sync()
+    link.close()
+    checkpoint = tmp_path / "state" / "checkpoint.json"
+    data = json.loads(checkpoint.read_text())
+    data["extras"]["gpu"] = {"monitor": "garbage"}
+    checkpoint.write_text(json.dumps(data))
+    tail, link = linked_tail(tmp_path, FakeGpuReader(count=1), clock)
+    with running(tail.driver) as driver:
+        driver.sync()
+    link.close()
+    assert tail.said("the saved gpu state is unusable") == 1
+    assert tail.said("resuming at line 2") == 1

@@ -101,7 +101,7 @@ class NvmlDiagnosis:
 
     def __init__(self, gpu_status: NvmlStatus | None) -> None:
         self.gpu_status = gpu_status
-        self._said: set[str] = set()
+        self.said: set[str] = set()
 
     def apply(
         self, event: AlertEvent, run_info: RunInfo, now: datetime | None = None
@@ -109,12 +109,12 @@ class NvmlDiagnosis:
         """The event to emit (enriched), or None when it repeats what was said."""
         if event.rule not in ENRICHED_RULES or event.status != FIRING:
             return event
-        if event.rule == "gpu-metrics-missing" and event.source in self._said:
+        if event.rule == "gpu-metrics-missing" and event.source in self.said:
             return None
         if event.rule == "nvml-disabled":
-            self._said.add(event.source)
+            self.said.add(event.source)
         return enrich(event, self.gpu_status, run_info, now)
 
     def restarted(self, source: str) -> None:
         """A new run began in the source: its NVML news is new again."""
-        self._said.discard(source)
+        self.said.discard(source)

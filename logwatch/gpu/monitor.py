@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from logwatch.alerts import FIRING, AlertEvent, Severity
+from logwatch.alerts import FIRING, AlertEvent, Severity, event_from_json
 from logwatch.engine import render_summary
 from logwatch.gpu.frames import GIB, mark_run_gpus
 from logwatch.gpu.ruletypes import HoldRule, is_gpu_rule
@@ -86,6 +86,20 @@ class GpuMonitor:
                     found.append((transition.row, order, event))
         found.sort(key=lambda item: (item[0], item[1]))
         return [event for _, _, event in found]
+
+    def export_state(self) -> dict[str, Any]:
+        """Rule states and firing alerts, JSON-able (tail checkpoints them)."""
+        return {"states": self.states, "active": [e.to_json() for e in self.active.values()]}
+
+    def import_state(self, data: Any) -> None:
+        """Restore `export_state`'s data; ValueError (and no change) when it is malformed."""
+        try:
+            states = {str(k): dict(v) for k, v in dict(data["states"]).items()}
+            active = [event_from_json(raw) for raw in data["active"]]
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"malformed GPU rule state: {exc!r}") from None
+        self.states = states
+        self.active = {event.fingerprint: event for event in active}
 
     def _event(
         self, spec: RuleSpec, frame: pl.DataFrame, transition: Transition, step: int | None
