@@ -294,7 +294,13 @@ class _Duration(click.ParamType):  # type: ignore[type-arg]  # generic since cli
 )
 @click.option("--from-beginning", is_flag=True, help="Emit every alert of existing files' history.")
 @click.option("--from-end", is_flag=True, help="Skip existing files' history.")
-@click.option("--poll-interval", type=_Duration(), default="1s", show_default=True)
+@click.option(
+    "--poll-interval",
+    type=_Duration(),
+    default="1s",
+    show_default=True,
+    help="Safety poll: every file is stat()ed this often, whatever inotify says (missed events).",
+)
 @click.option(
     "--partial-flush",
     type=_Duration(),
