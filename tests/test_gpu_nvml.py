@@ -190,6 +190,24 @@ def test_gpu_is_lost_marks_the_device_lost(control: Path) -> None:
     assert [(p.index, p.kind) for p in problems] == [(1, "lost")]
 
 
+def test_a_device_lost_before_start_costs_only_that_device(control: Path) -> None:
+    """GpuIsLost when opening GPU 2 at start: NVML still works, GPU 2 reads as lost (so the live
+    gpu-lost alert fires), the others are read; another per-device error is reported once."""
+    write_control(control, {"count": 4, "g2.fail.handle": 15, "g1.fail.handle": 4, "g0.util": 90})
+    reader = NvmlReader()
+    status = reader.init()
+    samples = [reader.read(i, TS) for i in range(4)]
+    problems = reader.problems()
+    reader.close()
+    assert status.available and [d.name for d in status.devices][1:3] == ["(cannot open)", "(lost)"]
+    assert samples[2].lost and not samples[1].lost and samples[1].util_gpu is None
+    assert samples[0].util_gpu == 90.0 and samples[3].util_gpu is not None
+    assert sorted((p.index, p.metric, p.kind) for p in problems) == [
+        (1, "handle", "error"),
+        (2, "handle", "lost"),
+    ]
+
+
 def test_old_driver_falls_back_to_deprecated_calls(control: Path) -> None:
     """Without the new clock-events call or process _v3, the deprecated throttle call and _v2 answer."""
     write_control(

@@ -87,8 +87,18 @@ class NvmlReader:
         return NvmlStatus(None, driver=driver, devices=self._devices)
 
     def _open(self, index: int) -> DeviceInfo:
+        """One device's handle and identity. A device that cannot be opened (lost, or another
+        per-device error) costs that device only: it is reported, and the others are read."""
         nvml = self._nvml
-        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        try:
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        except nvml.NVMLError as exc:
+            self._failed((index, "handle"), exc)
+            if error_code(exc) != GPU_IS_LOST:
+                self._off.update((index, metric) for metric in _DEVICE_METRICS)
+            self._handles[index] = None
+            name = "(lost)" if error_code(exc) == GPU_IS_LOST else "(cannot open)"
+            return DeviceInfo(index=index, name=name, uuid="?", mem_total_bytes=None)
         self._handles[index] = handle
         total = self._metric(index, "memory", lambda: nvml.nvmlDeviceGetMemoryInfo(handle))
         return DeviceInfo(
@@ -213,6 +223,19 @@ class NvmlReader:
 def _mismatch(nvml: Any) -> type[Exception]:
     error: type[Exception] = getattr(nvml, "NVMLLibraryMismatchError", nvml.NVMLError)
     return error
+
+
+_DEVICE_METRICS = (
+    "utilization",
+    "memory",
+    "power",
+    "power_limit",
+    "temperature",
+    "clock_events",
+    "ecc",
+    "processes",
+)
+"""What `read` asks NVML for, per device (a device that cannot be opened has none of them)."""
 
 
 def _lost(base: GpuSample) -> GpuSample:
