@@ -128,6 +128,7 @@ class TailDriver:
         self._rescan_due = True
         self._last_rescan = self._last_checkpoint = self._last_tick = float("-inf")
         self._warned_network: set[str] = set()
+        self._noted_aliases: set[tuple[int, int]] = set()
         self._skipped: set[str] = set()  # matches that are not regular files, reported once
         self._warned_utf16: set[tuple[int, int]] = set()
 
@@ -325,20 +326,35 @@ class TailDriver:
 
     def _rescan(self, now: float, *, initial: bool) -> None:
         self._rescan_due, self._last_rescan = False, now
+        for key, paths in self._matches_by_file().items():
+            follower = self.followers.get(key)
+            if follower is not None:
+                if follower.path not in paths:  # several names (a `latest.log` link) is no rename
+                    self.status(f"{follower.path}: renamed to {paths[0]}; still following it")
+                    follower.path = paths[0]
+                follower.detached_at = None
+                continue
+            self._add(paths[0], now, initial=initial)
+        self._watch()
+
+    def _matches_by_file(self) -> dict[tuple[int, int], list[str]]:
+        """The matching paths grouped by the file they name (device, inode): a symlink such as
+        `latest.log -> run5.log` is the same file, followed once, under its real name first."""
+        by_file: dict[tuple[int, int], list[str]] = {}
         for path in self.expand():
             try:
                 st = os.stat(path)
             except OSError:
                 continue
-            follower = self.followers.get((st.st_dev, st.st_ino))
-            if follower is not None:
-                if follower.path != path:
-                    self.status(f"{follower.path}: renamed to {path}; still following it")
-                    follower.path = path
-                follower.detached_at = None
-                continue
-            self._add(path, now, initial=initial)
-        self._watch()
+            by_file.setdefault((st.st_dev, st.st_ino), []).append(path)
+        for key, paths in by_file.items():
+            paths.sort(key=os.path.islink)  # real files before links, otherwise sorted
+            if len(paths) > 1 and key not in self._noted_aliases:
+                self._noted_aliases.add(key)
+                self.status(
+                    f"{', '.join(paths)}: one file under {len(paths)} names; following it once as {paths[0]}"
+                )
+        return by_file
 
     def _add(self, path: str, now: float, *, initial: bool) -> None:
         try:

@@ -248,3 +248,21 @@ def test_network_file_systems_are_recognised_for_polling(tmp_path: Path) -> None
     )
     assert fs_type("/mnt/runs/job1/train.log", str(mounts)) == "nfs4"
     assert fs_type("/mnt/runsX/train.log", str(mounts)) == "ext4"
+
+
+def test_a_latest_symlink_in_the_glob_is_one_file(tmp_path: Path) -> None:
+    """`current.log -> run5.log` both matching the glob: the file is followed once, said once,
+    and no endless 'renamed' messages alternate between the two names."""
+    (tmp_path / "run5.log").write_bytes(numbered(1, 10))
+    (tmp_path / "current.log").symlink_to(tmp_path / "run5.log")
+    tail = Tail(tmp_path)
+    with running(tail.driver) as driver, open(tmp_path / "run5.log", "ab", buffering=0) as out:
+        for first in (11, 21, 31):
+            out.write(numbered(first, first + 9))
+            for _ in range(3):  # safety polls, each re-expanding the glob
+                tail.clock.advance(1.5)
+                driver.wake(structural=True)
+                driver.sync()
+    assert tail.seqs() == list(range(1, 41))
+    assert tail.said("one file under 2 names; following it once as") == 1
+    assert tail.said("renamed") == 0
