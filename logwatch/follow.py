@@ -66,7 +66,11 @@ class Position:
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed file entry: {exc!r}") from None
         ints = (pos.dev, pos.ino, pos.prefix_len, pos.offset, pos.line, pos.generation)
-        if not all(isinstance(v, int) and v >= 0 for v in ints) or pos.line < 1:
+        counts = all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in ints)
+        texts = all(isinstance(v, str) for v in (pos.source, pos.path, pos.prefix_sha))
+        end = pos.evaluated_end
+        end_ok = end is None or (isinstance(end, int) and not isinstance(end, bool) and end >= 0)
+        if not (counts and texts and end_ok) or pos.line < 1:
             raise ValueError(f"malformed file entry for {pos.path!r}")
         return pos
 

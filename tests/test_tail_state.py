@@ -151,3 +151,27 @@ def test_checkpoint_holds_only_finished_lines_and_the_flushed_partial(tmp_path: 
         (3, "seq=3 unfinished"),
         (4, "seq=4"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("evaluated_end", "12"), ("source", 5), ("prefix_sha", None), ("offset", True), ("line", 0)],
+)
+def test_a_file_entry_of_the_wrong_types_is_set_aside(
+    tmp_path: Path, field: str, value: object
+) -> None:
+    """A checkpoint entry for the very file being followed, with a wrongly typed field, is
+    corrupt: set aside with a message, never a crash on every start."""
+    (tmp_path / "a.log").write_bytes(numbered(1, 5))
+    first = Tail(tmp_path)
+    with running(first.driver) as driver:
+        driver.sync()
+    checkpoint = tmp_path / "state" / "checkpoint.json"
+    data = json.loads(checkpoint.read_text(encoding="utf-8"))
+    data["files"][0][field] = value
+    checkpoint.write_text(json.dumps(data), encoding="utf-8")
+    tail = Tail(tmp_path)
+    with running(tail.driver) as driver:
+        driver.sync()
+    assert tail.said("corrupt checkpoint") == 1
+    assert tail.seqs() == [1, 2, 3, 4, 5]
