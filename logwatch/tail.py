@@ -119,7 +119,7 @@ class TailDriver:
         self._replayed: set[str] = set()  # alerts a crashed run emitted past its checkpoint
         self._arrived: set[str] = set()
         self._last_line: dict[str, int] = {}
-        self._failed_sinks: set[int] = set()
+        self._sink_failures: dict[tuple[int, str], int] = {}
         self._wallclock = any(isinstance(s.rule, WallClockRule) for s in engine.rules)
         self._wake, self._cv = threading.Event(), threading.Condition()
         self._started = self._finished = 0
@@ -443,10 +443,19 @@ class TailDriver:
                 except BrokenPipeError:
                     raise  # stdout's reader left (`logwatch tail | head`): time to stop
                 except Exception as exc:
-                    if id(sink) not in self._failed_sinks:
-                        self._failed_sinks.add(id(sink))
-                        name = type(sink).__name__
-                        self.status(f"sink {name} failed: {type(exc).__name__}: {exc}")
+                    self._sink_failed(sink, event, exc)
+
+    def _sink_failed(self, sink: Sink, event: AlertEvent, exc: Exception) -> None:
+        """Say which alert a sink could not take, every time; a repeated error in one line."""
+        reason = f"{type(exc).__name__}: {exc}"
+        key = (id(sink), reason)
+        self._sink_failures[key] = self._sink_failures.get(key, 0) + 1
+        count = self._sink_failures[key]
+        again = f" (failure {count} of this kind)" if count > 1 else ""
+        self.status(
+            f"sink {type(sink).__name__} did not take {event.rule} {event.status} "
+            f"({event.source}:{event.line}): {reason}{again}"
+        )
 
     def stalled_since(self, source: str) -> datetime | None:
         """Since when `source` has had no lines, while a `stalled` rule says it is stalled."""

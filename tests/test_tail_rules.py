@@ -186,3 +186,34 @@ def test_round_hooks_send_their_events_to_the_sinks(tmp_path: Path) -> None:
         driver.sync()
     assert tail.sink.events == [event]
     assert len(calls) >= 1
+
+
+class BrokenSink:
+    """A sink whose every emit raises (a destination that is down or misconfigured)."""
+
+    def emit(self, event: Any) -> None:
+        raise OSError("destination unreachable")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_failing_sink_is_reported_per_alert_and_others_still_get_them(tmp_path: Path) -> None:
+    """Each alert a sink cannot take is said on stderr (which one, why); other sinks get all."""
+    tail = Tail(tmp_path, rules=BUILTIN)
+    tail.driver.sinks.append(BrokenSink())
+    with running(tail.driver) as driver:
+        (tmp_path / "a.log").write_bytes(
+            b"step 1 | loss nan\nstep 2 | loss 1.0\nstep 3 | loss inf\n"
+        )
+        driver.sync()
+    assert tail.alerts() == [
+        (1, "nan-loss", "firing"),
+        (2, "nan-loss", "resolved"),
+        (3, "nan-loss", "firing"),
+    ]
+    said = [m for m in tail.status if "did not take" in m]
+    assert len(said) == 3
+    assert said[0].startswith("sink BrokenSink did not take nan-loss firing (")
+    assert said[0].endswith(":1): OSError: destination unreachable")
+    assert said[2].endswith("(failure 3 of this kind)")
