@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 WEBHOOK_PATH = "/services/T0FAKE/B0FAKE/fakewebhooksecret0000"
+SCOPES = ("chat:write", "channels:read", "groups:read", "channels:history", "groups:history")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +60,9 @@ class FakeSlack:
         rate_per_s: float | None = 1.0,
         burst: int = 3,
         not_member: tuple[str, ...] = (),
+        scopes: tuple[str, ...] = SCOPES,
     ) -> None:
-        self.token = token
+        self.token, self.scopes = token, scopes
         self.channels = (
             channels if channels is not None else {"C0ALERTS01": "alerts", "C0OTHER002": "other"}
         )
@@ -240,6 +242,8 @@ def _public(message: dict[str, Any], with_metadata: bool) -> dict[str, Any]:
 
 
 def _history(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
+    if "channels:history" not in fake.scopes:
+        return _missing_scope(fake, "channels:history")
     channel = fake.channel_id(str(params.get("channel", "")))
     if channel is None:
         return {"ok": False, "error": "channel_not_found"}
@@ -254,6 +258,8 @@ def _history(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _replies(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
+    if "channels:history" not in fake.scopes:
+        return _missing_scope(fake, "channels:history")
     channel = fake.channel_id(str(params.get("channel", "")))
     parent = str(params.get("ts", ""))
     meta = str(params.get("include_all_metadata", "")).lower() in ("1", "true")
@@ -265,6 +271,16 @@ def _replies(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
     if not found:
         return {"ok": False, "error": "thread_not_found"}
     return {"ok": True, "messages": found, "has_more": False}
+
+
+def _missing_scope(fake: FakeSlack, needed: str) -> dict[str, Any]:
+    """Slack's answer to a method the token lacks the scope for."""
+    return {
+        "ok": False,
+        "error": "missing_scope",
+        "needed": needed,
+        "provided": ",".join(fake.scopes),
+    }
 
 
 def _ts_after(ts: str, oldest: float) -> bool:
@@ -385,6 +401,8 @@ def _handler(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Length", str(len(payload)))
                 if retry is not None:
                     self.send_header("Retry-After", retry)
+                if method != "webhook":  # Slack names the token's scopes on every Web API answer
+                    self.send_header("x-oauth-scopes", ",".join(fake.scopes))
                 self.end_headers()
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):

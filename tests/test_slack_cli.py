@@ -103,10 +103,11 @@ def test_doctor_all_good(tmp_path: Path, fake: FakeSlack) -> None:
         "ok   rule packs",
         "ok   slack token",
         "ok   slack channel",
-        lines[4].split(":")[0],
+        "ok   slack scopes",
+        lines[5].split(":")[0],
         f"ok   glob {tmp_path}/*.log",
     ]
-    assert lines[4].startswith(("ok   nvml", "warn nvml"))
+    assert lines[5].startswith(("ok   nvml", "warn nvml"))
 
 
 def test_doctor_failures_say_how_to_fix(tmp_path: Path, fake: FakeSlack) -> None:
@@ -121,6 +122,18 @@ def test_doctor_failures_say_how_to_fix(tmp_path: Path, fake: FakeSlack) -> None
     assert code == 1
     assert "FAIL slack channel: C0OTHER002: the bot is not a member — fix: invite the bot" in out
     assert f"FAIL glob {tmp_path}/nope*.log: matches no file — fix: " in out
+
+
+def test_doctor_warns_without_history_scope(tmp_path: Path) -> None:
+    """A token without channels:history gets a warning naming the scopes to add; it still exits 0."""
+    with FakeSlack(token=TOKEN, rate_per_s=None, scopes=("chat:write",)) as fake:
+        code, out, _ = invoke(
+            "doctor", "--config", config(tmp_path, fake), env={"SLACK_BOT_TOKEN": TOKEN}
+        )
+    assert code == 0, out
+    (line,) = [line for line in out.splitlines() if "slack scopes" in line]
+    assert line.startswith("warn slack scopes: no channels:history")
+    assert "fix: add the channels:history and groups:history scopes" in line
 
 
 def test_doctor_bad_token(tmp_path: Path, fake: FakeSlack) -> None:

@@ -302,3 +302,38 @@ def test_second_process_on_same_state_dir_is_refused(tmp_path: Path) -> None:
             Spool(tmp_path)
     finally:
         spool.close()
+
+
+def test_reconcile_without_history_scope_posts_again_not_dead_letter(tmp_path: Path) -> None:
+    """A 5xx on post then a history lookup refused for missing_scope: posted again, one scope hint, nothing buried."""
+    scopes = ("chat:write", "channels:read")
+    with FakeSlack(rate_per_s=None, scopes=scopes) as fake:
+        fake.fail("chat.postMessage", Fault(502), Fault(502))
+        reports: list[str] = []
+        spool, w = worker(fake, tmp_path, reports)
+        spool.enqueue(job(1))
+        spool.enqueue(job(2))
+        assert w.drain(10)
+        w.close()
+        spool.close()
+        assert [m["text"] for m in fake.posts(CH)] == ["alert 1", "alert 2"]
+        assert [r.error for r in fake.seen("conversations.history")] == ["missing_scope"]
+    assert w.stats.dead == 0 and not (tmp_path / DEAD_LETTER).exists()
+    (report,) = reports
+    assert "missing_scope" in report and "channels:history" in report
+    assert "groups:history" in report and "chat:write" not in report
+
+
+def test_transient_reconcile_failure_keeps_the_job_in_doubt(
+    fake: FakeSlack, tmp_path: Path
+) -> None:
+    """A lookup that fails transiently is retried, and the stored post is still found: one message."""
+    fake.fail("chat.postMessage", Fault(delay_s=1.0))
+    fake.fail("conversations.history", Fault(503), Fault(429, retry_after="0"))
+    spool, w = worker(fake, tmp_path, [], timeout_s=0.4)
+    spool.enqueue(job(1))
+    assert w.drain(10)
+    w.close()
+    spool.close()
+    assert [m["text"] for m in fake.posts(CH)] == ["alert 1"]
+    assert w.stats.reconciled == 1 and len(fake.seen("conversations.history")) == 3

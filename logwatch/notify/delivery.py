@@ -17,11 +17,15 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from logwatch.notify.spool import UPDATE, Job, Spool
+from logwatch.notify.spool import UPDATE, Job, MessageRef, Spool
 from logwatch.notify.transport import PERMANENT, Permanent, RateLimited, Transient, Transport, log
 from logwatch.redact import redact
 
 DEAD_LETTER = "slack-dead-letter.jsonl"
+RECONCILE_HINT = {
+    "missing_scope": "add the channels:history and groups:history scopes to the Slack app and "
+    "reinstall it, for exactly-once delivery after timeouts",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +74,8 @@ class DeliveryWorker:
         self._stop = threading.Event()
         self._threads: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
+        self._no_reconcile: set[str] = set()
+        self._reconcile_reported: set[str] = set()
         self._watcher = threading.Thread(target=self._watch, name="logwatch-slack", daemon=True)
         self._watcher.start()
 
@@ -109,37 +115,72 @@ class DeliveryWorker:
     def _deliver(self, job: Job, in_doubt: bool, failures: int) -> float | None:
         """One step for one job. None: paced as usual; > 0: a Retry-After wait; < 0: a backoff."""
         parent = self.spool.sent(job.parent)
-        try:
-            if in_doubt and job.kind != UPDATE and self.transport.can_reconcile:
+        if in_doubt and job.kind != UPDATE and self._can_reconcile(job.channel):
+            try:
                 self.stats.requests += 1
                 found = self.transport.find(job, parent)
+            except RateLimited as exc:
+                return self._rate_limited(job, exc)
+            except Transient as exc:
+                return self._transient(exc, failures)
+            except Permanent as exc:
+                self._reconcile_unavailable(job.channel, exc.code)
+            else:
                 if found is not None:
                     self.stats.reconciled += 1
                     self.spool.record("done", job.id, channel=found.channel, ts=found.ts)
                     return None
+        return self._send(job, parent, failures)
+
+    def _send(self, job: Job, parent: MessageRef | None, failures: int) -> float | None:
+        try:
             self.spool.record("attempt", job.id)
             self.stats.requests += 1
             ref = self.transport.send(job, parent)
         except RateLimited as exc:
             self.spool.record("settled", job.id)
-            self.stats.rate_limited += 1
-            wait = max(exc.retry_after_s, self.policy.pace_s) + 0.01
-            self.stats.retry_waits_s.append(wait)
-            log.warning("Slack rate-limited channel %s; waiting %.1fs", job.channel, wait)
-            return wait
+            return self._rate_limited(job, exc)
         except Transient as exc:
             if not exc.in_doubt:
                 self.spool.record("settled", job.id)
-            self.stats.transient += 1
-            wait = self._backoff(failures)
-            log.warning("Slack request failed (%s); retrying in %.1fs", redact(str(exc)), wait)
-            return -wait
+            return self._transient(exc, failures)
         except Permanent as exc:
             self._bury(job, exc.code)
             return None
         self.spool.record("done", job.id, channel=ref.channel, ts=ref.ts)
         self.stats.delivered += 1
         return None
+
+    def _rate_limited(self, job: Job, exc: RateLimited) -> float:
+        self.stats.rate_limited += 1
+        wait = max(exc.retry_after_s, self.policy.pace_s) + 0.01
+        self.stats.retry_waits_s.append(wait)
+        log.warning("Slack rate-limited channel %s; waiting %.1fs", job.channel, wait)
+        return wait
+
+    def _transient(self, exc: Transient, failures: int) -> float:
+        self.stats.transient += 1
+        wait = self._backoff(failures)
+        log.warning("Slack request failed (%s); retrying in %.1fs", redact(str(exc)), wait)
+        return -wait
+
+    def _can_reconcile(self, channel: str) -> bool:
+        return self.transport.can_reconcile and channel not in self._no_reconcile
+
+    def _reconcile_unavailable(self, channel: str, code: str) -> None:
+        """The lookup was refused for good: post again (at-least-once), say why once per code."""
+        self._no_reconcile.add(channel)
+        if code in self._reconcile_reported:
+            return
+        self._reconcile_reported.add(code)
+        hint = RECONCILE_HINT.get(code) or PERMANENT.get(code, "see the Slack API docs")
+        self.report(
+            redact(
+                f"logwatch: Slack reconciliation is unavailable for channel {channel} ({code}): "
+                "a post whose answer was lost is posted again, so a duplicate is possible. "
+                f"Fix: {hint}"
+            )
+        )
 
     def _backoff(self, failures: int) -> float:
         """Capped exponential backoff with jitter (between half and all of the step)."""
