@@ -15,17 +15,23 @@ from logwatch.testing import FakeClock
 
 
 def make(
-    tmp_path: Path, *, group_wait_s: float = 10.0, repeat_s: float = 3600.0
+    tmp_path: Path,
+    *,
+    group_wait_s: float = 10.0,
+    repeat_s: float = 3600.0,
+    reports: list[str] | None = None,
 ) -> tuple[Notifier, ListOutbox, FakeClock]:
     clock = FakeClock(T0)
     outbox = ListOutbox()
+    said = reports if reports is not None else []
     notifier = Notifier(
         outbox,
         channel="C0ALERTS01",
         settings=AlertsConfig(group_wait_s=group_wait_s, repeat_interval_s=repeat_s),
         clock=clock,
-        silences=SilenceStore(tmp_path),
+        silences=SilenceStore(tmp_path, report=said.append),
         state_dir=tmp_path,
+        report=said.append,
     )
     return notifier, outbox, clock
 
@@ -187,3 +193,41 @@ def test_close_sends_waiting_groups(tmp_path: Path, group_wait_s: float) -> None
     notifier.emit(alert())
     notifier.close()
     assert outbox.kinds() == ["post"]
+
+
+def test_broken_silences_file_mutes_nothing_and_is_reported_once_per_change(tmp_path: Path) -> None:
+    """A silences file that cannot be read lets alerts through, said once per version of the file."""
+    reports: list[str] = []
+    notifier, outbox, clock = make(tmp_path, group_wait_s=0, reports=reports)
+    silences = tmp_path / "silences.json"
+    silences.write_text('[{"id": "x"}]')
+    notifier.emit(alert("nan-loss", "a.log"))
+    notifier.tick()
+    notifier.emit(alert("nan-loss", "b.log"))
+    assert outbox.kinds() == ["post", "post"]
+    (said,) = reports
+    assert said.startswith(f"{silences}: cannot read silences: KeyError")
+    assert said.endswith("alerts are not silenced until it is fixed")
+    silences.write_text("not json at all")
+    notifier.emit(alert("nan-loss", "c.log"))
+    assert len(reports) == 2 and "JSONDecodeError" in reports[1]
+    silences.unlink()
+    SilenceStore(tmp_path).add("nan-loss", "*", 3600, "fixed", clock.now())
+    notifier.emit(alert("nan-loss", "d.log"))
+    assert outbox.kinds() == ["post", "post", "post"] and len(reports) == 2
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1]", '{"alerts": 5}', '{"firing": [5]}'])
+def test_corrupt_state_file_is_set_aside_and_started_afresh(tmp_path: Path, content: str) -> None:
+    """A notify-state.json that is not one is renamed aside with one line; alerts still go out."""
+    state = tmp_path / "notify-state.json"
+    state.write_text(content)
+    reports: list[str] = []
+    notifier, outbox, _ = make(tmp_path, group_wait_s=0, reports=reports)
+    notifier.emit(alert())
+    notifier.close()
+    (aside,) = tmp_path.glob("notify-state.json.corrupt-*")
+    assert aside.read_text() == content
+    (said,) = reports
+    assert said.startswith(f"{state}: not a logwatch notify state (") and str(aside) in said
+    assert outbox.kinds() == ["post"] and "firing" in state.read_text()

@@ -337,3 +337,25 @@ def test_transient_reconcile_failure_keeps_the_job_in_doubt(
     spool.close()
     assert [m["text"] for m in fake.posts(CH)] == ["alert 1"]
     assert w.stats.reconciled == 1 and len(fake.seen("conversations.history")) == 3
+
+
+def test_tick_thread_survives_a_failing_tick(fake: FakeSlack, tmp_path: Path) -> None:
+    """A tick that raises (state file cannot be saved) is said once; the thread keeps ticking."""
+    blocker = tmp_path / "notify-state.tmp"
+    blocker.mkdir()
+    reports: list[str] = []
+    config = slack_config(fake, group_wait_s=0.0)
+    s = open_slack_sink(
+        config, tmp_path, clock=FakeClock(T0), policy=FAST, report=reports.append, tick_s=0.02
+    )
+    s.emit(alert())
+    deadline = time.monotonic() + 5
+    while not reports and time.monotonic() < deadline:
+        time.sleep(0.02)
+    blocker.rmdir()
+    while not (tmp_path / "notify-state.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    s.close()
+    assert (tmp_path / "notify-state.json").exists()
+    (said,) = reports
+    assert "IsADirectoryError" in said and "still running" in said

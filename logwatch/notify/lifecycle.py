@@ -24,6 +24,7 @@ from logwatch.clock import Clock
 from logwatch.config import AlertsConfig
 from logwatch.durations import format_duration
 from logwatch.notify import messages
+from logwatch.notify.delivery import _stderr
 from logwatch.notify.silences import SilenceStore
 from logwatch.notify.spool import POST, REPLY, UPDATE, Job
 
@@ -64,9 +65,10 @@ class Notifier:
         silences: SilenceStore | None = None,
         state_dir: Path | None = None,
         new_id: Callable[[], str] = lambda: secrets.token_hex(8),
+        report: Callable[[str], None] = _stderr,
     ) -> None:
         self.outbox, self.channel, self.settings, self.clock = outbox, channel, settings, clock
-        self.silences, self.new_id = silences, new_id
+        self.silences, self.new_id, self.report = silences, new_id, report
         self.state_path = state_dir / STATE_FILE if state_dir is not None else None
         self.firing: dict[str, AlertEvent] = {}
         self.held: dict[str, AlertEvent] = {}
@@ -219,8 +221,8 @@ class Notifier:
         self.outbox.enqueue(Job(job_id or self.new_id(), self.channel, kind, text, blocks, parent))
 
     def _save(self) -> None:
-        self._dirty = False
         if self.state_path is None:
+            self._dirty = False
             return
         data = {
             "firing": [_event_json(e) for e in self.firing.values()],
@@ -230,17 +232,38 @@ class Notifier:
         }
         self.state_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
+        with open(tmp, "w", encoding="utf-8") as out:
+            out.write(json.dumps(data))
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(tmp, self.state_path)
+        self._dirty = False  # only now: a failed save is tried again at the next tick
 
     def _load(self) -> None:
+        """Read the saved state; a file that is not one is set aside (said once) and we start afresh."""
         if self.state_path is None or not self.state_path.exists():
             return
-        data = json.loads(self.state_path.read_text(encoding="utf-8"))
-        self.firing = {e.fingerprint: e for e in map(event_from_json, data["firing"])}
-        self.held = {fp: self.firing[fp] for fp in data["held"] if fp in self.firing}
-        self.pending = {n.rule: n for n in map(_notice_from_json, data["pending"])}
-        self.posted = {n.id: n for n in map(_notice_from_json, data["posted"])}
+        try:
+            data = json.loads(self.state_path.read_text(encoding="utf-8"))
+            firing = {e.fingerprint: e for e in map(event_from_json, data["firing"])}
+            held = {fp: firing[fp] for fp in data["held"] if fp in firing}
+            pending = {n.rule: n for n in map(_notice_from_json, data["pending"])}
+            posted = {n.id: n for n in map(_notice_from_json, data["posted"])}
+        except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError) as exc:
+            self._set_aside(f"{type(exc).__name__}: {exc}")
+            return
+        self.firing, self.held, self.pending, self.posted = firing, held, pending, posted
+
+    def _set_aside(self, reason: str) -> None:
+        assert self.state_path is not None
+        aside = self.state_path.with_name(
+            f"{self.state_path.name}.corrupt-{datetime.now():%Y%m%dT%H%M%S}"
+        )
+        os.replace(self.state_path, aside)
+        self.report(
+            f"{self.state_path}: not a logwatch notify state ({reason[:200]}); moved it to "
+            f"{aside} and started afresh (alerts firing before the restart may be posted again)"
+        )
 
 
 def _firing_seconds(notice: Notice, now: float) -> float:

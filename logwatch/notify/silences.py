@@ -10,7 +10,8 @@ import fcntl
 import json
 import os
 import secrets
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
@@ -24,6 +25,18 @@ FILE = "silences.json"
 
 class SilenceError(LogwatchError):
     """A silence command failed (unknown id, broken file)."""
+
+
+class SilencesUnreadable(SilenceError):
+    """The silences file cannot be read or parsed; `reason` says why, `stamp` which version."""
+
+    def __init__(self, message: str, reason: str, stamp: tuple[int, int, int] | None) -> None:
+        super().__init__(message)
+        self.reason, self.stamp = reason, stamp
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +69,11 @@ class Silence:
 class SilenceStore:
     """The silences file of one state directory."""
 
-    def __init__(self, directory: Path) -> None:
-        self.path = directory / FILE
+    def __init__(self, directory: Path, *, report: Callable[[str], None] = _stderr) -> None:
+        self.path, self.report = directory / FILE, report
         self._stamp: tuple[int, int, int] | None = None
         self._cache: list[Silence] = []
+        self._reported: tuple[tuple[int, int, int] | None, str] | None = None
 
     def all(self) -> list[Silence]:
         """Every stored silence, re-read if the file changed since the last call."""
@@ -72,37 +86,44 @@ class SilenceStore:
             raise self._unusable("read", exc) from None
         stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
         if stamp != self._stamp:
-            self._cache, self._stamp = self._read(), stamp
+            self._cache, self._stamp = self._read(stamp), stamp
         return list(self._cache)
 
-    def _read(self) -> list[Silence]:
+    def _read(self, stamp: tuple[int, int, int]) -> list[Silence]:
         try:
             text = self.path.read_text(encoding="utf-8")
         except OSError as exc:
             raise self._unusable("read", exc) from None
         try:
-            raw = json.loads(text or "[]")
-            return [
-                Silence(
-                    **{
-                        **item,
-                        "starts": datetime.fromisoformat(item["starts"]),
-                        "ends": datetime.fromisoformat(item["ends"]),
-                    }
-                )
-                for item in raw
-            ]
+            return [_silence(item) for item in json.loads(text or "[]")]
         except (ValueError, TypeError, KeyError) as exc:
-            raise SilenceError(
-                f"{self.path}: broken silences file ({exc}); fix or delete it"
+            reason = f"{type(exc).__name__}: {exc}"
+            raise SilencesUnreadable(
+                f"{self.path}: broken silences file ({reason}); fix or delete it", reason, stamp
             ) from None
 
     def muting(self, rule: str, source: str, now: datetime) -> Silence | None:
-        """The active silence covering this alert, if any."""
-        for silence in self.all():
+        """The active silence covering this alert, if any. A file that cannot be read mutes
+        nothing: said once per change of the file, so alerts keep flowing until it is fixed."""
+        try:
+            silences = self.all()
+        except SilencesUnreadable as exc:
+            self._report_once(exc.stamp, exc.reason)
+            return None
+        self._reported = None
+        for silence in silences:
             if silence.active(now) and silence.matches(rule, source):
                 return silence
         return None
+
+    def _report_once(self, stamp: tuple[int, int, int] | None, reason: str) -> None:
+        if self._reported == (stamp, reason):
+            return
+        self._reported = (stamp, reason)
+        self.report(
+            f"{self.path}: cannot read silences: {reason}; "
+            "alerts are not silenced until it is fixed"
+        )
 
     def add(
         self, rule: str, source: str, duration_s: float, comment: str, now: datetime
@@ -143,17 +164,35 @@ class SilenceStore:
         except OSError as exc:
             raise self._unusable("write", exc) from None
 
-    def _unusable(self, action: str, exc: OSError) -> SilenceError:
+    def _unusable(self, action: str, exc: OSError) -> SilencesUnreadable:
         folder = self.path.parent
         why = (
             "not a directory"
             if folder.exists() and not folder.is_dir()
             else f"{exc.filename or self.path}: {exc.strerror or exc}"
         )
-        return SilenceError(
+        return SilencesUnreadable(
             f"cannot {action} silences in {folder} ({why}); "
-            f"give --state-dir a directory you can {action} (or none for the default)"
+            f"give --state-dir a directory you can {action} (or none for the default)",
+            why,
+            None,
         )
+
+
+def _silence(item: Any) -> Silence:
+    """One stored silence; TypeError / KeyError / ValueError when it is not one."""
+    if not isinstance(item, dict):
+        raise TypeError(f"a silence must be an object, got {json.dumps(item)[:40]}")
+    text = ("id", "rule", "source", "comment", "author")
+    bad = [key for key in text if key in item and not isinstance(item[key], str)]
+    if bad:
+        raise TypeError(f"silence field {bad[0]!r} must be a string")
+    starts, ends = item["starts"], item["ends"]
+    if not isinstance(starts, str) or not isinstance(ends, str):
+        raise TypeError("silence 'starts' and 'ends' must be ISO times")
+    return Silence(
+        **{**item, "starts": datetime.fromisoformat(starts), "ends": datetime.fromisoformat(ends)}
+    )
 
 
 def check_rule(rule: str, rule_ids: Iterable[str]) -> None:

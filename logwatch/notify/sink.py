@@ -18,6 +18,7 @@ from logwatch.notify.lifecycle import Notifier
 from logwatch.notify.silences import SilenceStore
 from logwatch.notify.spool import POST, Job, Spool
 from logwatch.notify.transport import BotTransport, Transport, WebhookTransport
+from logwatch.redact import redact
 
 
 def make_transport(slack: SlackConfig) -> Transport:
@@ -40,8 +41,10 @@ class SlackSink:
         *,
         tick_s: float | None = 1.0,
         drain_s: float = 5.0,
+        report: Callable[[str], None] = _stderr,
     ) -> None:
         self.notifier, self.worker, self.spool, self.drain_s = notifier, worker, spool, drain_s
+        self.report = report
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
@@ -52,8 +55,18 @@ class SlackSink:
             self._ticker.start()
 
     def _tick_loop(self, tick_s: float) -> None:
+        """Tick until closed; a failing tick is reported (once per distinct error), never fatal."""
+        last = ""
         while not self._stop.wait(tick_s):
-            self.tick()
+            try:
+                self.tick()
+            except Exception as exc:  # the thread must outlive any one bad tick
+                said = f"logwatch: Slack notifications: a periodic step failed ({type(exc).__name__}: {exc}); still running, retrying every {tick_s:g}s"
+                if said != last:
+                    self.report(redact(said))
+                last = said
+            else:
+                last = ""
 
     def emit(self, event: AlertEvent) -> None:
         """Hand one event to the lifecycle; returns once its jobs are on disk."""
@@ -105,10 +118,11 @@ def open_slack_sink(
         channel=config.slack.channel,
         settings=config.alerts,
         clock=clock or SystemClock(),
-        silences=SilenceStore(state_dir),
+        silences=SilenceStore(state_dir, report=report),
         state_dir=state_dir,
+        report=report,
     )
-    return SlackSink(notifier, worker, spool, tick_s=tick_s)
+    return SlackSink(notifier, worker, spool, tick_s=tick_s, report=report)
 
 
 def digest_lines(events: Sequence[AlertEvent]) -> list[str]:
