@@ -6,6 +6,7 @@ import itertools
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,7 @@ def worker(
     timeout_s: float = 2.0,
     token: str | None = None,
 ) -> tuple[Spool, DeliveryWorker]:
-    spool = Spool(state)
+    spool = Spool(state, report=reports.append)
     transport = BotTransport(token or fake.token, fake.base_url, timeout_s)
     return spool, DeliveryWorker(
         spool, transport, dead_letter=state / DEAD_LETTER, policy=FAST, report=reports.append
@@ -359,3 +360,23 @@ def test_tick_thread_survives_a_failing_tick(fake: FakeSlack, tmp_path: Path) ->
     assert (tmp_path / "notify-state.json").exists()
     (said,) = reports
     assert "IsADirectoryError" in said and "still running" in said
+
+
+def test_wrong_records_in_the_spool_are_set_aside_and_good_jobs_still_go(
+    fake: FakeSlack, tmp_path: Path
+) -> None:
+    """JSON-valid records that are not the spool's are skipped with one line and kept aside."""
+    bad = ["5", '{"op": "done", "id": "x"}', '{"op": "job", "id": "z"}']
+    lines = [json.dumps({"op": "job", "id": "job001", "job": asdict(job(1))}), *bad]
+    (tmp_path / "slack-spool.jsonl").write_text("\n".join(lines) + "\n")
+    reports: list[str] = []
+    spool, w = worker(fake, tmp_path, reports)
+    assert w.drain(10)
+    w.close()
+    spool.close()
+    assert [m["text"] for m in fake.posts(CH)] == ["alert 1"]
+    (said,) = reports
+    assert said.startswith(f"{tmp_path / 'slack-spool.jsonl'}:2: not a spool record (")
+    assert "skipped 3 such record(s)" in said
+    (aside,) = tmp_path.glob("slack-spool.jsonl.corrupt-*")
+    assert aside.read_text().splitlines() == bad and str(aside) in said

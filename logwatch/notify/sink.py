@@ -105,7 +105,7 @@ def open_slack_sink(
             f"{config.path or 'logwatch.toml'}:1: no [slack] table: nothing to notify"
         )
     transport = make_transport(config.slack)
-    spool = Spool(state_dir)
+    spool = Spool(state_dir, report=report)
     worker = DeliveryWorker(
         spool,
         transport,
@@ -147,7 +147,7 @@ def send_digest(
             f"{config.path or 'logwatch.toml'}:1: --notify needs a [slack] table in the config"
         )
     text, blocks = messages.digest_message(title, digest_lines(events) or ["no alerts"])
-    spool = Spool(state_dir)
+    spool = Spool(state_dir, report=report)
     try:
         worker = DeliveryWorker(
             spool, make_transport(config.slack), dead_letter=state_dir / DEAD_LETTER, report=report

@@ -12,8 +12,10 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -23,6 +25,10 @@ from logwatch.errors import LogwatchError
 POST, UPDATE, REPLY = "post", "update", "reply"
 JOURNAL = "slack-spool.jsonl"
 LOCK = "slack-spool.lock"
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 class SpoolLockedError(LogwatchError):
@@ -67,10 +73,12 @@ class _JobState:
 class Spool:
     """Pending jobs per channel, in enqueue order, persisted before they are attempted."""
 
-    def __init__(self, directory: Path, *, sync: bool = True) -> None:
+    def __init__(
+        self, directory: Path, *, sync: bool = True, report: Callable[[str], None] = _stderr
+    ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / JOURNAL
-        self.sync = sync
+        self.sync, self.report = sync, report
         self._lock_file = _take_lock(directory / LOCK)
         self._cond = threading.Condition()
         self._pending: dict[str, _JobState] = {}
@@ -83,13 +91,31 @@ class Spool:
     def _replay(self) -> None:
         if not self.path.exists():
             return
-        with open(self.path, encoding="utf-8") as stream:
-            for raw in stream:
+        bad: list[tuple[int, str, str]] = []
+        with open(self.path, encoding="utf-8", errors="replace") as stream:
+            for number, raw in enumerate(stream, 1):
                 try:
                     record = json.loads(raw)
                 except json.JSONDecodeError:
                     continue  # a torn last line from a crash mid-write: that job was never acked
-                self._apply(record)
+                problem = _invalid(record)
+                if problem is None:
+                    self._apply(record)
+                else:
+                    bad.append((number, raw if raw.endswith("\n") else raw + "\n", problem))
+        if bad:
+            self._set_aside(bad)
+
+    def _set_aside(self, bad: list[tuple[int, str, str]]) -> None:
+        """Keep records that are not ours next to the journal (compaction drops them), say so."""
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
+        with open(aside, "a", encoding="utf-8") as out:
+            out.writelines(raw for _, raw, _ in bad)
+        number, _, problem = bad[0]
+        self.report(
+            f"{self.path}:{number}: not a spool record ({problem}); skipped {len(bad)} such "
+            f"record(s), kept in {aside}"
+        )
 
     def _apply(self, record: dict[str, Any]) -> None:
         op, job_id = record.get("op"), record.get("id", "")
@@ -188,6 +214,25 @@ class Spool:
                 self._out.close()
             if not self._lock_file.closed:
                 self._lock_file.close()
+
+
+def _invalid(record: Any) -> str | None:
+    """Why a JSON value is not a journal record this spool can apply, or None."""
+    if not isinstance(record, dict):
+        return f"expected an object, got {json.dumps(record)[:40]}"
+    op, job_id = record.get("op"), record.get("id")
+    if op not in ("job", "attempt", "settled", "done", "dead") or not isinstance(job_id, str):
+        return f"unknown op {op!r} or no id"
+    if op == "done" and not all(isinstance(record.get(k), str) for k in ("channel", "ts")):
+        return "a 'done' record needs channel and ts"
+    if op == "job":
+        job = record.get("job")
+        names = ("id", "channel", "kind", "text")
+        if not isinstance(job, dict) or not all(isinstance(job.get(k), str) for k in names):
+            return "a 'job' record needs a job with id, channel, kind and text"
+        if set(job) - set(Job.__slots__):
+            return f"unknown job fields {sorted(set(job) - set(Job.__slots__))}"
+    return None
 
 
 def _take_lock(path: Path) -> TextIO:
