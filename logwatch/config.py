@@ -73,6 +73,7 @@ class Config:
     builtin_rules: bool = True
     rule_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     override_lines: Mapping[str, int] = field(default_factory=dict)
+    key_lines: Mapping[str, int] = field(default_factory=dict)
 
     def where(self, rule_id: str, key: str | None = None) -> str:
         """`file:line` of a rule's override table (or of one key in it)."""
@@ -85,34 +86,77 @@ def config_rules(config: Config, extra: Sequence[str | Path] = ()) -> list[RuleS
     paths = [builtin_rules_dir()] if config.builtin_rules else []
     paths += [*config.rule_packs, *(Path(p) for p in extra)]
     if not config.rule_overrides:
-        return load_rules(paths)
+        return _check_inhibit(config, load_rules(paths))
     known = {spec.id: spec for spec in load_rules(paths)}
     for rule_id, table in config.rule_overrides.items():
-        spec = known.get(rule_id)
-        if spec is None:
-            raise ConfigError(
-                f"{config.where(rule_id)}: unknown rule {rule_id!r} in [rules.{rule_id}] (known: {', '.join(sorted(known))})"
-            )
-        params = RULE_TYPES[spec.type].params
-        allowed = COMMON_KEYS | set(params)
-        for key, value in table.items():
-            if key not in allowed:
-                raise ConfigError(
-                    f"{config.where(rule_id, key)}: unknown parameter {key!r} for rule {rule_id!r} (a {spec.type} rule takes: {', '.join(sorted(allowed))})"
-                )
-            expected = params[key][0] if key in params else (bool if key == "enabled" else str)
-            if not isinstance(value, expected) or (
-                isinstance(value, bool) and expected is not bool
-            ):
-                raise ConfigError(
-                    f"{config.where(rule_id, key)}: {key!r} of rule {rule_id!r} must be a {_TYPE_NAMES.get(expected, expected.__name__)}, got {_show(value)}"
-                )
+        _check_override(config, known, rule_id, table)
     try:
-        return load_rules(paths, config.rule_overrides)
+        specs = load_rules(paths, config.rule_overrides)
     except RulesError as exc:
+        rule_id, key = _culprit(paths, config.rule_overrides)
         raise ConfigError(
-            f"{config.where(next(iter(config.rule_overrides)))}: with the [rules] overrides: {exc}"
+            f"{config.where(rule_id, key)}: with the [rules] overrides: {exc}"
         ) from None
+    return _check_inhibit(config, specs)
+
+
+def _check_override(
+    config: Config, known: Mapping[str, RuleSpec], rule_id: str, table: Mapping[str, Any]
+) -> None:
+    spec = known.get(rule_id)
+    if spec is None:
+        raise ConfigError(
+            f"{config.where(rule_id)}: unknown rule {rule_id!r} in [rules.{rule_id}] (known: {', '.join(sorted(known))})"
+        )
+    params = RULE_TYPES[spec.type].params
+    allowed = COMMON_KEYS | set(params)
+    for key, value in table.items():
+        if key not in allowed:
+            raise ConfigError(
+                f"{config.where(rule_id, key)}: unknown parameter {key!r} for rule {rule_id!r} (a {spec.type} rule takes: {', '.join(sorted(allowed))})"
+            )
+        expected = params[key][0] if key in params else (bool if key == "enabled" else str)
+        if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
+            raise ConfigError(
+                f"{config.where(rule_id, key)}: {key!r} of rule {rule_id!r} must be a {_TYPE_NAMES.get(expected, expected.__name__)}, got {_show(value)}"
+            )
+
+
+def _culprit(
+    paths: Sequence[Path], overrides: Mapping[str, Mapping[str, Any]]
+) -> tuple[str, str | None]:
+    """The override (rule id, key) that makes the packs fail: each rule's table alone, then its
+    keys one by one (only on the error path)."""
+    for rule_id, table in overrides.items():
+        try:
+            load_rules(paths, {rule_id: table})
+            continue
+        except RulesError:
+            pass
+        keys = list(table)
+        for n in range(1, len(keys) + 1):
+            try:
+                load_rules(paths, {rule_id: {k: table[k] for k in keys[:n]}})
+            except RulesError:
+                return rule_id, keys[n - 1]
+        return rule_id, None
+    return next(iter(overrides)), None
+
+
+def _check_inhibit(config: Config, specs: list[RuleSpec]) -> list[RuleSpec]:
+    """An [alerts] inhibit pair naming a rule that is not loaded would never apply: refuse it."""
+    line = config.key_lines.get("alerts.inhibit")
+    if line is None:
+        return specs
+    known = {spec.id for spec in specs}
+    for pair in config.alerts.inhibit:
+        for rule_id in pair:
+            if rule_id not in known:
+                raise ConfigError(
+                    f"{config.path}:{line}: [alerts] inhibit names unknown rule {rule_id!r} "
+                    f"(loaded rules: {', '.join(sorted(known)) or 'none'})"
+                )
+    return specs
 
 
 def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -235,16 +279,28 @@ class _Reader:
                     self.key_line(None, "rule_packs"),
                     f"'rule_packs' must be a list of paths (strings), got {_show(item)}",
                 )
+        for item in packs:
+            if not (self.file.parent / item).exists():
+                raise self.fail(
+                    self.key_line(None, "rule_packs"),
+                    f"rule pack {item!r} not found (looked for {self.file.parent / item}; "
+                    "paths are relative to the config file)",
+                )
         overrides, lines = self.rules(self.table(data, "rules"))
+        alerts = self.table(data, "alerts")
+        key_lines = (
+            {"alerts.inhibit": self.key_line("alerts", "inhibit")} if "inhibit" in alerts else {}
+        )
         return Config(
             path=self.file,
             slack=self.slack(self.table(data, "slack")) if "slack" in data else None,
-            alerts=self.alerts(self.table(data, "alerts")),
+            alerts=self.alerts(alerts),
             gpu=self.gpu(self.table(data, "gpu")),
             rule_packs=tuple((self.file.parent / p) for p in packs),
             builtin_rules=self.typed(None, data, "builtin_rules", bool, True),
             rule_overrides=overrides,
             override_lines=lines,
+            key_lines=key_lines,
         )
 
     def slack(self, data: Mapping[str, Any]) -> SlackConfig:
@@ -320,11 +376,17 @@ class _Reader:
                     f"'inhibit' must be a list of [source-rule, target-rule] pairs, got {_show(bad[0])}",
                 )
             inhibit = tuple((p[0], p[1]) for p in pairs)
-        return AlertsConfig(
-            group_wait_s=self.duration("alerts", data, "group_wait", 10.0),
-            repeat_interval_s=self.duration("alerts", data, "repeat_interval", 3600.0),
-            inhibit=inhibit,
-        )
+        group_wait = self.duration("alerts", data, "group_wait", 10.0)
+        if group_wait < 0:
+            raise self.fail(
+                self.key_line("alerts", "group_wait"), "'group_wait' must be 0s or more"
+            )
+        repeat = self.duration("alerts", data, "repeat_interval", 3600.0)
+        if repeat <= 0:
+            raise self.fail(
+                self.key_line("alerts", "repeat_interval"), "'repeat_interval' must be more than 0s"
+            )
+        return AlertsConfig(group_wait_s=group_wait, repeat_interval_s=repeat, inhibit=inhibit)
 
     def gpu(self, data: Mapping[str, Any]) -> GpuConfig:
         self.check_keys("gpu", data, _GPU_KEYS)

@@ -112,6 +112,13 @@ def test_token_file_is_read_relative_to_config(tmp_path: Path) -> None:
         ('[rules.nan-loss]\nenabled = "no"\n', {}, ":2: 'enabled' must be true or false"),
         ('[rules.nan-loss]\nstall_after = "2 min"\n', {}, ":2: 'stall_after': invalid duration"),
         ("[slack\n", {}, ":1: invalid TOML"),
+        ('[alerts]\n\nrepeat_interval = "0s"\n', {}, ":3: 'repeat_interval' must be more than 0s"),
+        ('[alerts]\ngroup_wait = "-1s"\n', {}, ":2: 'group_wait': invalid duration '-1s'"),
+        (
+            'builtin_rules = true\nrule_packs = ["nope.toml"]\n',
+            {},
+            ":2: rule pack 'nope.toml' not found (looked for ",
+        ),
         ('[slack]\nchannel = "C1"\ntoken_file = "nope"\n', {}, ":3: token_file"),
     ],
 )
@@ -133,7 +140,11 @@ def test_config_errors_name_file_and_line(
             "[rules.nan-loss]\n\ncolumn = 3\n",
             ":3: 'column' of rule 'nan-loss' must be a string, got 3",
         ),
-        ("[rules.nan-loss]\ncolumn = 'lr2'\n", ":1: with the [rules] overrides:"),
+        ("[rules.nan-loss]\nenabled = true\ncolumn = 'lr2'\n", ":3: with the [rules] overrides:"),
+        (
+            '[alerts]\ngroup_wait = "1s"\ninhibit = [["nan-loss", "nope"]]\n',
+            ":3: [alerts] inhibit names unknown rule 'nope' (loaded rules: ",
+        ),
         (
             "[rules.nan-loss]\npattern = 'x'\n",
             ":2: unknown parameter 'pattern' for rule 'nan-loss'",
