@@ -183,19 +183,7 @@ class GpuSampler:
         fix: str = "",
         labels: dict[str, str] | None = None,
     ) -> None:
-        event = AlertEvent(
-            rule=rule,
-            severity=severity,
-            status=status,
-            source=SOURCE,
-            line=0,
-            ts=ts,
-            step=None,
-            value=None,
-            summary=summary,
-            fix=fix,
-            labels=labels or {},
-        )
+        event = sampler_event(rule, severity, status, ts, summary, fix=fix, labels=labels)
         with self._lock:
             self._events.append(event)
 
@@ -262,18 +250,40 @@ def start_gpu(
 def unavailable_event(status: NvmlStatus, ts: datetime) -> AlertEvent:
     """The one info alert saying GPU rules are off here, why, and the fix."""
     reason = status.reason.name.lower() if status.reason is not None else "ok"
+    return sampler_event(
+        GPU_UNAVAILABLE,
+        Severity.INFO,
+        FIRING,
+        ts,
+        f"{status.line().split('; fix:')[0]}: GPU rules are off for this logwatch",
+        fix=status.fix,
+        labels={"reason": reason},
+    )
+
+
+def sampler_event(
+    rule: str,
+    severity: Severity,
+    status: str,
+    ts: datetime,
+    summary: str,
+    *,
+    fix: str = "",
+    labels: dict[str, str] | None = None,
+) -> AlertEvent:
+    """An alert about the GPU side itself (NVML unavailable, hung, erroring): no log line."""
     return AlertEvent(
-        rule=GPU_UNAVAILABLE,
-        severity=Severity.INFO,
-        status=FIRING,
+        rule=rule,
+        severity=severity,
+        status=status,
         source=SOURCE,
         line=0,
         ts=ts,
         step=None,
         value=None,
-        summary=f"{status.line().split('; fix:')[0]}: GPU rules are off for this logwatch",
-        fix=status.fix,
-        labels={"reason": reason},
+        summary=summary,
+        fix=fix,
+        labels=labels or {},
     )
 
 
