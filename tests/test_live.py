@@ -136,6 +136,15 @@ needs_cc = pytest.mark.skipif(
 )
 
 
+def working_nvml(folder: Path) -> dict[str, str]:
+    """An environment in which pynvml finds the stand-in library: 8 H200s, driver 580.65.06."""
+    (folder / "lib").mkdir()
+    lib = build(folder / "lib")
+    control = folder / "nvml.ctl"
+    write_control(control, {"driver": "580.65.06", "count": 8})
+    return {**os.environ, "LD_LIBRARY_PATH": str(lib.parent), "FAKE_NVML_CONTROL": str(control)}
+
+
 def run_tail(
     folder: Path, env: dict[str, str], *extra: str, wait_for: str
 ) -> tuple[int, list[dict], str]:
@@ -172,15 +181,10 @@ def run_tail(
 def test_cli_tail_with_working_nvml_enriches_the_slammed4_alert(tmp_path: Path) -> None:
     """`logwatch tail` on train_slammed4.log, NVML found through LD_LIBRARY_PATH: the status line
     on stderr, one enriched nvml-disabled on stdout, no gpu-metrics-missing."""
-    (tmp_path / "lib").mkdir()
-    lib = build(tmp_path / "lib")
-    control = tmp_path / "nvml.ctl"
-    write_control(control, {"driver": "580.65.06", "count": 8})
     logs = tmp_path / "logs"
     logs.mkdir()
     shutil.copy(SLAMMED4, logs / "train_slammed4.log")
-    env = {**os.environ, "LD_LIBRARY_PATH": str(lib.parent), "FAKE_NVML_CONTROL": str(control)}
-    code, events, err = run_tail(logs, env, wait_for="following it")
+    code, events, err = run_tail(logs, working_nvml(tmp_path), wait_for="following it")
     assert code == 0, err
     assert "logwatch: NVML: ok, 8x NVIDIA H200, driver 580.65.06\n" in err
     assert [(e["rule"], e["line"]) for e in events] == [("nvml-disabled", 3)]
@@ -238,15 +242,10 @@ def test_cli_tail_gpu_required_without_nvml_exits_2(tmp_path: Path) -> None:
 @needs_cc
 def test_doctor_nvml_line_with_working_nvml(tmp_path: Path) -> None:
     """`logwatch doctor` says NVML works, with the hardware, through the same reader as tail."""
-    (tmp_path / "lib").mkdir()
-    lib = build(tmp_path / "lib")
-    control = tmp_path / "nvml.ctl"
-    write_control(control, {"driver": "580.65.06", "count": 8})
-    env = {**os.environ, "LD_LIBRARY_PATH": str(lib.parent), "FAKE_NVML_CONTROL": str(control)}
     proc = subprocess.run(
         [sys.executable, "-m", "logwatch.cli", "doctor"],
         cwd=tmp_path,
-        env=env,
+        env=working_nvml(tmp_path),
         capture_output=True,
         text=True,
         timeout=60,
