@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 import threading
 from typing import TextIO
 
@@ -79,6 +80,11 @@ class RedactingFilter(logging.Filter):
             record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
             record.exc_info = None
         return True
+
+
+def stderr_line(message: str) -> None:
+    """Say one line on stderr, redacted (the default `report` of the background workers)."""
+    print(redact(message), file=sys.stderr, flush=True)
 
 
 def install_log_handler(stream: TextIO, *, verbose: bool) -> logging.Handler:

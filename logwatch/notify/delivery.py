@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from logwatch.notify.spool import UPDATE, Job, MessageRef, Spool
 from logwatch.notify.transport import PERMANENT, Permanent, RateLimited, Transient, Transport, log
-from logwatch.redact import redact
+from logwatch.redact import redact, stderr_line
 
 DEAD_LETTER = "slack-dead-letter.jsonl"
 RECONCILE_HINT = {
@@ -50,10 +49,6 @@ class DeliveryStats:
     retry_waits_s: list[float] = field(default_factory=list)
 
 
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 class DeliveryWorker:
     """Drains a Spool through a Transport on background threads."""
 
@@ -64,7 +59,7 @@ class DeliveryWorker:
         *,
         dead_letter: Path,
         policy: DeliveryPolicy = DeliveryPolicy(),
-        report: Callable[[str], None] = _stderr,
+        report: Callable[[str], None] = stderr_line,
         rng: random.Random | None = None,
     ) -> None:
         self.spool, self.transport, self.policy = spool, transport, policy

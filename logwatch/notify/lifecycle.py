@@ -24,9 +24,9 @@ from logwatch.clock import Clock
 from logwatch.config import AlertsConfig
 from logwatch.durations import format_duration
 from logwatch.notify import messages
-from logwatch.notify.delivery import _stderr
 from logwatch.notify.silences import SilenceStore
 from logwatch.notify.spool import POST, REPLY, UPDATE, Job
+from logwatch.redact import stderr_line
 
 STATE_FILE = "notify-state.json"
 
@@ -65,7 +65,7 @@ class Notifier:
         silences: SilenceStore | None = None,
         state_dir: Path | None = None,
         new_id: Callable[[], str] = lambda: secrets.token_hex(8),
-        report: Callable[[str], None] = _stderr,
+        report: Callable[[str], None] = stderr_line,
     ) -> None:
         self.outbox, self.channel, self.settings, self.clock = outbox, channel, settings, clock
         self.silences, self.new_id, self.report = silences, new_id, report

@@ -10,7 +10,6 @@ import fcntl
 import json
 import os
 import secrets
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from logwatch.errors import LogwatchError
+from logwatch.redact import stderr_line
 
 FILE = "silences.json"
 
@@ -33,10 +33,6 @@ class SilencesUnreadable(SilenceError):
     def __init__(self, message: str, reason: str, stamp: tuple[int, int, int] | None) -> None:
         super().__init__(message)
         self.reason, self.stamp = reason, stamp
-
-
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +65,7 @@ class Silence:
 class SilenceStore:
     """The silences file of one state directory."""
 
-    def __init__(self, directory: Path, *, report: Callable[[str], None] = _stderr) -> None:
+    def __init__(self, directory: Path, *, report: Callable[[str], None] = stderr_line) -> None:
         self.path, self.report = directory / FILE, report
         self._stamp: tuple[int, int, int] | None = None
         self._cache: list[Silence] = []

@@ -13,12 +13,12 @@ from logwatch.clock import Clock, SystemClock
 from logwatch.config import Config, SlackConfig
 from logwatch.errors import ConfigError
 from logwatch.notify import messages
-from logwatch.notify.delivery import DEAD_LETTER, DeliveryPolicy, DeliveryWorker, _stderr
+from logwatch.notify.delivery import DEAD_LETTER, DeliveryPolicy, DeliveryWorker
 from logwatch.notify.lifecycle import Notifier
 from logwatch.notify.silences import SilenceStore
 from logwatch.notify.spool import POST, Job, Spool
 from logwatch.notify.transport import BotTransport, Transport, WebhookTransport
-from logwatch.redact import redact
+from logwatch.redact import redact, stderr_line
 
 
 def make_transport(slack: SlackConfig) -> Transport:
@@ -41,7 +41,7 @@ class SlackSink:
         *,
         tick_s: float | None = 1.0,
         drain_s: float = 5.0,
-        report: Callable[[str], None] = _stderr,
+        report: Callable[[str], None] = stderr_line,
     ) -> None:
         self.notifier, self.worker, self.spool, self.drain_s = notifier, worker, spool, drain_s
         self.report = report
@@ -96,7 +96,7 @@ def open_slack_sink(
     *,
     clock: Clock | None = None,
     policy: DeliveryPolicy | None = None,
-    report: Callable[[str], None] = _stderr,
+    report: Callable[[str], None] = stderr_line,
     tick_s: float | None = 1.0,
 ) -> SlackSink:
     """A SlackSink for the config's [slack] table, with its spool in the state directory."""
@@ -139,7 +139,7 @@ def send_digest(
     events: Sequence[AlertEvent],
     *,
     timeout_s: float = 60.0,
-    report: Callable[[str], None] = _stderr,
+    report: Callable[[str], None] = stderr_line,
 ) -> bool:
     """Post one digest message for a replay; True once Slack accepted it (else it stays spooled)."""
     if config.slack is None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -21,14 +20,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from logwatch.errors import LogwatchError
+from logwatch.redact import stderr_line
 
 POST, UPDATE, REPLY = "post", "update", "reply"
 JOURNAL = "slack-spool.jsonl"
 LOCK = "slack-spool.lock"
-
-
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 class SpoolLockedError(LogwatchError):
@@ -74,7 +70,7 @@ class Spool:
     """Pending jobs per channel, in enqueue order, persisted before they are attempted."""
 
     def __init__(
-        self, directory: Path, *, sync: bool = True, report: Callable[[str], None] = _stderr
+        self, directory: Path, *, sync: bool = True, report: Callable[[str], None] = stderr_line
     ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / JOURNAL
