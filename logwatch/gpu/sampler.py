@@ -145,45 +145,40 @@ class GpuSampler:
     def _hung(self, ts: datetime) -> None:
         if self._hung_since is None:
             self._hung_since = ts
-            self._event(
-                GPU_HUNG,
-                Severity.WARNING,
-                FIRING,
-                ts,
-                f"NVML did not answer within {self.timeout_s:g}s; GPU rules use the last good sample until it does",
-                fix="check the driver (nvidia-smi may hang too) and enable persistence mode (nvidia-smi -pm 1)",
+            self._queue(
+                sampler_event(
+                    GPU_HUNG,
+                    Severity.WARNING,
+                    FIRING,
+                    ts,
+                    f"NVML did not answer within {self.timeout_s:g}s; GPU rules use the last good sample until it does",
+                    fix="check the driver (nvidia-smi may hang too) and enable persistence mode (nvidia-smi -pm 1)",
+                )
             )
 
     def _answered(self, ts: datetime) -> None:
         if self._hung_since is not None:
             self._hung_since = None
-            self._event(GPU_HUNG, Severity.WARNING, RESOLVED, ts, "NVML answers again")
+            self._queue(
+                sampler_event(GPU_HUNG, Severity.WARNING, RESOLVED, ts, "NVML answers again")
+            )
 
     def _problem(self, problem: ReadProblem, ts: datetime) -> None:
         if problem.kind != "error":
             return  # unsupported: the metric is null from now on; lost: the gpu-lost rule says it
-        self._event(
-            GPU_ERROR,
-            Severity.INFO,
-            FIRING,
-            ts,
-            f"NVML error on GPU {problem.index} reading {problem.metric}: {problem.error}; "
-            "the metric is null while it fails (reported once)",
-            labels={"gpu": str(problem.index), "metric": problem.metric},
+        self._queue(
+            sampler_event(
+                GPU_ERROR,
+                Severity.INFO,
+                FIRING,
+                ts,
+                f"NVML error on GPU {problem.index} reading {problem.metric}: {problem.error}; "
+                "the metric is null while it fails (reported once)",
+                labels={"gpu": str(problem.index), "metric": problem.metric},
+            )
         )
 
-    def _event(
-        self,
-        rule: str,
-        severity: Severity,
-        status: str,
-        ts: datetime,
-        summary: str,
-        *,
-        fix: str = "",
-        labels: dict[str, str] | None = None,
-    ) -> None:
-        event = sampler_event(rule, severity, status, ts, summary, fix=fix, labels=labels)
+    def _queue(self, event: AlertEvent) -> None:
         with self._lock:
             self._events.append(event)
 
