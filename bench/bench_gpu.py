@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from logwatch.gpu.monitor import GpuMonitor
 from logwatch.gpu.nvml import NvmlReader
 from logwatch.gpu.sampler import GpuSampler
-from logwatch.ruleset import builtin_rules_dir, load_rules
+from logwatch.rules.loader import builtin_rules_dir, load_rules
 from tests.fakenvml.build import build, write_control
 
 INTERVAL_S = 5.0

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from logwatch.alerts import AlertEvent, Severity
 from logwatch.config import AlertsConfig, Config, SlackConfig
-from logwatch.notify.delivery import DeliveryPolicy
-from logwatch.notify.sink import open_slack_sink
-from logwatch.sinks import StreamSink
+from logwatch.sinks.base import StreamSink
+from logwatch.sinks.slack.delivery import DeliveryPolicy
+from logwatch.sinks.slack.sink import open_slack_sink
 from logwatch.testing import FakeClock, FakeSlack
 
 

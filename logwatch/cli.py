@@ -16,16 +16,16 @@ from logwatch import __version__
 from logwatch.alerts import Severity
 from logwatch.config import Config, config_rules, default_state_dir, find_config, load_config
 from logwatch.doctor import run_doctor
+from logwatch.drivers.replay import ReplayOptions, replay
 from logwatch.durations import parse_duration
 from logwatch.errors import LogwatchError
-from logwatch.notify.silences import SilenceStore, check_rule
-from logwatch.notify.sink import open_slack_sink, send_digest
-from logwatch.reader import DEFAULT_MAX_LINE_BYTES
 from logwatch.redact import install_log_handler, redact, remove_log_handler
-from logwatch.render import summary_lines
-from logwatch.replay import ReplayOptions, replay
-from logwatch.ruleset import RuleSpec, builtin_rules_dir, load_rules
-from logwatch.sinks import Sink, StreamSink
+from logwatch.rules.loader import RuleSpec, builtin_rules_dir, load_rules
+from logwatch.sinks.base import Sink, StreamSink
+from logwatch.sinks.render import summary_lines
+from logwatch.sinks.slack.silences import SilenceStore, check_rule
+from logwatch.sinks.slack.sink import open_slack_sink, send_digest
+from logwatch.sources.reader import DEFAULT_MAX_LINE_BYTES
 
 SEVERITIES = click.Choice([s.label for s in Severity], case_sensitive=False)
 
@@ -342,9 +342,9 @@ def tail_cmd(
     verbose: bool,
 ) -> None:
     """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
-    from logwatch.follow import FollowOptions
-    from logwatch.runner import run_tail
-    from logwatch.tail import TailOptions
+    from logwatch.drivers.runner import run_tail
+    from logwatch.drivers.tail import TailOptions
+    from logwatch.sources.follow import FollowOptions
 
     if from_beginning and from_end:
         raise click.UsageError("--from-beginning and --from-end exclude each other; pick one")
@@ -465,10 +465,10 @@ def start_gpu_link(
     mode: str, interval_s: float, specs: Sequence[RuleSpec], status: Callable[[str], None]
 ) -> Any:
     """The GPU side for `tail` per the settings: NVML status on stderr, None when off."""
+    from logwatch.gpu.link import GpuLink
     from logwatch.gpu.model import GpuSettings
     from logwatch.gpu.nvml import NvmlReader
     from logwatch.gpu.sampler import start_gpu
-    from logwatch.live import GpuLink
 
     try:
         settings = GpuSettings.parse(mode, f"{interval_s}s")

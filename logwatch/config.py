@@ -13,8 +13,8 @@ from typing import Any
 from logwatch.durations import parse_duration
 from logwatch.errors import ConfigError, RulesError
 from logwatch.redact import redact, register_secret
-from logwatch.ruleset import COMMON_KEYS, RuleSpec, builtin_rules_dir, load_rules
-from logwatch.ruletypes import RULE_TYPES
+from logwatch.rules.loader import COMMON_KEYS, RuleSpec, builtin_rules_dir, load_rules
+from logwatch.rules.log import RULE_TYPES
 
 DEFAULT_CONFIG = Path("logwatch.toml")
 SLACK_API = "https://slack.com/api/"

@@ -17,8 +17,8 @@ from logwatch.alerts import FIRING, RESOLVED, AlertEvent, event_from_json
 from logwatch.durations import format_duration
 from logwatch.parse import SCHEMA
 from logwatch.redact import redact
-from logwatch.ruleset import RuleSpec
-from logwatch.ruletypes import Transition, WallClockRule
+from logwatch.rules.loader import RuleSpec
+from logwatch.rules.log import Transition, WallClockRule
 
 ErrorHandler = Callable[[str, str, Exception], None]
 """Called as (rule id, source, exception) when a rule raises; the engine goes on without it."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from logwatch.alerts import AlertEvent, Severity
-from logwatch.notify.spool import Job
+from logwatch.sinks.slack.spool import Job
 
 T0 = datetime(2026, 11, 28, 14, 0, 0)
 

@@ -8,14 +8,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from logwatch.drivers.runner import rule_error_reporter
+from logwatch.drivers.tail import TailDriver, TailOptions
 from logwatch.engine import Engine
-from logwatch.follow import FollowOptions
-from logwatch.ruleset import RuleSpec, builtin_rules_dir, load_rules
-from logwatch.runner import rule_error_reporter
-from logwatch.sinks import ListSink
-from logwatch.tail import TailDriver, TailOptions
+from logwatch.rules.loader import RuleSpec, builtin_rules_dir, load_rules
+from logwatch.sinks.base import ListSink
+from logwatch.sources.follow import FollowOptions
+from logwatch.sources.watch import WatchdogWatcher, WatcherFactory
 from logwatch.testing import FakeClock, RecordingRule, recording_spec
-from logwatch.watch import WatchdogWatcher, WatcherFactory
 
 BUILTIN = load_rules([builtin_rules_dir()])
 _SEQ = re.compile(r"seq=(\d+)")

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from logwatch.cli import cli
-from logwatch.ruleset import builtin_rules_dir
+from logwatch.rules.loader import builtin_rules_dir
 
 NAN_LOG = (
     b"2026-11-28 14:09:05,117 INFO [train] step 1402/200000 | loss 2.3 | grad_norm 1.1\n"

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from logwatch.cli import cli
-from logwatch.gpu.ruletypes import needs_nvml
-from logwatch.replay import ReplayOptions, replay
-from logwatch.ruleset import builtin_rules_dir, load_rules
-from logwatch.ruletypes import WallClockRule
+from logwatch.drivers.replay import ReplayOptions, replay
+from logwatch.rules.gpu import needs_nvml
+from logwatch.rules.loader import builtin_rules_dir, load_rules
+from logwatch.rules.log import WallClockRule
 from tests.conftest import ROOT, expected_alerts, sample_logs
 
 RULES = load_rules([builtin_rules_dir()])

@@ -17,9 +17,9 @@ import polars as pl
 from logwatch.alerts import FIRING, AlertEvent, Severity, event_from_json
 from logwatch.engine import render_summary
 from logwatch.gpu.frames import GIB, mark_run_gpus
-from logwatch.gpu.ruletypes import HoldRule, is_gpu_rule
-from logwatch.ruleset import RuleSpec
-from logwatch.ruletypes import Transition
+from logwatch.rules.gpu import HoldRule, is_gpu_rule
+from logwatch.rules.loader import RuleSpec
+from logwatch.rules.log import Transition
 
 LIVE_SOURCE = "nvml"
 GPU_LOST_FIX = (

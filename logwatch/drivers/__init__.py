@@ -1,0 +1,1 @@
+"""The drivers that feed the engine: replay (finished files) and tail (live files)."""

@@ -1,0 +1,158 @@
+"""The state directory of `logwatch tail`: a lock, the checkpoint, and the emitted-alert journal.
+
+The checkpoint (files' identities and offsets plus the engine's per-source state) is replaced
+atomically: written to a temporary file, fsynced, renamed over the old one, directory fsynced. It
+only ever covers lines the engine finished. Alerts emitted after the last checkpoint are named in
+an append-only journal, so that lines read again after a crash never emit an alert twice; the
+journal is emptied once a checkpoint covers them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from logwatch.errors import LogwatchError
+from logwatch.sources.follow import Position
+
+VERSION = 1
+CHECKPOINT = "checkpoint.json"
+JOURNAL = "emitted.log"
+LOCK = "lock"
+
+
+class StateError(LogwatchError):
+    """The state directory is in use by another logwatch, or cannot be used."""
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """Where every followed file stands, and the engine state of every source."""
+
+    files: list[Position] = field(default_factory=list)
+    sources: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    extras: Mapping[str, Any] = field(default_factory=dict)  # state of the driver's hooks
+
+    def to_json(self) -> dict[str, Any]:
+        """The checkpoint file's JSON object."""
+        return {
+            "version": VERSION,
+            "files": [pos.to_json() for pos in self.files],
+            "sources": dict(self.sources),
+            "extras": dict(self.extras),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Checkpoint:
+        """Parse a checkpoint file's object; ValueError saying what is wrong."""
+        if not isinstance(data, dict) or data.get("version") != VERSION:
+            raise ValueError(f"not a version-{VERSION} logwatch checkpoint")
+        files, sources = data.get("files"), data.get("sources")
+        if not isinstance(files, list) or not isinstance(sources, dict):
+            raise ValueError("'files' must be a list and 'sources' an object")
+        extras = data.get("extras", {})
+        if not isinstance(extras, dict):
+            raise ValueError("'extras' must be an object")
+        return cls([Position.from_json(item) for item in files], sources, extras)
+
+
+class StateDir:
+    """Owns one state directory for the life of a tail driver (see the module docstring)."""
+
+    def __init__(self, path: Path, status: Callable[[str], None]) -> None:
+        self.path, self.status = path, status
+        self._lock_fd: int | None = None
+        self._journal_fd: int | None = None
+
+    def open(self) -> None:
+        """Create the directory and take its lock; StateError if another logwatch holds it."""
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise StateError(
+                f"{self.path}: cannot use this state directory: {exc.strerror} "
+                "(pass a writable one with --state-dir)"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise StateError(
+                f"{self.path}: another logwatch (pid {holder}) is using this state directory; "
+                "stop it, or give this one its own --state-dir"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+        self._journal_fd = os.open(
+            self.path / JOURNAL, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
+        )
+
+    def close(self) -> None:
+        """Release the journal and the lock."""
+        for fd in (self._journal_fd, self._lock_fd):
+            if fd is not None:
+                os.close(fd)
+        self._journal_fd = self._lock_fd = None
+
+    def load(self) -> Checkpoint | None:
+        """The saved checkpoint; a corrupt one is reported, set aside, and None returned."""
+        file = self.path / CHECKPOINT
+        try:
+            raw = file.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StateError(f"{file}: cannot read the checkpoint: {exc.strerror}") from None
+        try:
+            return Checkpoint.from_json(json.loads(raw.decode("utf-8")))
+        except (ValueError, UnicodeDecodeError) as exc:
+            self.set_aside(file, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            return None
+
+    def set_aside(self, file: Path, why: str) -> None:
+        """Rename a corrupt state file out of the way and say so on the status stream."""
+        aside = file.with_name(f"{file.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
+        os.replace(file, aside)
+        self.status(f"{file}: corrupt checkpoint ({why}); moved to {aside}, starting without it")
+
+    def save(self, checkpoint: Checkpoint) -> None:
+        """Replace the checkpoint atomically and durably, then empty the journal it covers."""
+        file = self.path / CHECKPOINT
+        temp = file.with_name(file.name + ".tmp")
+        data = json.dumps(checkpoint.to_json(), separators=(",", ":")).encode()
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, file)
+        dir_fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        if self._journal_fd is not None:
+            os.ftruncate(self._journal_fd, 0)
+
+    def emitted(self) -> set[str]:
+        """Keys of alerts emitted after the last checkpoint (a crash left them)."""
+        with contextlib.suppress(FileNotFoundError):
+            raw = (self.path / JOURNAL).read_bytes()
+            return {line for line in raw.decode("utf-8", "replace").splitlines() if line}
+        return set()
+
+    def record_emitted(self, key: str) -> None:
+        """Append one alert key to the journal (one write: whole, even if killed)."""
+        if self._journal_fd is not None:
+            os.write(self._journal_fd, (key + "\n").encode())

@@ -1,0 +1,108 @@
+"""The `logwatch tail` process around the driver: engine errors reported once, SIGTERM / SIGINT
+finishing the batch and checkpointing, the GPU side started and stopped with it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from logwatch.drivers.tail import Status, TailDriver, TailOptions
+from logwatch.engine import Engine
+from logwatch.errors import InputError
+from logwatch.rules.loader import RuleSpec
+from logwatch.sinks.base import Sink
+from logwatch.sources.sniff import file_kind
+from logwatch.sources.watch import is_glob
+
+if TYPE_CHECKING:
+    from logwatch.gpu.link import GpuLink
+
+
+def rule_error_reporter(status: Status) -> Callable[[str, str, Exception], None]:
+    """An engine error handler that reports each failing (rule, source) once on `status`."""
+    reported: set[tuple[str, str]] = set()
+
+    def on_error(rule: str, source: str, exc: Exception) -> None:
+        if (rule, source) not in reported:
+            reported.add((rule, source))
+            status(
+                f"rule {rule!r} failed on {source} and is off for it: "
+                f"{type(exc).__name__}: {exc} (report this with the log line that triggered it)"
+            )
+
+    return on_error
+
+
+def check_patterns(patterns: Sequence[str]) -> None:
+    """InputError for an argument tail can never follow: standard input, a directory, or an
+    existing path that is not a regular file (a FIFO, a device); a missing file is waited for."""
+    for pattern in patterns:
+        if pattern == "-":
+            raise InputError("standard input cannot be tailed; use `logwatch replay -`")
+        if is_glob(pattern):
+            continue
+        if os.path.isdir(pattern):
+            raise InputError(
+                f"{pattern}: is a directory (give the log files in it, e.g. '{pattern}/*.log')"
+            )
+        try:
+            mode = os.stat(pattern).st_mode
+        except OSError:
+            continue  # not there yet: tail waits for it
+        if not stat.S_ISREG(mode):
+            raise InputError(
+                f"{pattern}: not a regular file ({file_kind(mode)}); "
+                "logwatch tail follows regular log files"
+            )
+
+
+def run_tail(
+    patterns: Sequence[str],
+    rules: Sequence[RuleSpec],
+    sinks: Sequence[Sink],
+    *,
+    state_dir: Path,
+    options: TailOptions,
+    status: Status,
+    gpu: GpuLink | None = None,
+) -> None:
+    """The `logwatch tail` command: follow until SIGTERM / SIGINT, then checkpoint and return."""
+    try:
+        check_patterns(patterns)
+    except InputError:
+        if gpu is not None:
+            gpu.close()
+        raise
+    engine = Engine(rules, on_error=rule_error_reporter(status))
+    driver = TailDriver(
+        patterns,
+        engine,
+        sinks,
+        state_dir=state_dir,
+        options=options,
+        status=status,
+        round_hooks=[gpu.round] if gpu is not None else [],
+        frame_hooks=[gpu.observe] if gpu is not None else [],
+        event_filter=gpu.filter if gpu is not None else None,
+        stateful={"gpu": gpu} if gpu is not None else None,
+    )
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        driver.stop()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        with driver:
+            if gpu is not None:
+                driver.send(gpu.started.events)
+            driver.run()
+    finally:
+        if gpu is not None:
+            gpu.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,137 @@
+"""The GPU side joined to a tail driver: NVML diagnosis on log alerts, GPU rules every round.
+
+`GpuLink` plugs into `TailDriver` through its three seams: a frame hook (what the log says about
+each run: start, pid, last step), an event filter (enrich `nvml-disabled` /
+`gpu-metrics-missing` when NVML works here, and say it once), and a round hook (drain the
+sampler, run the GPU rules with the log's stall state, emit the sampler's own alerts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from logwatch.alerts import RESOLVED, AlertEvent
+from logwatch.clock import Clock, SystemClock
+from logwatch.gpu.enrich import NvmlDiagnosis, RunInfo, RunTracker
+from logwatch.gpu.monitor import GpuMonitor
+from logwatch.gpu.procs import with_descendants
+from logwatch.gpu.sampler import GpuStart
+from logwatch.rules.loader import RuleSpec
+
+if TYPE_CHECKING:
+    from logwatch.drivers.tail import TailDriver
+
+
+class GpuLink:
+    """One per logwatch process: joins the GPU sampler and the GPU rules to the followed logs."""
+
+    def __init__(
+        self, started: GpuStart, specs: Sequence[RuleSpec], clock: Clock | None = None
+    ) -> None:
+        self.started = started
+        self.monitor = GpuMonitor(specs)
+        self.diagnosis = NvmlDiagnosis(started.status)
+        self.trackers: dict[str, RunTracker] = {}
+        self.clock = clock or SystemClock()
+
+    def observe(self, frame: pl.DataFrame) -> None:
+        """Frame hook: fold a parsed batch into its source's run facts."""
+        if frame.is_empty():
+            return
+        source = frame.get_column("source")[0]
+        tracker = self.trackers.setdefault(source, RunTracker())
+        if frame.get_column("run_start").any():
+            self.diagnosis.restarted(source)
+        tracker.update(frame)
+
+    def filter(self, event: AlertEvent) -> AlertEvent | None:
+        """Event filter: the NVML diagnosis for log alerts; everything else passes unchanged."""
+        if event.status == RESOLVED:
+            return event
+        tracker = self.trackers.get(event.source)
+        if tracker is None:
+            return event
+        return self.diagnosis.apply(event, tracker.info, self.clock.now())
+
+    def round(self, driver: TailDriver) -> list[AlertEvent]:
+        """Round hook: the GPU rules over the samples taken since the last round."""
+        sampler = self.started.sampler
+        if sampler is None:
+            return []
+        samples = sampler.drain()
+        if samples.is_empty():
+            return list(sampler.drain_events())
+        logged = {t.info.pid for t in self.trackers.values() if t.info.pid is not None}
+        events = self.monitor.process(
+            samples,
+            stalled_since=self._stalled_since(driver),
+            run_pids=with_descendants(logged) or None,
+            step=self._last_step(),
+        )
+        return [*events, *sampler.drain_events()]
+
+    def _stalled_since(self, driver: TailDriver) -> datetime | None:
+        """When the run's logs went quiet: the latest stall among followed logs, only when every
+        log that was receiving lines is stalled (one live log means the run is not hung)."""
+        stalls = list(driver.stall_states().values())
+        if not stalls or any(since is None for since in stalls):
+            return None
+        return max(since for since in stalls if since is not None)
+
+    def _last_step(self) -> int | None:
+        infos = [t.info for t in self.trackers.values() if t.info.last_step is not None]
+        if not infos:
+            return None
+        latest = max(infos, key=lambda info: (info.last_ts is not None, info.last_ts or 0))
+        return latest.last_step
+
+    def export_state(self) -> dict[str, Any]:
+        """What a restarted tail needs: the GPU rules' state, each run's facts, what was said."""
+        return {
+            "monitor": self.monitor.export_state(),
+            "runs": {source: _run_json(t.info) for source, t in self.trackers.items()},
+            "said": sorted(self.diagnosis.said),
+        }
+
+    def import_state(self, data: Any) -> None:
+        """Restore `export_state`'s data; ValueError when it is malformed."""
+        try:
+            runs = {str(source): _run_info(raw) for source, raw in dict(data["runs"]).items()}
+            said = {str(source) for source in data["said"]}
+            monitor = data["monitor"]
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ValueError(f"malformed GPU state: {exc!r}") from None
+        self.monitor.import_state(monitor)
+        for source, info in runs.items():
+            self.trackers.setdefault(source, RunTracker()).info = info
+        self.diagnosis.said = said
+
+    def close(self) -> None:
+        """Stop the sampler."""
+        if self.started.sampler is not None:
+            self.started.sampler.close()
+
+
+def _run_json(info: RunInfo) -> dict[str, Any]:
+    return {
+        "started": info.started.isoformat() if info.started else None,
+        "pid": info.pid,
+        "last_step": info.last_step,
+        "last_ts": info.last_ts.isoformat() if info.last_ts else None,
+    }
+
+
+def _run_info(raw: Mapping[str, Any]) -> RunInfo:
+    def when(value: Any) -> datetime | None:
+        return datetime.fromisoformat(value) if value else None
+
+    return RunInfo(
+        started=when(raw["started"]),
+        pid=None if raw["pid"] is None else int(raw["pid"]),
+        last_step=None if raw["last_step"] is None else int(raw["last_step"]),
+        last_ts=when(raw["last_ts"]),
+    )

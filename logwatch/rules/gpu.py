@@ -1,0 +1,304 @@
+"""GPU rule types: a condition held for a duration per GPU (or over the run's GPUs), and a
+counter that rises. Vectorized over GPU frames, with state carried between batches so that any
+split of the samples gives the same transitions (as `logwatch.rules.log.StreakRule`).
+
+Each rule reads GPU frames (`logwatch.gpu.frames.GPU_SCHEMA` plus `run_uses` and `log_stalled`)
+through `evaluate_gpu`, and log frames through `evaluate` (the Rule protocol): there it reads the
+log's own `gpu/<i>/...` snapshot keys, so `replay` gets the same rules on a finished log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import polars as pl
+
+from logwatch.alerts import FIRING, RESOLVED
+from logwatch.durations import parse_duration
+from logwatch.gpu.frames import GPU_SCHEMA, telemetry_to_gpu_frame
+from logwatch.rules.log import RULE_TYPES, RuleType, Transition
+
+CONTEXT_SCHEMA: dict[str, pl.DataType] = {"run_uses": pl.Boolean(), "log_stalled": pl.Boolean()}
+"""Columns the GPU driver adds to NVML frames; log snapshots get run_uses=true, log_stalled=false
+(a snapshot line is itself proof that the log advances)."""
+
+_ROW = "_row"
+
+
+def with_log_context(gpu_frame: pl.DataFrame) -> pl.DataFrame:
+    """Context columns for GPU rows read from the log itself."""
+    return gpu_frame.with_columns(
+        pl.lit(True).alias("run_uses"), pl.lit(False).alias("log_stalled")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class HoldRule:
+    """Fires when `condition` holds on a GPU for `hold_s` seconds of sample time; resolves at the
+    first sample where it does not. Scope "run": the condition must hold on every GPU the run
+    uses at the same sample time (one alert, no gpu label)."""
+
+    condition: pl.Expr
+    hold_s: float
+    value: pl.Expr | None = None
+    scope: str = "gpu"
+    run_gpus_only: bool = False
+    nvml_only: bool = False
+
+    def initial_state(self) -> dict[str, Any]:
+        return {"keys": {}}
+
+    def evaluate(
+        self, frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        """On a log frame: the rule over the log's own GPU snapshot keys."""
+        if self.nvml_only:
+            return [], state
+        return self.evaluate_gpu(_log_gpu_frame(frame), state)
+
+    def evaluate_gpu(
+        self, gpu_frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        """On a GPU frame; transition rows are the frame's `_row` column, or its row index."""
+        frame = gpu_frame if _ROW in gpu_frame.columns else gpu_frame.with_row_index(_ROW)
+        scored = self._scored(frame)
+        if scored.is_empty():
+            return [], state
+        return hold_transitions(scored, self.hold_s, state)
+
+    def _scored(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """Rows as (_key, ts, _cond, _value, _row, _gpu) with the condition known."""
+        if self.run_gpus_only or self.scope == "run":
+            frame = frame.filter(pl.col("run_uses").fill_null(True))
+        value = self.value if self.value is not None else pl.lit(None, pl.Float64)
+        rows = frame.select(
+            pl.col("ts"),
+            pl.col("gpu"),
+            pl.col(_ROW),
+            self.condition.alias("_cond"),
+            value.cast(pl.Float64).alias("_value"),
+        ).filter(pl.col("ts").is_not_null() & pl.col("_cond").is_not_null())
+        if self.scope == "run":
+            return (
+                rows.group_by("ts", maintain_order=True)
+                .agg(
+                    pl.col("_cond").all(),
+                    pl.col("_value").max(),
+                    pl.col(_ROW).last(),
+                )
+                .with_columns(pl.lit("run").alias("_key"), pl.lit(None, pl.Int64).alias("gpu"))
+            )
+        return rows.with_columns(pl.col("gpu").cast(pl.String).alias("_key"))
+
+
+class _LastFrame:
+    """A one-entry cache: the GPU frame of the last log batch seen. It holds the batch itself, so
+    the batch's identity cannot be reused while cached; entries are swapped whole (thread-safe)."""
+
+    entry: tuple[pl.DataFrame, pl.DataFrame] | None = None
+
+
+def _log_gpu_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """The GPU frame of a log batch, built once for all the GPU rules that see that batch."""
+    entry = _LastFrame.entry
+    if entry is not None and entry[0] is frame:
+        return entry[1]
+    gpu = with_log_context(telemetry_to_gpu_frame(frame, row_column=_ROW))
+    _LastFrame.entry = (frame, gpu)
+    return gpu
+
+
+def hold_transitions(
+    rows: pl.DataFrame, hold_s: float, state: Mapping[str, Any]
+) -> tuple[list[Transition], dict[str, Any]]:
+    """Fire/resolve points of "condition held for hold_s" per `_key`, vectorized.
+
+    State per key: `since` (ISO time the current true run started, or None) and `fired`.
+    """
+    carried: dict[str, dict[str, Any]] = dict(state.get("keys", {}))
+    prior = pl.DataFrame(
+        {
+            "_key": list(carried),
+            "_s_since": [_parse_ts(v.get("since")) for v in carried.values()],
+            "_s_fired": [bool(v.get("fired")) for v in carried.values()],
+        },
+        schema={"_key": pl.String, "_s_since": pl.Datetime("us"), "_s_fired": pl.Boolean},
+    )
+    frame = (
+        rows.with_row_index("_seq")
+        .sort(["_key", "ts", "_seq"])
+        .join(prior, on="_key", how="left")
+        .with_columns(pl.col("_s_fired").fill_null(False))
+    )
+    cond, key = pl.col("_cond"), "_key"
+    carried_true = pl.col("_s_since").is_not_null()
+    prev = cond.shift(1).over(key)
+    prev_cond = pl.when(prev.is_null()).then(carried_true).otherwise(prev)
+    frame = frame.with_columns(
+        (cond != prev_cond).cast(pl.UInt32).cum_sum().over(key).alias("_run")
+    )
+    run_keys = [key, "_run"]
+    continues = (pl.col("_run") == 0) & carried_true
+    start = (
+        pl.when(continues).then(pl.col("_s_since")).otherwise(pl.col("ts").first().over(run_keys))
+    )
+    held = cond & ((pl.col("ts") - start).dt.total_microseconds() >= int(hold_s * 1_000_000))
+    carried_fired = (pl.col("_run") == 0) & pl.col("_s_fired") & carried_true
+    frame = frame.with_columns(
+        start.alias("_start"), held.alias("_held"), carried_fired.alias("_cf")
+    )
+    fired_run = pl.col("_held").any().over(run_keys) | pl.col("_cf")
+    first_held = pl.col("_held") & (pl.col("_held").cast(pl.UInt32).cum_sum().over(run_keys) == 1)
+    frame = frame.with_columns(
+        fired_run.alias("_fired_run"), (first_held & ~pl.col("_cf")).alias("_fire")
+    )
+    prev_fired = pl.col("_fired_run").shift(1).over(key)
+    run_changed = (pl.col("_run") != pl.col("_run").shift(1).over(key)).fill_null(True)
+    carried_fire = pl.col("_s_fired") & carried_true
+    resolve = (
+        ~cond & run_changed & pl.when(prev_fired.is_null()).then(carried_fire).otherwise(prev_fired)
+    )
+    frame = frame.with_columns(resolve.alias("_resolve"))
+    events = frame.filter(pl.col("_fire") | pl.col("_resolve")).sort("_seq")
+    transitions = [
+        Transition(
+            row=int(row),
+            status=FIRING if fire else RESOLVED,
+            value=value,
+            labels={} if k == "run" else {"gpu": k},
+        )
+        for row, fire, value, k in events.select(_ROW, "_fire", "_value", key).iter_rows()
+    ]
+    last = frame.group_by(key).agg(pl.all().last())
+    for k, is_true, since, was_fired in last.select(
+        key, "_cond", "_start", "_fired_run"
+    ).iter_rows():
+        carried[k] = {
+            "since": since.isoformat() if is_true else None,
+            "fired": bool(is_true and was_fired),
+        }
+    return transitions, {"keys": carried}
+
+
+def _parse_ts(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
+@dataclass(frozen=True, slots=True)
+class RiseRule:
+    """Fires once per GPU when a counter (e.g. uncorrected ECC errors) goes up; never resolves
+    within the run: the errors happened."""
+
+    column: str
+    nvml_only: bool = True
+
+    def initial_state(self) -> dict[str, Any]:
+        return {"last": {}, "fired": []}
+
+    def evaluate(
+        self, frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        """On a log frame: the log carries no such counter, so nothing to do."""
+        return [], state
+
+    def evaluate_gpu(
+        self, gpu_frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        frame = gpu_frame if _ROW in gpu_frame.columns else gpu_frame.with_row_index(_ROW)
+        rows = frame.select("gpu", "ts", _ROW, pl.col(self.column).alias("_v")).filter(
+            pl.col("_v").is_not_null()
+        )
+        if rows.is_empty():
+            return [], state
+        last: dict[str, int] = dict(state["last"])
+        prior = pl.DataFrame(
+            {"gpu": [int(k) for k in last], "_prior": list(last.values())},
+            schema={"gpu": pl.Int64, "_prior": pl.Int64},
+        )
+        scored = (
+            rows.with_row_index("_seq")
+            .sort(["gpu", "ts", "_seq"])
+            .join(prior, on="gpu", how="left")
+            .with_columns(
+                pl.col("_v").shift(1).over("gpu").fill_null(pl.col("_prior")).alias("_before")
+            )
+        )
+        rises = scored.filter(pl.col("_v") > pl.col("_before")).sort("_seq")
+        fired: list[str] = list(state["fired"])
+        out = []
+        for gpu, row, value in rises.select("gpu", _ROW, "_v").iter_rows():
+            if str(gpu) not in fired:
+                fired.append(str(gpu))
+                out.append(Transition(int(row), FIRING, float(value), {"gpu": str(gpu)}))
+        for gpu, value in scored.group_by("gpu").agg(pl.col("_v").last()).iter_rows():
+            last[str(gpu)] = int(value)
+        return out, {"last": last, "fired": fired}
+
+
+GPU_COLUMNS: dict[str, pl.DataType] = {**GPU_SCHEMA, **CONTEXT_SCHEMA}
+
+
+def _sql(text: str, what: str) -> pl.Expr:
+    try:
+        expr = pl.sql_expr(text)
+        pl.DataFrame(schema=GPU_COLUMNS).select(expr)
+    except Exception as exc:  # polars raises several types for bad SQL / unknown columns
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(
+            f"{what} {text!r} is not a valid SQL expression over GPU columns "
+            f"({', '.join(GPU_COLUMNS)}): {first}"
+        ) from None
+    return expr
+
+
+def _build_hold(params: Mapping[str, Any]) -> HoldRule:
+    scope = params.get("scope", "gpu")
+    if scope not in ("gpu", "run"):
+        raise ValueError(f"scope must be 'gpu' or 'run', got {scope!r}")
+    value = params.get("value")
+    return HoldRule(
+        condition=_sql(params["condition"], "condition"),
+        hold_s=parse_duration(params["hold"]),
+        value=None if value is None else _sql(value, "value"),
+        scope=scope,
+        run_gpus_only=bool(params.get("run_gpus_only", False)),
+        nvml_only=bool(params.get("nvml_only", False)),
+    )
+
+
+def _build_rise(params: Mapping[str, Any]) -> RiseRule:
+    column = params["column"]
+    if column not in ("ecc_uncorrected",):
+        raise ValueError(f"column {column!r} is not a GPU counter (one of: ecc_uncorrected)")
+    return RiseRule(column=column)
+
+
+GPU_RULE_TYPES: dict[str, RuleType] = {
+    "gpu-hold": RuleType(
+        {
+            "condition": (str, True),
+            "hold": (str, True),
+            "value": (str, False),
+            "scope": (str, False),
+            "run_gpus_only": (bool, False),
+            "nvml_only": (bool, False),
+        },
+        _build_hold,
+    ),
+    "gpu-rise": RuleType({"column": (str, True)}, _build_rise),
+}
+"""GPU rule types, registered into `logwatch.rules.log.RULE_TYPES`."""
+RULE_TYPES.update(GPU_RULE_TYPES)
+
+
+def is_gpu_rule(rule: object) -> bool:
+    """Whether a compiled rule reads GPU frames (the live GPU monitor runs these)."""
+    return isinstance(rule, HoldRule | RiseRule)
+
+
+def needs_nvml(rule: object) -> bool:
+    """Whether a rule can only fire on live NVML samples, never on a log alone."""
+    return isinstance(rule, HoldRule | RiseRule) and rule.nvml_only

@@ -1,0 +1,339 @@
+"""Rule types: vectorized evaluation over a frame, with state carried from batch to batch.
+
+A rule sees one source's lines in order, a batch at a time, and returns the transitions of its
+alerts (fire / resolve) found in that batch together with its new state. Because the state holds
+everything a batch boundary could cut (the previous row's condition, the length of a streak, the
+labels already fired), any split of a file into batches yields the same transitions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
+
+import polars as pl
+
+from logwatch.alerts import FIRING, RESOLVED
+from logwatch.durations import parse_duration
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """An alert of one rule fired or resolved at a row of the frame."""
+
+    row: int
+    status: str
+    value: float | None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+class Rule(Protocol):
+    """What the engine needs from a rule: an initial state and a vectorized step."""
+
+    def initial_state(self) -> dict[str, Any]:
+        """State before the first line of a run (JSON-serializable)."""
+        ...
+
+    def evaluate(
+        self, frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        """Transitions found in `frame` (row indexes into it) and the state after it."""
+        ...
+
+
+def _transitions(events: pl.DataFrame, value_column: str | None) -> list[Transition]:
+    values = events.get_column(value_column) if value_column else None
+    return [
+        Transition(
+            row=row,
+            status=FIRING if fire else RESOLVED,
+            value=None if values is None else values[i],
+        )
+        for i, (row, fire) in enumerate(
+            zip(events.get_column("_row"), events.get_column("_fire"), strict=True)
+        )
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class NonFiniteRule:
+    """Fires at the first row whose `column` is NaN or +-Inf; resolves at the next finite one.
+
+    Lines of several ranks in one log (`[rank3]:` prefixes) are followed per rank: the alert
+    fires when the first rank goes non-finite and resolves when no rank is non-finite any more,
+    so ranks reporting in turn do not make it flap."""
+
+    column: str
+
+    def initial_state(self) -> dict[str, Any]:
+        return {"bad": {}}
+
+    def evaluate(
+        self, frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        col = pl.col(self.column)
+        rows = (
+            frame.select(self.column, pl.col("rank").fill_null(-1).cast(pl.String).alias("_rank"))
+            .with_row_index("_row")
+            .filter(col.is_not_null())
+        )
+        if rows.is_empty():
+            return [], state
+        known: dict[str, bool] = dict(state["bad"])
+        before = sum(known.values())
+        was_bad = (
+            pl.col("_bad")
+            .shift(1)
+            .over("_rank")
+            .fill_null(
+                pl.col("_rank").replace_strict(known, default=False, return_dtype=pl.Boolean)
+            )
+        )
+        counted = (
+            rows.with_columns((~col.is_finite()).alias("_bad"))
+            .with_columns((pl.col("_bad").cast(pl.Int64) - was_bad.cast(pl.Int64)).alias("_delta"))
+            .with_columns((before + pl.col("_delta").cum_sum()).alias("_count"))
+            .with_columns(pl.col("_count").shift(1, fill_value=before).alias("_before"))
+        )
+        events = counted.with_columns((pl.col("_count") > 0).alias("_fire")).filter(
+            (pl.col("_count") > 0) != (pl.col("_before") > 0)
+        )
+        last = counted.group_by("_rank").agg(pl.col("_bad").last())
+        known.update(dict(zip(last.get_column("_rank"), last.get_column("_bad"), strict=True)))
+        return _transitions(events, self.column), {"bad": known}
+
+
+@dataclass(frozen=True, slots=True)
+class StreakRule:
+    """Fires at the `count`-th consecutive applicable row meeting `condition`; resolves at the
+    first applicable row that does not."""
+
+    applies: pl.Expr
+    condition: pl.Expr
+    count: int
+    value_column: str | None = None
+
+    def initial_state(self) -> dict[str, Any]:
+        return {"run": 0}
+
+    def evaluate(
+        self, frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        needed = {*self.applies.meta.root_names(), *self.condition.meta.root_names()}
+        if self.value_column:
+            needed.add(self.value_column)
+        rows = (
+            frame.select(sorted(needed))
+            .with_row_index("_row")
+            .filter(self.applies.fill_null(False))
+        )
+        if rows.is_empty():
+            return [], state
+        carried = int(state["run"])
+        cond = self.condition.fill_null(False)
+        changed = cond != cond.shift(1, fill_value=carried > 0)
+        group = changed.cast(pl.UInt32).cum_sum()
+        position = pl.int_range(1, pl.len() + 1).over(group) + pl.when(group == 0).then(
+            carried
+        ).otherwise(0)
+        run = pl.when(cond).then(position).otherwise(0)
+        scored = rows.with_columns(run.alias("_run")).with_columns(
+            pl.col("_run").shift(1, fill_value=carried).alias("_prev_run")
+        )
+        events = scored.with_columns((pl.col("_run") == self.count).alias("_fire")).filter(
+            pl.col("_fire") | ((pl.col("_run") == 0) & (pl.col("_prev_run") >= self.count))
+        )
+        last_run = int(scored.get_column("_run")[-1])
+        return _transitions(events, self.value_column), {"run": last_run}
+
+
+@dataclass(frozen=True, slots=True)
+class MatchRule:
+    """Fires at the first line matching `pattern`, once per run and per label set; never
+    resolves within the run. Named groups in the pattern become labels."""
+
+    pattern: str
+    label_names: tuple[str, ...] = ()
+
+    def initial_state(self) -> dict[str, Any]:
+        return {"fired": []}
+
+    def evaluate(
+        self, frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        hits = (
+            frame.select("text")
+            .with_row_index("_row")
+            .filter(pl.col("text").str.contains(self.pattern))
+        )
+        if hits.is_empty():
+            return [], state
+        fired: list[str] = list(state["fired"])
+        if self.label_names:
+            groups = hits.get_column("text").str.extract_groups(self.pattern)
+            keys = [
+                {name: str(g.get(name) or "") for name in self.label_names}
+                for g in groups.to_list()
+            ]
+        else:
+            keys = [{} for _ in range(hits.height)]
+        out: list[Transition] = []
+        for row, labels in zip(hits.get_column("_row"), keys, strict=True):
+            key = repr(sorted(labels.items()))
+            if key in fired:
+                continue
+            fired.append(key)
+            out.append(Transition(row=row, status=FIRING, value=None, labels=labels))
+        return out, replace_state(state, fired=fired)
+
+
+@runtime_checkable
+class WallClockRule(Rule, Protocol):
+    """A rule that also moves with the wall clock. Only a live driver ticks it; replay never
+    does, so such a rule cannot fire in replay."""
+
+    def tick(
+        self, state: dict[str, Any], now_s: float, arrived: bool
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        """Transitions at wall time `now_s` (row 0 is the tick); `arrived`: lines came since."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StallRule:
+    """Fires when a source that was receiving lines gets none for `stall_after_s` of wall time;
+    resolves at the first line that comes after."""
+
+    stall_after_s: float
+
+    def initial_state(self) -> dict[str, Any]:
+        return {"last_s": None, "stalled": False}
+
+    def evaluate(
+        self, frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        if frame.is_empty() or not state["stalled"]:
+            return [], state
+        return [Transition(row=0, status=RESOLVED, value=None)], replace_state(state, stalled=False)
+
+    def tick(
+        self, state: dict[str, Any], now_s: float, arrived: bool
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        if arrived:
+            return [], replace_state(state, last_s=now_s, stalled=False)
+        last = state["last_s"]
+        if last is None or state["stalled"] or now_s - last < self.stall_after_s:
+            return [], state
+        fired = Transition(row=0, status=FIRING, value=round(now_s - last, 3))
+        return [fired], replace_state(state, stalled=True)
+
+
+def replace_state(state: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """A copy of a rule state with some keys changed."""
+    return {**state, **changes}
+
+
+# --- construction from rule-pack parameters --------------------------------------------------
+
+ParamSpec = Mapping[str, tuple[type, bool]]  # name -> (type, required)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleType:
+    """A rule type as rule packs name it: its parameters and how to build it."""
+
+    params: ParamSpec
+    build: Callable[[Mapping[str, Any]], Rule]
+
+
+FLOAT_COLUMNS = ("loss", "grad_norm", "lr")
+
+
+def _build_nonfinite(params: Mapping[str, Any]) -> Rule:
+    column = params["column"]
+    if column not in FLOAT_COLUMNS:
+        raise ValueError(f"column {column!r} is not a float column (one of: {FLOAT_COLUMNS})")
+    return NonFiniteRule(column=column)
+
+
+def _sql(text: str, what: str) -> pl.Expr:
+    try:
+        return pl.sql_expr(text)
+    except Exception as exc:  # polars raises several types for bad SQL
+        raise ValueError(f"{what} {text!r} is not a valid SQL expression: {exc}") from None
+
+
+def _build_streak(params: Mapping[str, Any]) -> Rule:
+    count = int(params["count"])
+    if count < 1:
+        raise ValueError(f"count must be at least 1, got {count}")
+    return StreakRule(
+        applies=_sql(params["applies"], "applies"),
+        condition=_sql(params["condition"], "condition"),
+        count=count,
+        value_column=params.get("value"),
+    )
+
+
+def _build_stalled(params: Mapping[str, Any]) -> Rule:
+    seconds = parse_duration(params.get("stall_after", "10m"))
+    if seconds <= 0:
+        raise ValueError(f"stall_after must be positive, got {params['stall_after']!r}")
+    return StallRule(stall_after_s=seconds)
+
+
+def _build_match(params: Mapping[str, Any]) -> Rule:
+    pattern = params["pattern"]
+    try:
+        names = tuple(re.compile(pattern).groupindex)
+    except re.error as exc:
+        raise ValueError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
+    try:
+        pl.Series([""]).str.contains(pattern)
+    except Exception as exc:  # polars' regex dialect differs from Python's in places
+        raise ValueError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
+    return MatchRule(pattern=pattern, label_names=names)
+
+
+RULE_TYPES: dict[str, RuleType] = {
+    "nonfinite": RuleType({"column": (str, True)}, _build_nonfinite),
+    "streak": RuleType(
+        {
+            "applies": (str, True),
+            "condition": (str, True),
+            "count": (int, True),
+            "value": (str, False),
+        },
+        _build_streak,
+    ),
+    "match": RuleType({"pattern": (str, True)}, _build_match),
+    "stalled": RuleType({"stall_after": (str, False)}, _build_stalled),
+}
+"""Every rule type a rule pack may name. Later types (wall-clock, GPU) register here too."""
+
+
+def check_columns(rule: Rule, frame: pl.DataFrame) -> None:
+    """Evaluate a rule once on an empty frame so that unknown columns fail at load time."""
+    rule.evaluate(frame, rule.initial_state())
+
+
+__all__ = [
+    "RULE_TYPES",
+    "MatchRule",
+    "NonFiniteRule",
+    "Rule",
+    "RuleType",
+    "StallRule",
+    "StreakRule",
+    "Transition",
+    "WallClockRule",
+    "check_columns",
+    "replace",
+]
+
+
+# GPU rule types live in logwatch.gpu and add themselves to RULE_TYPES on import; importing them
+# here makes them available wherever rule packs are loaded. Last, because they import from here.
+import logwatch.rules.gpu  # noqa: E402, F401 - imported for its registration

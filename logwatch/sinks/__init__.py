@@ -1,0 +1,1 @@
+"""Where alert events go: the terminal, Slack, and whatever plugs in beside them."""

@@ -1,0 +1,52 @@
+"""Sinks: where alert events go. The terminal sink ships here; Slack and others plug in beside it."""
+
+from __future__ import annotations
+
+from typing import Protocol, TextIO
+
+from logwatch.alerts import AlertEvent
+from logwatch.sinks.render import timeline_line
+
+
+class Sink(Protocol):
+    """Anything that takes alert events in order. `emit` must not block the caller for long."""
+
+    def emit(self, event: AlertEvent) -> None:
+        """Take one event (fired or resolved)."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release resources; called once at shutdown."""
+        ...
+
+
+class StreamSink:
+    """Writes events to a text stream as a human timeline or as JSON lines, flushed per event."""
+
+    def __init__(self, stream: TextIO, *, fmt: str = "text", colour: bool = False) -> None:
+        if fmt not in ("text", "jsonl"):
+            raise ValueError(f"unknown format {fmt!r} (expected text or jsonl)")
+        self.stream, self.fmt, self.colour = stream, fmt, colour
+        self.count = 0
+
+    def emit(self, event: AlertEvent) -> None:
+        line = event.to_jsonl() if self.fmt == "jsonl" else timeline_line(event, colour=self.colour)
+        self.stream.write(line + "\n")
+        self.stream.flush()
+        self.count += 1
+
+    def close(self) -> None:
+        self.stream.flush()
+
+
+class ListSink:
+    """Keeps events in a list (tests, and library use)."""
+
+    def __init__(self) -> None:
+        self.events: list[AlertEvent] = []
+
+    def emit(self, event: AlertEvent) -> None:
+        self.events.append(event)
+
+    def close(self) -> None:
+        pass

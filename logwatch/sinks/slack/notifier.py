@@ -1,0 +1,327 @@
+"""The alert lifecycle between the engine and Slack: grouping, inhibition, silences, repeats, resolve.
+
+Alertmanager's model in one process. Firing alerts of one rule that arrive within `group_wait` are
+one message; a group's message gets at most one "still firing" thread reply per `repeat_interval`;
+when all its alerts resolved it is edited to RESOLVED and gets a thread reply. Inhibited or
+silenced alerts are held back (not dropped) and go out on the next tick once nothing mutes them.
+Time comes from the injected Clock, so tests move it instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from logwatch.alerts import FIRING, AlertEvent, Severity
+from logwatch.clock import Clock
+from logwatch.config import AlertsConfig
+from logwatch.durations import format_duration
+from logwatch.redact import stderr_line
+from logwatch.sinks.slack import messages
+from logwatch.sinks.slack.silences import SilenceStore
+from logwatch.sinks.slack.spool import POST, REPLY, UPDATE, Job
+
+STATE_FILE = "notify-state.json"
+
+
+class Outbox(Protocol):
+    """Where jobs go (the durable spool, or a list in tests)."""
+
+    def enqueue(self, job: Job) -> None:
+        """Take one job; it must be durable when this returns."""
+        ...
+
+
+@dataclass(slots=True)
+class Notice:
+    """One Slack message and the alerts it speaks for."""
+
+    id: str
+    rule: str
+    severity: Severity
+    opened_s: float
+    members: dict[str, AlertEvent] = field(default_factory=dict)
+    resolved: dict[str, AlertEvent] = field(default_factory=dict)
+    last_notified_s: float = 0.0
+
+
+class Notifier:
+    """Turns alert events into Slack jobs, once per problem. Implements the Sink protocol."""
+
+    def __init__(
+        self,
+        outbox: Outbox,
+        *,
+        channel: str,
+        settings: AlertsConfig,
+        clock: Clock,
+        silences: SilenceStore | None = None,
+        state_dir: Path | None = None,
+        new_id: Callable[[], str] = lambda: secrets.token_hex(8),
+        report: Callable[[str], None] = stderr_line,
+    ) -> None:
+        self.outbox, self.channel, self.settings, self.clock = outbox, channel, settings, clock
+        self.silences, self.new_id, self.report = silences, new_id, report
+        self.state_path = state_dir / STATE_FILE if state_dir is not None else None
+        self.firing: dict[str, AlertEvent] = {}
+        self.held: dict[str, AlertEvent] = {}
+        self.pending: dict[str, Notice] = {}
+        self.posted: dict[str, Notice] = {}
+        self._dirty = False
+        self._load()
+
+    # --- the Sink protocol ---------------------------------------------------------------------
+
+    def emit(self, event: AlertEvent) -> None:
+        """Take one event from the engine."""
+        if event.status == FIRING:
+            self._fire(event)
+        else:
+            self._resolve(event)
+        self._dirty = True
+        self._advance()
+
+    def close(self) -> None:
+        """Send every group still waiting, then persist."""
+        for rule in list(self.pending):
+            self._flush(rule)
+        self._save()
+
+    # --- transitions ---------------------------------------------------------------------------
+
+    def _fire(self, event: AlertEvent) -> None:
+        fp = event.fingerprint
+        if fp in self.firing:
+            return  # the same problem again: no new message (repeats go by repeat_interval)
+        self.firing[fp] = event
+        if self.muted_by(event) is not None:
+            self.held[fp] = event
+            return
+        self._join(event)
+
+    def _join(self, event: AlertEvent) -> None:
+        notice = self.pending.get(event.rule)
+        if notice is None:
+            notice = Notice(self.new_id(), event.rule, event.severity, self._now())
+            self.pending[event.rule] = notice
+        notice.members[event.fingerprint] = event
+        notice.severity = max(notice.severity, event.severity)
+
+    def _resolve(self, event: AlertEvent) -> None:
+        fp = event.fingerprint
+        self.firing.pop(fp, None)
+        self.held.pop(fp, None)
+        waiting = self.pending.get(event.rule)
+        if waiting is not None and waiting.members.pop(fp, None) is not None:
+            if not waiting.members:
+                del self.pending[event.rule]  # resolved within group_wait: nothing to say
+            return
+        for notice in self.posted.values():
+            if fp in notice.members and fp not in notice.resolved:
+                notice.resolved[fp] = event
+                if len(notice.resolved) == len(notice.members):
+                    self._close_notice(notice)
+                return
+
+    def _close_notice(self, notice: Notice) -> None:
+        firing_s = _firing_seconds(notice, self._now())
+        first = min((e.ts for e in notice.members.values() if e.ts is not None), default=None)
+        text, blocks = messages.resolved_message(
+            notice.rule, list(notice.members.values()), firing_s, first
+        )
+        self._send(UPDATE, text, blocks, parent=notice.id)
+        reply, reply_blocks = messages.reply_message(
+            f"✅ resolved after {format_duration(firing_s)}"
+        )
+        self._send(REPLY, reply, reply_blocks, parent=notice.id)
+        del self.posted[notice.id]
+
+    # --- time-driven work ----------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Time-driven work, then persist the state if it changed (at most once per tick)."""
+        self._advance()
+        if self._dirty:
+            self._save()
+
+    def _advance(self) -> None:
+        """Release alerts nothing mutes any more, send due groups, send due repeats."""
+        for fp, event in list(self.held.items()):
+            if self.muted_by(event) is None:
+                del self.held[fp]
+                self._join(event)
+        now = self._now()
+        for rule, notice in list(self.pending.items()):
+            if now >= notice.opened_s + self.settings.group_wait_s:
+                self._flush(rule)
+        for notice in list(self.posted.values()):
+            self._maybe_repeat(notice, now)
+
+    def _flush(self, rule: str) -> None:
+        notice = self.pending.pop(rule)
+        for fp, event in list(notice.members.items()):
+            if self.muted_by(event) is not None:
+                self.held[fp] = notice.members.pop(fp)
+        if not notice.members:
+            return
+        text, blocks = messages.firing_message(rule, notice.severity, list(notice.members.values()))
+        self._send(POST, text, blocks, job_id=notice.id)
+        notice.last_notified_s = self._now()
+        self.posted[notice.id] = notice
+
+    def _maybe_repeat(self, notice: Notice, now: float) -> None:
+        still = [e for fp, e in notice.members.items() if fp not in notice.resolved]
+        if not still or now - notice.last_notified_s < self.settings.repeat_interval_s:
+            return
+        if all(self.muted_by(e) is not None for e in still):
+            return
+        took = format_duration(_firing_seconds(notice, now))
+        text, blocks = messages.reply_message(
+            f"🔁 still firing after {took}: {len(still)} of {len(notice.members)} alerts"
+        )
+        self._send(REPLY, text, blocks, parent=notice.id)
+        notice.last_notified_s = now
+        self._dirty = True
+
+    def muted_by(self, event: AlertEvent) -> str | None:
+        """Why an alert is held back now (`silence <id>` / `inhibited by <rule>`), or None."""
+        for source_rule, target_rule in self.settings.inhibit:
+            if target_rule != event.rule:
+                continue
+            for other in self.firing.values():
+                if other.rule == source_rule and other.source == event.source:
+                    return f"inhibited by {source_rule}"
+        if self.silences is not None:
+            silence = self.silences.muting(event.rule, event.source, self.clock.now())
+            if silence is not None:
+                return f"silence {silence.id}"
+        return None
+
+    # --- plumbing ------------------------------------------------------------------------------
+
+    def _now(self) -> float:
+        return self.clock.now().timestamp()
+
+    def _send(
+        self,
+        kind: str,
+        text: str,
+        blocks: list[dict[str, Any]],
+        *,
+        parent: str | None = None,
+        job_id: str | None = None,
+    ) -> None:
+        self.outbox.enqueue(Job(job_id or self.new_id(), self.channel, kind, text, blocks, parent))
+
+    def _save(self) -> None:
+        if self.state_path is None:
+            self._dirty = False
+            return
+        data = {
+            "firing": [_event_json(e) for e in self.firing.values()],
+            "held": sorted(self.held),
+            "pending": [_notice_json(n) for n in self.pending.values()],
+            "posted": [_notice_json(n) for n in self.posted.values()],
+        }
+        self.state_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_path.with_suffix(".tmp")
+        with open(tmp, "w", encoding="utf-8") as out:
+            out.write(json.dumps(data))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self.state_path)
+        self._dirty = False  # only now: a failed save is tried again at the next tick
+
+    def _load(self) -> None:
+        """Read the saved state; a file that is not one is set aside (said once) and we start afresh."""
+        if self.state_path is None or not self.state_path.exists():
+            return
+        try:
+            data = json.loads(self.state_path.read_text(encoding="utf-8"))
+            firing = {e.fingerprint: e for e in map(event_from_json, data["firing"])}
+            held = {fp: firing[fp] for fp in data["held"] if fp in firing}
+            pending = {n.rule: n for n in map(_notice_from_json, data["pending"])}
+            posted = {n.id: n for n in map(_notice_from_json, data["posted"])}
+        except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError) as exc:
+            self._set_aside(f"{type(exc).__name__}: {exc}")
+            return
+        self.firing, self.held, self.pending, self.posted = firing, held, pending, posted
+
+    def _set_aside(self, reason: str) -> None:
+        assert self.state_path is not None
+        aside = self.state_path.with_name(
+            f"{self.state_path.name}.corrupt-{datetime.now():%Y%m%dT%H%M%S}"
+        )
+        os.replace(self.state_path, aside)
+        self.report(
+            f"{self.state_path}: not a logwatch notify state ({reason[:200]}); moved it to "
+            f"{aside} and started afresh (alerts firing before the restart may be posted again)"
+        )
+
+
+def _firing_seconds(notice: Notice, now: float) -> float:
+    """How long a group fired: log time when both ends have timestamps, else wall time."""
+    starts = [e.ts for e in notice.members.values() if e.ts is not None]
+    ends = [e.ts for e in notice.resolved.values() if e.ts is not None]
+    if starts and ends and len(ends) == len(notice.members):
+        return max((max(ends) - min(starts)).total_seconds(), 0.0)
+    return max(now - notice.opened_s, 0.0)
+
+
+def event_from_json(data: dict[str, Any]) -> AlertEvent:
+    """Inverse of `AlertEvent.to_json`."""
+    value = data["value"]
+    return AlertEvent(
+        rule=data["rule"],
+        severity=Severity.parse(data["severity"]),
+        status=data["status"],
+        source=data["source"],
+        line=data["line"],
+        ts=datetime.fromisoformat(data["ts"]) if data["ts"] else None,
+        step=data["step"],
+        value=float(value) if isinstance(value, str) else value,
+        summary=data["summary"],
+        fix=data["fix"],
+        text=data["text"],
+        labels=data["labels"],
+    )
+
+
+def _event_json(event: AlertEvent) -> dict[str, Any]:
+    """An event as the state file keeps it (the log line cut: messages show at most 3000 chars)."""
+    data = event.to_json()
+    data["text"] = messages.cut(data["text"], messages.SECTION_MAX)
+    return data
+
+
+def _notice_json(notice: Notice) -> dict[str, Any]:
+    return {
+        "id": notice.id,
+        "rule": notice.rule,
+        "severity": notice.severity.label,
+        "opened_s": notice.opened_s,
+        "last_notified_s": notice.last_notified_s,
+        "members": [_event_json(e) for e in notice.members.values()],
+        "resolved": [_event_json(e) for e in notice.resolved.values()],
+    }
+
+
+def _notice_from_json(data: dict[str, Any]) -> Notice:
+    members: Sequence[AlertEvent] = [event_from_json(e) for e in data["members"]]
+    resolved: Sequence[AlertEvent] = [event_from_json(e) for e in data["resolved"]]
+    return Notice(
+        id=data["id"],
+        rule=data["rule"],
+        severity=Severity.parse(data["severity"]),
+        opened_s=data["opened_s"],
+        members={e.fingerprint: e for e in members},
+        resolved={e.fingerprint: e for e in resolved},
+        last_notified_s=data["last_notified_s"] if not math.isnan(data["last_notified_s"]) else 0.0,
+    )

@@ -1,0 +1,259 @@
+"""Slack transports over slack-sdk (bot token or incoming webhook) and the error classification.
+
+slack-sdk's own retry handlers are switched off (`retry_handlers=[]`): every retry is the
+delivery worker's, paced per channel and counted in the spool. Each request either returns a
+MessageRef or raises one of the outcome exceptions below.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+from urllib.error import URLError
+
+from logwatch.sinks.slack.spool import POST, REPLY, UPDATE, Job, MessageRef
+
+EVENT_TYPE = "logwatch_alert"
+PERMANENT = {
+    "invalid_auth": "check the bot token (SLACK_BOT_TOKEN or [slack] token_file); run `logwatch doctor`",
+    "not_authed": "set SLACK_BOT_TOKEN or [slack] token_file",
+    "account_inactive": "the token's app or user was deactivated; install the app again",
+    "token_revoked": "the token was revoked; install the app again and update the token",
+    "channel_not_found": "check [slack] channel (use the channel ID, e.g. C0123456789) and that the bot can see it",
+    "not_in_channel": "invite the bot to the channel (/invite @your-bot) or grant chat:write.public",
+    "is_archived": "the channel is archived; unarchive it or pick another channel",
+    "missing_scope": "add the chat:write scope to the Slack app and reinstall it",
+    "invalid_blocks": "a message logwatch built was refused; report it with the dead-letter entry",
+    "msg_too_long": "a message logwatch built was too long; report it with the dead-letter entry",
+    "msg_blocks_too_long": "a message logwatch built was too long; report it with the dead-letter entry",
+    "invalid_payload": "a webhook payload was refused; report it with the dead-letter entry",
+    "no_service": "the webhook URL was revoked; create a new incoming webhook",
+    "invalid_token": "the webhook URL is wrong or revoked; create a new incoming webhook",
+    "channel_is_archived": "the webhook's channel is archived; create a webhook for another channel",
+    "action_prohibited": "an admin restricted this webhook; ask a workspace admin",
+}
+RETRYABLE = {
+    "fatal_error",
+    "internal_error",
+    "service_unavailable",
+    "request_timeout",
+    "ratelimited",
+}
+UPDATE_GONE = {"message_not_found", "cant_update_message", "edit_window_closed"}
+log = logging.getLogger("logwatch.slack")
+
+
+class RateLimited(Exception):
+    """HTTP 429: wait at least `retry_after_s` on this channel."""
+
+    def __init__(self, retry_after_s: float) -> None:
+        super().__init__(f"rate limited; Retry-After {retry_after_s:g}s")
+        self.retry_after_s = retry_after_s
+
+
+class Transient(Exception):
+    """Worth retrying after a backoff. `in_doubt`: Slack may have accepted the request."""
+
+    def __init__(self, reason: str, *, in_doubt: bool) -> None:
+        super().__init__(reason)
+        self.in_doubt = in_doubt
+
+
+class Permanent(Exception):
+    """Slack refused for good (error code); retrying cannot help."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class Transport(Protocol):
+    """Sends one job; `find` looks for a job's message (reconciliation), None if it cannot."""
+
+    can_reconcile: bool
+
+    def send(self, job: Job, parent: MessageRef | None) -> MessageRef:
+        """Make the request; raise RateLimited / Transient / Permanent when it did not land."""
+        ...
+
+    def find(self, job: Job, parent: MessageRef | None) -> MessageRef | None:
+        """The job's message if Slack already has it."""
+        ...
+
+
+def retry_after(headers: Any) -> float:
+    """Seconds from a Retry-After header (1 when absent or unreadable)."""
+    value = None
+    if headers:
+        value = headers.get("Retry-After") or headers.get("retry-after")
+    if isinstance(value, list):
+        value = value[0] if value else None
+    try:
+        return max(float(value), 0.0) if value is not None else 1.0
+    except ValueError:
+        return 1.0
+
+
+def classify_api(status: int, headers: Any, data: Any) -> Exception:
+    """The outcome exception for a Web API answer that was not a success."""
+    if status == 429:
+        return RateLimited(retry_after(headers))
+    code = data.get("error", "") if isinstance(data, dict) else ""
+    if status >= 500 or code.startswith("Received a response in a non-JSON format"):
+        return Transient(f"HTTP {status} {code[:80]}".strip(), in_doubt=True)
+    if code in RETRYABLE:
+        return Transient(f"ok:false {code}", in_doubt=code != "ratelimited")
+    return Permanent(code or f"http_{status}")
+
+
+def classify_exception(exc: BaseException) -> Exception:
+    """The outcome exception for a request that raised (network, timeout)."""
+    reason = exc.reason if isinstance(exc, URLError) else exc
+    refused = isinstance(reason, ConnectionRefusedError)
+    return Transient(f"{type(reason).__name__}: {reason}", in_doubt=not refused)
+
+
+class BotTransport:
+    """chat.postMessage / chat.update / threads with a bot token; reconciles via history."""
+
+    can_reconcile = True
+
+    def __init__(self, token: str, base_url: str, timeout_s: float) -> None:
+        from slack_sdk import WebClient  # imported here: `import logwatch` stays light
+
+        # float timeouts work with urllib although slack-sdk annotates int
+        self.client = WebClient(
+            token=token,
+            base_url=base_url,
+            timeout=timeout_s,  # type: ignore[arg-type]
+            retry_handlers=[],
+        )
+
+    def _call(self, request: Callable[..., Any], **kwargs: Any) -> dict[str, Any]:
+        """One Web API call (a bound WebClient method), its failures classified."""
+        from slack_sdk.errors import SlackApiError
+
+        try:
+            response = request(**kwargs)
+        except SlackApiError as exc:
+            r = exc.response
+            raise classify_api(r.status_code, r.headers, r.data) from None
+        except Exception as exc:  # urllib raises URLError, TimeoutError, ConnectionError, ...
+            raise classify_exception(exc) from None
+        data: dict[str, Any] = response.data if isinstance(response.data, dict) else {}
+        return data
+
+    def send(self, job: Job, parent: MessageRef | None) -> MessageRef:
+        if job.kind == UPDATE and parent is not None and parent.ts:
+            try:
+                data = self._call(
+                    self.client.chat_update,
+                    channel=parent.channel,
+                    ts=parent.ts,
+                    text=job.text,
+                    blocks=job.blocks,
+                )
+                return MessageRef(data.get("channel", parent.channel), data.get("ts", parent.ts))
+            except Permanent as exc:
+                if exc.code not in UPDATE_GONE:
+                    raise
+                log.warning(
+                    "chat.update failed (%s); posting the update as a new message", exc.code
+                )
+        thread = parent.ts if job.kind == REPLY and parent is not None and parent.ts else None
+        channel = parent.channel if parent is not None and thread else job.channel
+        data = self._call(
+            self.client.chat_postMessage,
+            channel=channel,
+            text=job.text,
+            blocks=job.blocks,
+            thread_ts=thread,
+            unfurl_links=False,
+            metadata={"event_type": EVENT_TYPE, "event_payload": {"job": job.id}},
+        )
+        return MessageRef(str(data.get("channel", channel)), str(data.get("ts", "")))
+
+    def find(self, job: Job, parent: MessageRef | None) -> MessageRef | None:
+        """Look for our metadata in the channel (or thread) since the job was created."""
+        oldest = f"{job.created_s - 120:.6f}"
+        if job.kind == REPLY and parent is not None and parent.ts:
+            data = self._call(
+                self.client.conversations_replies,
+                channel=parent.channel,
+                ts=parent.ts,
+                oldest=oldest,
+                include_all_metadata=True,
+                limit=200,
+            )
+            channel = parent.channel
+        else:
+            data = self._call(
+                self.client.conversations_history,
+                channel=job.channel,
+                oldest=oldest,
+                include_all_metadata=True,
+                limit=200,
+            )
+            channel = job.channel
+        for message in data.get("messages", []):
+            payload = (message.get("metadata") or {}).get("event_payload") or {}
+            if payload.get("job") == job.id:
+                return MessageRef(channel, str(message.get("ts", "")))
+        return None
+
+
+class WebhookTransport:
+    """An incoming webhook: posts only; an update or reply becomes a new message."""
+
+    can_reconcile = False
+
+    def __init__(self, url: str, timeout_s: float) -> None:
+        from slack_sdk.webhook import WebhookClient
+
+        self.client = WebhookClient(url=url, timeout=timeout_s, retry_handlers=[])  # type: ignore[arg-type]  # float works
+
+    def send(self, job: Job, parent: MessageRef | None) -> MessageRef:
+        try:
+            response = self.client.send(text=job.text, blocks=job.blocks)
+        except Exception as exc:  # the webhook client raises only for network trouble
+            raise classify_exception(exc) from None
+        body = (response.body or "").strip()
+        if response.status_code == 200 and body == "ok":
+            return MessageRef("webhook", "")
+        if response.status_code == 429:
+            raise RateLimited(retry_after(response.headers))
+        if response.status_code >= 500 or response.status_code == 200:
+            raise Transient(f"HTTP {response.status_code} {body[:80]}", in_doubt=True)
+        code = body if body in PERMANENT else _json_error(body) or f"http_{response.status_code}"
+        raise Permanent(code)
+
+    def find(self, job: Job, parent: MessageRef | None) -> MessageRef | None:
+        return None
+
+
+def _json_error(body: str) -> str | None:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    return str(data.get("error")) if isinstance(data, dict) and data.get("error") else None
+
+
+def monotonic() -> float:
+    """The delivery worker's clock (real time: it paces real HTTP requests)."""
+    return time.monotonic()
+
+
+__all__ = [
+    "POST",
+    "REPLY",
+    "UPDATE",
+    "BotTransport",
+    "Permanent",
+    "RateLimited",
+    "Transient",
+    "WebhookTransport",
+]

@@ -1,0 +1,218 @@
+"""Tail and replay share one engine: same alerts, history caught up, wall-clock rules, bad rules."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from logwatch.drivers.replay import replay
+from logwatch.rules.loader import builtin_rules_dir, load_rules
+from logwatch.rules.log import Transition
+from logwatch.testing import recording_spec, running
+from tests.conftest import SAMPLES, sample_logs
+from tests.tailkit import BUILTIN, Tail, numbered
+
+DFLASH = SAMPLES / "dflash"
+LIVE = load_rules([builtin_rules_dir() / "live.toml"])
+
+
+@pytest.mark.parametrize("sample", sample_logs(), ids=lambda p: str(p.relative_to(SAMPLES)))
+def test_chunked_writes_give_the_alerts_replay_gives(tmp_path: Path, sample: Path) -> None:
+    """A log written in random-sized chunks while tailed yields exactly replay's alert events
+    (every annotated sample: DFlash runs and each trainer's excerpt, progress bars included)."""
+    data = sample.read_bytes()
+    chunks, rng, at = [], random.Random(sample.name), 0
+    while at < len(data):
+        size = rng.randint(1, 700)
+        chunks.append(data[at : at + size])
+        at += size
+    tail = Tail(tmp_path, rules=BUILTIN)
+    log = tmp_path / "train.log"
+    with running(tail.driver) as driver, open(log, "ab", buffering=0) as out:
+        for chunk in chunks:
+            out.write(chunk)
+            if rng.random() < 0.3:
+                driver.sync()
+        driver.sync()
+    expected = replay([str(log)], BUILTIN).events
+    assert expected or sample.name == "train_healthy.log"  # the one sample with no alerts
+    assert [e.to_json() for e in tail.sink.events] == [e.to_json() for e in expected]
+    assert [line for _, line, _ in tail.rec.seen] == list(range(1, data.count(b"\n") + 1))
+
+
+def test_catch_up_emits_only_the_alerts_still_firing(tmp_path: Path) -> None:
+    """Started on a finished run, tail reports the NVML warning of line 3 and the telemetry one
+    still firing, once each, with their original lines; a new line then evaluates live."""
+    shutil.copy(DFLASH / "train_slammed4.log", tmp_path / "train.log")
+    tail = Tail(tmp_path, rules=BUILTIN)
+    with running(tail.driver) as driver:
+        driver.sync()
+        assert tail.alerts() == [
+            (3, "nvml-disabled", "firing"),
+            (25, "gpu-metrics-missing", "firing"),
+        ]
+        assert "NVML" in tail.sink.events[0].text
+        with open(tmp_path / "train.log", "ab") as out:
+            out.write(b"2026-11-28 15:00:00,000 INFO [train] step 2000 | loss nan\n")
+        driver.sync()
+    assert tail.alerts()[2:] == [(92, "nan-loss", "firing")]
+
+
+def test_catch_up_does_not_report_a_nan_that_recovered(tmp_path: Path) -> None:
+    """Of train_nan's two NaN episodes only the unresolved second one is still news."""
+    shutil.copy(DFLASH / "train_nan.log", tmp_path / "train.log")
+    tail = Tail(tmp_path, rules=BUILTIN)
+    with running(tail.driver) as driver:
+        driver.sync()
+    assert tail.alerts() == [(140, "nan-loss", "firing")]
+
+
+def test_from_beginning_emits_the_whole_history(tmp_path: Path) -> None:
+    """--from-beginning reports every alert event of the history, as replay does."""
+    log = tmp_path / "train.log"
+    shutil.copy(DFLASH / "train_nan.log", log)
+    tail = Tail(tmp_path, rules=BUILTIN, start="beginning")
+    with running(tail.driver) as driver:
+        driver.sync()
+    assert tail.alerts() == [(e.line, e.rule, e.status) for e in replay([str(log)], BUILTIN).events]
+
+
+def test_from_end_skips_the_history_but_keeps_line_numbers(tmp_path: Path) -> None:
+    """--from-end evaluates nothing already written; the next line gets its true number."""
+    log = tmp_path / "train.log"
+    log.write_bytes(numbered(1, 100) + b"seq=101 partial")
+    tail = Tail(tmp_path, start="end")
+    with running(tail.driver) as driver:
+        driver.sync()
+        assert tail.rec.seen == []
+        with open(log, "ab") as out:
+            out.write(b" end\n" + numbered(102, 102))
+        driver.sync()
+    assert [(line, text) for _, line, text in tail.rec.seen] == [
+        (101, "seq=101 partial end"),
+        (102, "seq=102"),
+    ]
+
+
+class _Boom:
+    """A rule that raises on lines containing BOOM."""
+
+    def initial_state(self) -> dict[str, Any]:
+        return {}
+
+    def evaluate(
+        self, frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        if frame.get_column("text").str.contains("BOOM").any():
+            raise RuntimeError("kaboom")
+        return [], state
+
+
+def test_a_raising_rule_is_reported_once_and_the_rest_keeps_working(tmp_path: Path) -> None:
+    """A rule that raises is switched off for that file with one message; the reader and the
+    other rules go on (a NaN after it still alerts, every line is still seen)."""
+    rules = [recording_spec(_Boom(), "boom"), *BUILTIN]
+    tail = Tail(tmp_path, rules=rules)
+    with running(tail.driver) as driver, open(tmp_path / "a.log", "ab", buffering=0) as out:
+        out.write(b"seq=1 BOOM\n")
+        driver.sync()
+        out.write(numbered(2, 50) + b"seq=51 BOOM loss=nan\n")
+        driver.sync()
+    assert tail.said("rule 'boom' failed on") == 1
+    assert tail.said("RuntimeError: kaboom") == 1
+    assert tail.alerts() == [(51, "nan-loss", "firing")]
+    assert tail.seqs() == list(range(1, 52))
+
+
+def test_log_stalled_fires_after_silence_and_resolves_when_lines_resume(tmp_path: Path) -> None:
+    """A file receiving lines that gets none for 10 minutes (wall clock) fires log-stalled once;
+    the next line resolves it."""
+    tail = Tail(tmp_path, rules=LIVE)
+    with running(tail.driver) as driver, open(tmp_path / "a.log", "ab", buffering=0) as out:
+        out.write(numbered(1, 10))
+        driver.sync()
+        tail.clock.advance(1.0)
+        driver.sync()
+        tail.clock.advance(9 * 60)
+        driver.sync()
+        assert tail.alerts() == []
+        tail.clock.advance(61.0)
+        driver.sync()
+        tail.clock.advance(3600.0)
+        driver.sync()
+        assert tail.alerts() == [(10, "log-stalled", "firing")]
+        since = driver.stalled_since(str(tmp_path / "a.log"))
+        assert since is not None and tail.clock.now() - since >= timedelta(minutes=10)
+        out.write(numbered(11, 11))
+        driver.sync()
+        assert tail.alerts()[1:] == [(11, "log-stalled", "resolved")]
+        assert driver.stalled_since(str(tmp_path / "a.log")) is None
+    assert "no new lines for 10m" in tail.sink.events[0].summary
+
+
+def test_log_stalled_ignores_history_and_never_fires_in_replay(tmp_path: Path) -> None:
+    """A finished log caught up at start is not 'receiving', and replay has no wall clock."""
+    log = tmp_path / "train.log"
+    log.write_bytes(numbered(1, 100))
+    tail = Tail(tmp_path, rules=LIVE)
+    with running(tail.driver) as driver:
+        driver.sync()
+        tail.clock.advance(3600.0)
+        driver.sync()
+    assert tail.alerts() == []
+    assert replay([str(log)], LIVE).events == []
+
+
+def test_round_hooks_send_their_events_to_the_sinks(tmp_path: Path) -> None:
+    """A round hook (the seam for the GPU sampler) runs in the driver's rounds and its alert
+    events reach the same sinks as the log's."""
+    event = replay([str(DFLASH / "train_nan.log")], BUILTIN).events[0]
+    calls: list[int] = []
+
+    def hook(driver: Any) -> list[Any]:
+        calls.append(1)
+        return [event] if len(calls) == 1 else []
+
+    tail = Tail(tmp_path)
+    tail.driver.round_hooks.append(hook)
+    with running(tail.driver) as driver:
+        driver.sync()
+    assert tail.sink.events == [event]
+    assert len(calls) >= 1
+
+
+class BrokenSink:
+    """A sink whose every emit raises (a destination that is down or misconfigured)."""
+
+    def emit(self, event: Any) -> None:
+        raise OSError("destination unreachable")
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_failing_sink_is_reported_per_alert_and_others_still_get_them(tmp_path: Path) -> None:
+    """Each alert a sink cannot take is said on stderr (which one, why); other sinks get all."""
+    tail = Tail(tmp_path, rules=BUILTIN)
+    tail.driver.sinks.append(BrokenSink())
+    with running(tail.driver) as driver:
+        (tmp_path / "a.log").write_bytes(
+            b"step 1 | loss nan\nstep 2 | loss 1.0\nstep 3 | loss inf\n"
+        )
+        driver.sync()
+    assert tail.alerts() == [
+        (1, "nan-loss", "firing"),
+        (2, "nan-loss", "resolved"),
+        (3, "nan-loss", "firing"),
+    ]
+    said = [m for m in tail.status if "did not take" in m]
+    assert len(said) == 3
+    assert said[0].startswith("sink BrokenSink did not take nan-loss firing (")
+    assert said[0].endswith(":1): OSError: destination unreachable")
+    assert said[2].endswith("(failure 3 of this kind)")

@@ -1,0 +1,233 @@
+"""The alert lifecycle on a FakeClock: what gets sent to Slack, when, and how often."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from slackhelp import T0, ListOutbox, alert
+
+from logwatch.config import AlertsConfig
+from logwatch.sinks.slack.messages import BLOCKS_MAX, HEADER_MAX, SECTION_MAX, TEXT_MAX
+from logwatch.sinks.slack.notifier import Notifier
+from logwatch.sinks.slack.silences import SilenceStore
+from logwatch.testing import FakeClock
+
+
+def make(
+    tmp_path: Path,
+    *,
+    group_wait_s: float = 10.0,
+    repeat_s: float = 3600.0,
+    reports: list[str] | None = None,
+) -> tuple[Notifier, ListOutbox, FakeClock]:
+    clock = FakeClock(T0)
+    outbox = ListOutbox()
+    said = reports if reports is not None else []
+    notifier = Notifier(
+        outbox,
+        channel="C0ALERTS01",
+        settings=AlertsConfig(group_wait_s=group_wait_s, repeat_interval_s=repeat_s),
+        clock=clock,
+        silences=SilenceStore(tmp_path, report=said.append),
+        state_dir=tmp_path,
+        report=said.append,
+    )
+    return notifier, outbox, clock
+
+
+def test_fires_once_after_group_wait(tmp_path: Path) -> None:
+    """A firing alert is posted once group_wait has passed, and repeats of it post nothing."""
+    notifier, outbox, clock = make(tmp_path)
+    notifier.emit(alert())
+    assert outbox.jobs == []
+    clock.advance(10)
+    notifier.tick()
+    for _ in range(500):
+        notifier.emit(alert(line=11))
+    assert outbox.kinds() == ["post"]
+    assert "FIRING nan-loss" in outbox.jobs[0].text
+
+
+def test_follow_up_at_most_once_per_repeat_interval(tmp_path: Path) -> None:
+    """While firing, the thread gets one reminder per repeat_interval, no more."""
+    notifier, outbox, clock = make(tmp_path, group_wait_s=0, repeat_s=3600)
+    notifier.emit(alert())
+    for _ in range(120):  # two hours in 1-minute ticks
+        clock.advance(60)
+        notifier.tick()
+    replies = [j for j in outbox.jobs if j.kind == "reply"]
+    assert len(replies) == 2
+    assert all(j.parent == outbox.jobs[0].id for j in replies)
+    assert "still firing" in replies[0].text
+
+
+def test_resolve_edits_message_and_replies_in_thread(tmp_path: Path) -> None:
+    """Resolving posts an update of the original message (RESOLVED, duration) and a thread reply."""
+    notifier, outbox, clock = make(tmp_path, group_wait_s=0)
+    notifier.emit(alert())
+    clock.advance(125)
+    notifier.emit(alert(status="resolved", at_s=125))
+    post, update, reply = outbox.jobs
+    assert (update.kind, update.parent) == ("update", post.id)
+    assert "RESOLVED nan-loss" in update.text and "2m05s" in update.text
+    assert (reply.kind, reply.parent) == ("reply", post.id)
+
+
+def test_resolved_within_group_wait_sends_nothing(tmp_path: Path) -> None:
+    """An alert that resolves before group_wait ends is never posted (flap suppression)."""
+    notifier, outbox, clock = make(tmp_path)
+    notifier.emit(alert())
+    clock.advance(3)
+    notifier.emit(alert(status="resolved"))
+    clock.advance(30)
+    notifier.tick()
+    assert outbox.jobs == []
+
+
+def test_grouping_across_sources(tmp_path: Path) -> None:
+    """64 ranks firing the same rule within group_wait become one message naming them all."""
+    notifier, outbox, clock = make(tmp_path)
+    for rank in range(64):
+        notifier.emit(alert(source=f"node{rank // 8}/rank{rank}.log"))
+        clock.advance(0.1)
+    clock.advance(10)
+    notifier.tick()
+    assert outbox.kinds() == ["post"]
+    body = "\n".join(b["text"]["text"] for b in outbox.jobs[0].blocks if "text" in b)
+    assert all(f"rank{rank}.log" in body for rank in range(64))
+    assert "64 sources" in outbox.jobs[0].text
+
+
+def test_huge_group_is_cut_with_more_marker_inside_limits(tmp_path: Path) -> None:
+    """5000 sources and a 100 KB line still give a message within Slack's limits, with '+N more'."""
+    notifier, outbox, clock = make(tmp_path, group_wait_s=0.5)
+    for i in range(5000):
+        text = "Traceback: " + "x" * 100_000 if i == 0 else "loss=nan"
+        notifier.emit(alert(source=f"/data/runs/llama-70b/node{i:04d}/train.log", text=text))
+    clock.advance(1)
+    notifier.tick()
+    (job,) = outbox.jobs
+    texts = [b["text"]["text"] for b in job.blocks if "text" in b]
+    assert len(job.blocks) <= BLOCKS_MAX and len(job.text) <= TEXT_MAX
+    assert len(job.blocks[0]["text"]["text"]) <= HEADER_MAX
+    assert all(len(t) <= SECTION_MAX for t in texts)
+    assert any("more_" in t for t in texts)
+    assert any("truncated, full text in logwatch log" in t for t in texts)
+
+
+def test_inhibition_by_nvml_disabled_on_same_source(tmp_path: Path) -> None:
+    """nvml-disabled mutes gpu-metrics-missing on its source only; the other host still alerts."""
+    notifier, outbox, _clock = make(tmp_path, group_wait_s=0)
+    notifier.emit(alert("nvml-disabled", "hostA.log"))
+    notifier.emit(alert("gpu-metrics-missing", "hostA.log"))
+    notifier.emit(alert("gpu-metrics-missing", "hostB.log"))
+    texts = [j.text for j in outbox.jobs]
+    assert len(texts) == 2
+    assert "nvml-disabled" in texts[0]
+    assert "gpu-metrics-missing" in texts[1] and "hostB.log" in texts[1]
+    assert (
+        notifier.muted_by(alert("gpu-metrics-missing", "hostA.log")) == "inhibited by nvml-disabled"
+    )
+
+
+def test_inhibited_alert_goes_out_when_cause_resolves(tmp_path: Path) -> None:
+    """When the inhibiting alert resolves, a target that still fires is sent on the next tick."""
+    notifier, outbox, _clock = make(tmp_path, group_wait_s=0)
+    notifier.emit(alert("nvml-disabled", "hostA.log"))
+    notifier.emit(alert("gpu-metrics-missing", "hostA.log"))
+    notifier.emit(alert("nvml-disabled", "hostA.log", status="resolved"))
+    notifier.tick()
+    assert [j.kind for j in outbox.jobs] == ["post", "update", "reply", "post"]
+    assert "gpu-metrics-missing" in outbox.jobs[-1].text
+
+
+def test_silence_mutes_then_expiry_lets_firing_alert_through(tmp_path: Path) -> None:
+    """A silence added (by another process) mutes matching alerts; when it expires a still-firing one is sent."""
+    notifier, outbox, clock = make(tmp_path, group_wait_s=0)
+    SilenceStore(tmp_path).add("nan-*", "run/*", 7200, "known", clock.now())
+    notifier.emit(alert("nan-loss", "run/train.log"))
+    notifier.emit(alert("nan-loss", "other/train.log"))
+    assert [j.text.split(": ")[0] for j in outbox.jobs] == [
+        "🔴 FIRING nan-loss (critical) on other/train.log"
+    ]
+    clock.advance(7199)
+    notifier.tick()
+    assert len([j for j in outbox.jobs if j.kind == "post"]) == 1
+    clock.advance(2)
+    notifier.tick()
+    posts = [j for j in outbox.jobs if j.kind == "post"]
+    assert len(posts) == 2 and "run/train.log" in posts[1].text
+
+
+def test_silence_expired_early_is_picked_up_without_restart(tmp_path: Path) -> None:
+    """`silence expire` from another process is seen by the running notifier at its next tick."""
+    notifier, outbox, clock = make(tmp_path, group_wait_s=0)
+    store = SilenceStore(tmp_path)
+    silence = store.add("nan-loss", "*", 7200, "known", clock.now())
+    notifier.emit(alert())
+    assert outbox.jobs == []
+    SilenceStore(tmp_path).expire(silence.id, clock.now())
+    notifier.tick()
+    assert outbox.kinds() == ["post"]
+
+
+def test_state_survives_restart(tmp_path: Path) -> None:
+    """After a restart, a re-fired alert is not posted again and its resolve edits the first message."""
+    notifier, outbox, _clock = make(tmp_path, group_wait_s=0)
+    notifier.emit(alert())
+    notifier.close()
+    again, outbox2, _ = make(tmp_path, group_wait_s=0)
+    again.emit(alert())
+    again.emit(alert(status="resolved", at_s=60))
+    assert [(j.kind, j.parent) for j in outbox2.jobs] == [
+        ("update", outbox.jobs[0].id),
+        ("reply", outbox.jobs[0].id),
+    ]
+
+
+@pytest.mark.parametrize("group_wait_s", [0.0, 10.0])
+def test_close_sends_waiting_groups(tmp_path: Path, group_wait_s: float) -> None:
+    """Shutting down does not lose an alert still waiting for its group."""
+    notifier, outbox, _ = make(tmp_path, group_wait_s=group_wait_s)
+    notifier.emit(alert())
+    notifier.close()
+    assert outbox.kinds() == ["post"]
+
+
+def test_broken_silences_file_mutes_nothing_and_is_reported_once_per_change(tmp_path: Path) -> None:
+    """A silences file that cannot be read lets alerts through, said once per version of the file."""
+    reports: list[str] = []
+    notifier, outbox, clock = make(tmp_path, group_wait_s=0, reports=reports)
+    silences = tmp_path / "silences.json"
+    silences.write_text('[{"id": "x"}]')
+    notifier.emit(alert("nan-loss", "a.log"))
+    notifier.tick()
+    notifier.emit(alert("nan-loss", "b.log"))
+    assert outbox.kinds() == ["post", "post"]
+    (said,) = reports
+    assert said.startswith(f"{silences}: cannot read silences: KeyError")
+    assert said.endswith("alerts are not silenced until it is fixed")
+    silences.write_text("not json at all")
+    notifier.emit(alert("nan-loss", "c.log"))
+    assert len(reports) == 2 and "JSONDecodeError" in reports[1]
+    silences.unlink()
+    SilenceStore(tmp_path).add("nan-loss", "*", 3600, "fixed", clock.now())
+    notifier.emit(alert("nan-loss", "d.log"))
+    assert outbox.kinds() == ["post", "post", "post"] and len(reports) == 2
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1]", '{"alerts": 5}', '{"firing": [5]}'])
+def test_corrupt_state_file_is_set_aside_and_started_afresh(tmp_path: Path, content: str) -> None:
+    """A notify-state.json that is not one is renamed aside with one line; alerts still go out."""
+    state = tmp_path / "notify-state.json"
+    state.write_text(content)
+    reports: list[str] = []
+    notifier, outbox, _ = make(tmp_path, group_wait_s=0, reports=reports)
+    notifier.emit(alert())
+    notifier.close()
+    (aside,) = tmp_path.glob("notify-state.json.corrupt-*")
+    assert aside.read_text() == content
+    (said,) = reports
+    assert said.startswith(f"{state}: not a logwatch notify state (") and str(aside) in said
+    assert outbox.kinds() == ["post"] and "firing" in state.read_text()

@@ -1,0 +1,53 @@
+"""`logwatch tail --config` with a [slack] table: the live driver's alerts reach (fake) Slack once."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from tailkit import wait_until
+from tests_paths import NAN_LOG
+
+from logwatch.testing import FakeSlack
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def tail(folder: Path, fake: FakeSlack, err: Path) -> subprocess.Popen[bytes]:
+    config = folder / "logwatch.toml"
+    config.write_text(
+        f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake.base_url}"\n\n[alerts]\ngroup_wait = "0s"\n'
+        '\n[gpu]\nmode = "off"\n'  # the config's [gpu] table reaches tail: no GPU alert here
+    )
+    args = [str(folder / "*.log"), "--config", str(config), "--state-dir", str(folder / "state")]
+    env = {**os.environ, "SLACK_BOT_TOKEN": fake.token}
+    with err.open("wb") as stderr:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(
+            [sys.executable, "-m", "logwatch.cli", "tail", "--from-beginning", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+
+
+def test_tail_posts_each_episode_once_and_resolves_by_update(tmp_path: Path) -> None:
+    """Three firings in a NaN log give three messages, two edited to RESOLVED; a restart posts nothing new."""
+    shutil.copy(NAN_LOG, tmp_path / "train.log")
+    with FakeSlack(rate_per_s=None) as fake:
+        proc = tail(tmp_path, fake, tmp_path / "err1")
+        wait_until(lambda: len(fake.seen("chat.update")) == 2 and len(fake.posts()) == 5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        top = [m for m in fake.posts() if m["thread_ts"] is None]
+        assert sorted(m["text"].split()[:3][2] for m in top) == ["nan-grad", "nan-loss", "nan-loss"]
+        assert sum(m["text"].startswith("✅ RESOLVED") for m in top) == 2
+        again = tail(tmp_path, fake, tmp_path / "err2")
+        wait_until(lambda: "logwatch:" in (tmp_path / "err2").read_text())
+        again.send_signal(signal.SIGTERM)
+        assert again.wait(timeout=30) == 0
+        assert len(fake.seen("chat.postMessage")) == 5
