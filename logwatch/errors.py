@@ -1,4 +1,5 @@
-"""Typed errors: the core raises these, the CLI turns them into one-line messages."""
+"""Every error type logwatch raises to a user: the core raises these, the CLI turns them into
+one-line messages (exit code 2)."""
 
 
 class LogwatchError(Exception):
@@ -15,3 +16,27 @@ class RulesError(LogwatchError):
 
 class ConfigError(LogwatchError):
     """The configuration file is broken; the message starts with `file:line:`."""
+
+
+class SpoolLockedError(LogwatchError):
+    """Another logwatch process delivers from this state directory."""
+
+
+class SilenceError(LogwatchError):
+    """A silence command failed (unknown id, broken file)."""
+
+
+class StateError(LogwatchError):
+    """The state directory is in use by another logwatch, or cannot be used."""
+
+
+class GpuUnavailableError(LogwatchError):
+    """`[gpu] mode = "required"` and NVML does not work here."""
+
+
+class SilencesUnreadable(SilenceError):
+    """The silences file cannot be read or parsed; `reason` says why, `stamp` which version."""
+
+    def __init__(self, message: str, reason: str, stamp: tuple[int, int, int] | None) -> None:
+        super().__init__(message)
+        self.reason, self.stamp = reason, stamp

@@ -19,17 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from logwatch.errors import LogwatchError
+from logwatch.errors import StateError
 from logwatch.sources.follow import Position
 
 VERSION = 1
 CHECKPOINT = "checkpoint.json"
 JOURNAL = "emitted.log"
 LOCK = "lock"
-
-
-class StateError(LogwatchError):
-    """The state directory is in use by another logwatch, or cannot be used."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,6 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from logwatch.durations import parse_duration
-from logwatch.errors import LogwatchError
 
 GpuMode = Literal["auto", "required", "off"]
 DEFAULT_INTERVAL_S = 5.0
@@ -194,10 +193,6 @@ class GpuReader(Protocol):
     def close(self) -> None:
         """Shut NVML down."""
         ...
-
-
-class GpuUnavailableError(LogwatchError):
-    """`[gpu] mode = "required"` and NVML does not work here."""
 
 
 @dataclass(frozen=True, slots=True)

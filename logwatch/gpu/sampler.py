@@ -14,13 +14,13 @@ import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED, AlertEvent, Severity
 from logwatch.clock import Clock, SystemClock
+from logwatch.errors import GpuUnavailableError
 from logwatch.gpu.frames import empty_gpu_frame, samples_to_frame
 from logwatch.gpu.model import (
     GpuReader,
     GpuSample,
     GpuSettings,
     GpuSnapshot,
-    GpuUnavailableError,
     NvmlReason,
     NvmlStatus,
     ReadProblem,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from logwatch.drivers.checkpoint import StateError
+from logwatch.errors import StateError
 from logwatch.testing import running
 from tests.tailkit import BUILTIN, Tail, numbered
 

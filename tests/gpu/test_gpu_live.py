@@ -11,8 +11,9 @@ import pytest
 
 from logwatch.alerts import AlertEvent
 from logwatch.engine import Engine
+from logwatch.errors import GpuUnavailableError
 from logwatch.gpu.enrich import NvmlDiagnosis, RunInfo, RunTracker, restart_cost
-from logwatch.gpu.model import GpuSettings, GpuUnavailableError, NvmlReason, NvmlStatus
+from logwatch.gpu.model import GpuSettings, NvmlReason, NvmlStatus
 from logwatch.gpu.monitor import GpuMonitor
 from logwatch.gpu.sampler import GpuSampler, start_gpu
 from logwatch.parse import parse_lines

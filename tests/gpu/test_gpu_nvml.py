@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from logwatch.gpu.model import GpuSettings, GpuUnavailableError, NvmlReason
+from logwatch.errors import GpuUnavailableError
+from logwatch.gpu.model import GpuSettings, NvmlReason
 from logwatch.gpu.nvml import NvmlReader
 from logwatch.gpu.sampler import start_gpu, take_snapshot
 from tests.fakenvml.build import build, compiler, write_control

@@ -17,22 +17,10 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from logwatch.errors import LogwatchError
+from logwatch.errors import SilenceError, SilencesUnreadable
 from logwatch.redact import stderr_line
 
 FILE = "silences.json"
-
-
-class SilenceError(LogwatchError):
-    """A silence command failed (unknown id, broken file)."""
-
-
-class SilencesUnreadable(SilenceError):
-    """The silences file cannot be read or parsed; `reason` says why, `stamp` which version."""
-
-    def __init__(self, message: str, reason: str, stamp: tuple[int, int, int] | None) -> None:
-        super().__init__(message)
-        self.reason, self.stamp = reason, stamp
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,16 +19,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from logwatch.errors import LogwatchError
+from logwatch.errors import SpoolLockedError
 from logwatch.redact import stderr_line
 
 POST, UPDATE, REPLY = "post", "update", "reply"
 JOURNAL = "slack-spool.jsonl"
 LOCK = "slack-spool.lock"
-
-
-class SpoolLockedError(LogwatchError):
-    """Another logwatch process delivers from this state directory."""
 
 
 @dataclass(frozen=True, slots=True)

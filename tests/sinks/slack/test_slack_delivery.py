@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from slackhelp import T0, alert, slack_config
 
+from logwatch.errors import SpoolLockedError
 from logwatch.sinks.slack.delivery import DEAD_LETTER, DeliveryPolicy, DeliveryWorker
 from logwatch.sinks.slack.sink import SlackSink, open_slack_sink
-from logwatch.sinks.slack.spool import Job, Spool, SpoolLockedError
+from logwatch.sinks.slack.spool import Job, Spool
 from logwatch.sinks.slack.transport import BotTransport
 from logwatch.testing import FakeClock, FakeSlack, Fault
 
