@@ -25,7 +25,7 @@ from logwatch.sinks.base import Sink, StreamSink
 from logwatch.sinks.render import summary_lines
 from logwatch.sinks.slack.silences import SilenceStore, check_rule
 from logwatch.sinks.slack.sink import open_slack_sink, send_digest
-from logwatch.sources.reader import DEFAULT_MAX_LINE_BYTES
+from logwatch.sources.framing import DEFAULT_MAX_LINE_BYTES
 
 SEVERITIES = click.Choice([s.label for s in Severity], case_sensitive=False)
 

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from logwatch.parse import SCHEMA, parse_lines
-from logwatch.sources.reader import lines_to_series
+from logwatch.sources.framing import lines_to_series
 
 CORPUS = tomllib.loads((Path(__file__).parent / "data" / "dialects.toml").read_text("utf-8"))[
     "line"

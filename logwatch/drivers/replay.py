@@ -1,41 +1,33 @@
-"""The replay driver: whole files through the engine in large blocks, for post-mortems."""
+"""The replay driver: whole files through the engine in large blocks, for post-mortems; and the
+same blocks as frames for library use (`scan_log`, `read_log`)."""
 
 from __future__ import annotations
 
-import bz2
-import io
-import lzma
 import os
-import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
-from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import polars as pl
 
 from logwatch.alerts import AlertEvent
 from logwatch.engine import Engine, ErrorHandler, SourceStats
 from logwatch.errors import InputError
-from logwatch.parse import parse_lines
+from logwatch.parse import SCHEMA, parse_lines
 from logwatch.rules.loader import RuleSpec
-from logwatch.sources.reader import (
+from logwatch.sources.framing import (
     DEFAULT_BLOCK_BYTES,
     DEFAULT_MAX_LINE_BYTES,
-    ByteStream,
-    DecompressStream,
-    GzipStream,
     LineBlock,
-    Utf16Stream,
     read_blocks,
 )
-from logwatch.sources.sniff import HEAD_BYTES, sniff
+from logwatch.sources.streams import check_readable, close_stream, open_log
 
 T = TypeVar("T")
 U = TypeVar("U")
+PathArg = str | os.PathLike[str]
 
 Progress = Callable[[str, int, int], None]
 """Called as (source, bytes done, bytes total) after each block."""
@@ -50,85 +42,56 @@ class ReplayOptions:
     workers: int = min(2, os.cpu_count() or 1)  # threads parsing blocks in parallel
 
 
-STDIN = "-"
+def scan_log(
+    path: PathArg,
+    *,
+    source: str | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    block_bytes: int = DEFAULT_BLOCK_BYTES,
+) -> Iterator[pl.DataFrame]:
+    """A log (plain, gzip, bzip2, xz, UTF-16 with a BOM, or '-' for standard input) as parsed
+    frames with `logwatch.SCHEMA`, block by block in file order, in bounded memory."""
+    name = os.fspath(path)
+    check_readable([name])
+    options = ReplayOptions(block_bytes=block_bytes, max_line_bytes=max_line_bytes)
+    for frame, _, _ in _scan(name, source or name, options):
+        yield frame
 
 
-def check_readable(paths: Sequence[str]) -> None:
-    """Fail early, with the fix, on a path that is missing, a folder or unreadable."""
-    if list(paths).count(STDIN) > 1:
-        raise InputError("-: standard input can be read only once (give '-' one time)")
-    for path in paths:
-        if path == STDIN:
-            continue
-        p = Path(path)
-        if not p.exists():
-            raise InputError(f"{path}: no such file (check the path, or quote a glob)")
-        if p.is_dir():
-            raise InputError(
-                f"{path}: is a directory (give the log files in it, e.g. '{path}/*.log')"
-            )
-        if not os.access(p, os.R_OK):
-            raise InputError(f"{path}: permission denied (run as a user who can read it)")
+def read_log(
+    path: PathArg, *, source: str | None = None, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> pl.DataFrame:
+    """Every line of a log as one frame with `logwatch.SCHEMA` (what `scan_log` yields, joined)."""
+    frames = list(scan_log(path, source=source, max_line_bytes=max_line_bytes))
+    return pl.concat(frames) if frames else pl.DataFrame(schema=SCHEMA)
 
 
-def open_log(path: str) -> tuple[ByteStream, int, int]:
-    """The log as a byte stream (standard input for '-'; gzip, bzip2 and xz decompressed and
-    UTF-16 transcoded to UTF-8 on the fly), its size on disk (0 when unknown or not the size of
-    the text) and the year its timestamps without one belong to (from its mtime)."""
-    if path == STDIN:
-        stdin = _Prefixed(sys.stdin.buffer, HEAD_BYTES)
-        return _decoded(path, stdin, stdin.head), 0, datetime.now().year
+def _scan(
+    path: str, source: str, options: ReplayOptions
+) -> Iterator[tuple[pl.DataFrame, int, int]]:
+    """(frame, end offset, size on disk) per block: read on one thread, parsed on `workers`."""
+    stream, total, year = open_log(path)
     try:
-        raw = open(path, "rb")  # noqa: SIM115 - the caller closes it
-    except OSError as exc:
-        raise InputError(f"{path}: cannot open: {exc.strerror}") from None
-    info = os.fstat(raw.fileno())
-    year = datetime.fromtimestamp(info.st_mtime).year
-    try:
-        stream = _decoded(path, raw, raw.peek(HEAD_BYTES))
-    except BaseException:
-        raw.close()
-        raise
-    return stream, info.st_size if stream is raw else 0, year
-
-
-def _decoded(path: str, raw: ByteStream, head: bytes) -> ByteStream:
-    """`raw` read through whatever its first bytes call for."""
-    kind = sniff(head)
-    if kind == "zstd":
-        source = "FILE" if path == STDIN else path
-        raise InputError(
-            f"{path}: zstd-compressed; decompress it: `zstd -dc {source} | logwatch replay -`"
+        blocks = read_blocks(
+            stream, block_bytes=options.block_bytes, max_line_bytes=options.max_line_bytes
         )
-    if kind is None:
-        return raw
-    decoders: dict[str, Callable[[ByteStream], ByteStream]] = {
-        "gzip": GzipStream,
-        "bzip2": lambda r: DecompressStream(r, bz2.BZ2Decompressor),
-        "xz": lambda r: DecompressStream(r, lzma.LZMADecompressor),
-        "utf-16": Utf16Stream,
-    }
-    return decoders[kind](raw)
 
+        def parse(block: LineBlock) -> tuple[pl.DataFrame, int, int]:
+            frame = parse_lines(
+                block.text, source=source, first_line=block.first_line, default_year=year
+            )
+            return frame, block.end_offset, total
 
-class _Prefixed:
-    """A stream whose first `size` bytes were read ahead (`head`) to see what it holds; pipes
-    cannot seek back, and a pipe's first read may hold fewer bytes than asked."""
-
-    def __init__(self, raw: ByteStream, size: int) -> None:
-        self.raw = raw
-        head = b""
-        while len(head) < size and (more := raw.read(size - len(head))):
-            head += more
-        self.head, self._unread = head, head
-
-    def read(self, size: int = -1, /) -> bytes:
-        """The read-ahead bytes first, then the rest of the stream."""
-        if not self._unread:
-            return self.raw.read(size)
-        out = self._unread if size < 0 else self._unread[:size]
-        self._unread = self._unread[len(out) :]
-        return out
+        yield from _ordered_map(parse, _prefetch(blocks), workers=options.workers)
+    except EOFError as exc:
+        raise InputError(
+            f"{path}: damaged compressed data ({exc}); the lines before the damage were checked, "
+            "the rest cannot be read"
+        ) from None
+    except OSError as exc:
+        raise InputError(f"{path}: read failed: {exc.strerror or exc}") from None
+    finally:
+        close_stream(stream)
 
 
 def replay_file(
@@ -139,36 +102,11 @@ def replay_file(
     progress: Progress | None = None,
 ) -> Iterator[AlertEvent]:
     """Yield the alert events of one file, in file order."""
-    stream, total, year = open_log(path)
-    try:
-        engine.state_of(path)
-        blocks = read_blocks(
-            stream, block_bytes=options.block_bytes, max_line_bytes=options.max_line_bytes
-        )
-
-        def parse(block: LineBlock) -> tuple[pl.DataFrame, int]:
-            frame = parse_lines(
-                block.text, source=path, first_line=block.first_line, default_year=year
-            )
-            return frame, block.end_offset
-
-        for frame, end_offset in _ordered_map(parse, _prefetch(blocks), workers=options.workers):
-            yield from engine.process(frame)
-            if progress is not None:
-                progress(path, end_offset, total)
-    except EOFError as exc:
-        raise InputError(
-            f"{path}: damaged compressed data ({exc}); the lines before the damage were checked, "
-            "the rest cannot be read"
-        ) from None
-    except OSError as exc:
-        raise InputError(f"{path}: read failed: {exc.strerror or exc}") from None
-    finally:
-        raw: object = stream
-        while isinstance(raw, GzipStream | DecompressStream | Utf16Stream | _Prefixed):
-            raw = raw.raw
-        if raw is not sys.stdin.buffer and isinstance(raw, io.IOBase):
-            raw.close()
+    engine.state_of(path)
+    for frame, end_offset, total in _scan(path, path, options):
+        yield from engine.process(frame)
+        if progress is not None:
+            progress(path, end_offset, total)
 
 
 def _ordered_map(
@@ -233,6 +171,49 @@ class ReplayResult:
 
     events: list[AlertEvent]
     stats: dict[str, SourceStats]
+
+    def events_frame(self) -> pl.DataFrame:
+        """The events as a frame, one row each in file order, with the JSONL output's field names."""
+        rows = [_event_row(event) for event in self.events]
+        return pl.DataFrame(rows, schema=EVENT_SCHEMA, orient="row")
+
+
+EVENT_SCHEMA: dict[str, Any] = {
+    "rule": pl.String,
+    "severity": pl.String,
+    "status": pl.String,
+    "source": pl.String,
+    "line": pl.Int64,
+    "ts": pl.Datetime("us"),
+    "step": pl.Int64,
+    "value": pl.Float64,
+    "summary": pl.String,
+    "fix": pl.String,
+    "text": pl.String,
+    "labels": pl.List(pl.Struct({"key": pl.String, "value": pl.String})),
+    "fingerprint": pl.String,
+}
+"""`ReplayResult.events_frame()`: JSONL's fields; `value` keeps NaN / inf as floats, and `labels`
+is a list of key/value pairs (as `telemetry` in the log frame)."""
+
+
+def _event_row(event: AlertEvent) -> tuple[Any, ...]:
+    labels = [{"key": k, "value": v} for k, v in event.labels.items()]
+    return (
+        event.rule,
+        event.severity.label,
+        event.status,
+        event.source,
+        event.line,
+        event.ts,
+        event.step,
+        event.value,
+        event.summary,
+        event.fix,
+        event.text,
+        labels,
+        event.fingerprint,
+    )
 
 
 def replay(

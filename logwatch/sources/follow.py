@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from logwatch.sources.reader import DEFAULT_MAX_LINE_BYTES, LineFramer, lines_to_series
+from logwatch.sources.framing import DEFAULT_MAX_LINE_BYTES, LineFramer, lines_to_series
 
 PREFIX_BYTES = 1024
 """Identity = (device, inode) + a hash of up to this many first bytes, growing with the file."""

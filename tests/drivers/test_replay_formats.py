@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from logwatch.cli import cli
-from logwatch.sources.reader import DecompressStream, Utf16Stream
+from logwatch.sources.streams import DecompressStream, Utf16Stream
 
 NAN_LOG = (
     "2026-11-28 14:09:05,117 INFO [train] step 1402/200000 | loss 2.3 | grad_norm 1.1\n"

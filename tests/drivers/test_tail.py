@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from logwatch.sources.reader import TRUNCATION_MARKER
+from logwatch.sources.framing import TRUNCATION_MARKER
 from logwatch.sources.watch import fs_type
 from logwatch.testing import UnavailableWatcher, running
 from tests.tailkit import Tail, numbered, wait_until

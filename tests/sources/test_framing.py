@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from logwatch.sources.reader import LineFramer, lines_to_series, read_blocks
+from logwatch.sources.framing import LineFramer, lines_to_series, read_blocks
 
 
 def frame_all(

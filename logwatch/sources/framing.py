@@ -7,14 +7,13 @@ text decoding of a block happens in one vectorized step (`lines_to_series`).
 
 from __future__ import annotations
 
-import codecs
 import io
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol
 
 import polars as pl
+
+from logwatch.sources.streams import ByteStream
 
 DEFAULT_MAX_LINE_BYTES = 1 << 20
 DEFAULT_BLOCK_BYTES = 8 << 20
@@ -191,57 +190,6 @@ def _truncate(line: str, max_line_bytes: int) -> str:
     return head.decode("utf-8", "replace") + marker
 
 
-class ByteStream(Protocol):
-    """Anything with a binary `read(size)`: a file, standard input, a decompressor."""
-
-    def read(self, size: int = -1, /) -> bytes:
-        """Up to `size` bytes; b'' at the end."""
-        ...
-
-
-class GzipStream:
-    """gzip decompression that hands out every byte it could decompress before a damaged or
-    cut-off end, then raises EOFError (Python's GzipFile loses the last read's bytes instead).
-    Concatenated gzip members (`cat a.gz b.gz`) are read one after another."""
-
-    def __init__(self, raw: ByteStream, chunk_bytes: int = 1 << 20) -> None:
-        self.raw, self.chunk_bytes = raw, chunk_bytes
-        self._inflate = zlib.decompressobj(wbits=31)
-        self._buffer = bytearray()
-        self._done = False
-
-    def read(self, size: int = -1, /) -> bytes:
-        want = size if size >= 0 else 1 << 62
-        while len(self._buffer) < want and not self._done:
-            self._fill()
-        if not self._buffer and self._done and not self._inflate.eof:
-            raise EOFError("compressed file ended before the end-of-stream marker was reached")
-        out = bytes(self._buffer[:want])
-        del self._buffer[:want]
-        return out
-
-    def _fill(self) -> None:
-        data = self._inflate.unused_data if self._inflate.eof else b""
-        if self._inflate.eof:
-            if not data:
-                data = self.raw.read(self.chunk_bytes)
-                if not data:
-                    self._done = True
-                    return
-            self._inflate = zlib.decompressobj(wbits=31)  # the next member
-        else:
-            data = self.raw.read(self.chunk_bytes)
-            if not data:
-                self._done = True
-                return
-        try:
-            self._buffer += self._inflate.decompress(data)
-        except zlib.error as exc:
-            self._done = True
-            if not self._buffer:
-                raise EOFError(f"corrupt gzip data: {exc}") from None
-
-
 def read_blocks(
     stream: ByteStream,
     *,
@@ -269,86 +217,3 @@ def read_blocks(
     tail = framer.flush()
     if tail:
         yield LineBlock(lines_to_series(tail, max_line_bytes), line_no, block_start, offset)
-
-
-class Utf16Stream:
-    """UTF-16 text (either byte order, after its BOM) handed out as UTF-8 bytes, decoded
-    incrementally so that a split code unit or surrogate pair at a read boundary is kept whole;
-    undecodable code units become U+FFFD, as invalid UTF-8 does."""
-
-    def __init__(self, raw: ByteStream, chunk_bytes: int = 1 << 20) -> None:
-        self.raw, self.chunk_bytes = raw, chunk_bytes
-        self._decoder = codecs.getincrementaldecoder("utf-16")(errors="replace")
-        self._done = False
-
-    def read(self, size: int = -1, /) -> bytes:
-        """Some UTF-8 bytes (at most about `size` * 3/2), b'' only at the end of the input."""
-        want = self.chunk_bytes if size < 0 else max(2, size - size % 2)
-        while not self._done:
-            data = self.raw.read(want)
-            self._done = not data
-            text = self._decoder.decode(data, final=self._done)
-            if text:
-                return text.encode("utf-8", "surrogatepass")
-        return b""
-
-
-class DecompressStream:
-    """bzip2 or xz decompression, streaming like `GzipStream`: every byte before a damaged or
-    cut-off end comes out, then EOFError; concatenated streams are read one after another."""
-
-    def __init__(
-        self, raw: ByteStream, new: Callable[[], Decompressor], chunk_bytes: int = 1 << 20
-    ) -> None:
-        self.raw, self.chunk_bytes, self._new = raw, chunk_bytes, new
-        self._unpack = new()
-        self._done = False
-
-    def read(self, size: int = -1, /) -> bytes:
-        """Up to `size` decompressed bytes; b'' at the end, EOFError at a damaged end."""
-        want = self.chunk_bytes if size < 0 else size
-        while not self._done:
-            if self._unpack.eof:
-                data = self._unpack.unused_data or self.raw.read(self.chunk_bytes)
-                if not data:
-                    self._done = True
-                    break
-                self._unpack = self._new()  # the next stream
-            elif self._unpack.needs_input:
-                data = self.raw.read(self.chunk_bytes)
-                if not data:
-                    self._done = True
-                    raise EOFError("compressed file ended before the end-of-stream marker")
-            else:
-                data = b""
-            try:
-                out = self._unpack.decompress(data, max_length=want)
-            except (OSError, ValueError) as exc:  # lzma.LZMAError is an OSError
-                self._done = True
-                raise EOFError(f"corrupt compressed data: {exc}") from None
-            if out:
-                return out
-        return b""
-
-
-class Decompressor(Protocol):
-    """What `bz2.BZ2Decompressor` and `lzma.LZMADecompressor` have in common."""
-
-    @property
-    def eof(self) -> bool:
-        """The end-of-stream marker was reached."""
-        ...
-
-    @property
-    def needs_input(self) -> bool:
-        """More input is needed before more output can come."""
-        ...
-
-    @property
-    def unused_data(self) -> bytes:
-        """Bytes after the end of the stream."""
-        ...
-
-    def decompress(self, data: bytes, max_length: int = -1) -> bytes:
-        """Decompress `data`, at most `max_length` bytes out."""
-        ...
