@@ -1,0 +1,5 @@
+"""`python -m logwatch ...`: the same as the `logwatch` command."""
+
+from logwatch.cli import main
+
+main()

@@ -1,0 +1,210 @@
+"""The library's front door: `import logwatch` and the calls the README shows."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import lzma
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from tests_paths import NAN_LOG
+
+import logwatch
+
+RESTARTED = str(Path(NAN_LOG).with_name("train_restarted.log"))
+
+
+def _cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "logwatch", *args], input=stdin, capture_output=True, check=False
+    )
+
+
+def test_every_public_name_is_importable_from_the_package() -> None:
+    """`__all__` names exactly what `import logwatch` provides."""
+    missing = [name for name in logwatch.__all__ if not hasattr(logwatch, name)]
+    assert missing == []
+    assert {"read_log", "scan_log", "replay", "load_rules", "Engine", "RuleSpec"} <= set(
+        logwatch.__all__
+    )
+    assert {"AlertEvent", "Sink", "SCHEMA", "LogwatchError", "InputError", "RulesError"} <= set(
+        logwatch.__all__
+    )
+
+
+def test_import_logwatch_stays_light() -> None:
+    """`import logwatch` loads neither slack_sdk, pynvml, click nor watchdog."""
+    code = (
+        "import sys, logwatch\n"
+        "heavy = {'slack_sdk', 'pynvml', 'click', 'watchdog'}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_read_log_gives_every_line_with_the_schema() -> None:
+    """read_log: one row per line, numbered from 1, with logwatch.SCHEMA and the parsed metrics."""
+    frame = logwatch.read_log(NAN_LOG)
+    lines = Path(NAN_LOG).read_bytes().count(b"\n")
+    assert frame.schema == logwatch.SCHEMA
+    assert frame.height == lines
+    assert frame.get_column("line").to_list() == list(range(1, lines + 1))
+    assert frame.get_column("source").unique().to_list() == [NAN_LOG]
+    assert frame.get_column("loss").is_nan().any()
+
+
+@pytest.mark.parametrize(
+    "suffix, compress",
+    [(".gz", gzip.compress), (".bz2", bz2.compress), (".xz", lzma.compress)],
+)
+def test_read_log_reads_compressed_logs_as_replay_does(
+    tmp_path: Path, suffix: str, compress: object
+) -> None:
+    """A gzip / bzip2 / xz copy reads to the same frame as the plain log (but its source name)."""
+    packed = tmp_path / ("train.log" + suffix)
+    packed.write_bytes(compress(Path(NAN_LOG).read_bytes()))  # type: ignore[operator]  # the parametrized compressor
+    plain = logwatch.read_log(NAN_LOG).drop("source")
+    assert logwatch.read_log(packed).drop("source").equals(plain)
+
+
+def test_read_log_reads_utf16_with_a_bom(tmp_path: Path) -> None:
+    """PowerShell's UTF-16 output gives the same rows as the UTF-8 original."""
+    wide = tmp_path / "train.log"
+    wide.write_bytes(b"\xff\xfe" + Path(NAN_LOG).read_text("utf-8").encode("utf-16-le"))
+    assert logwatch.read_log(wide).drop("source").equals(logwatch.read_log(NAN_LOG).drop("source"))
+
+
+def test_read_log_of_standard_input() -> None:
+    """'-' reads standard input, compressed or not, with '-' as the source."""
+    code = "import logwatch; f = logwatch.read_log('-'); print(f.height, f['source'][0], f['loss'].is_nan().sum())"
+    data = gzip.compress(Path(NAN_LOG).read_bytes())
+    out = subprocess.run(
+        [sys.executable, "-c", code], input=data, capture_output=True, check=True
+    ).stdout.decode()
+    expected = logwatch.read_log(NAN_LOG)
+    assert out.split() == [str(expected.height), "-", str(expected["loss"].is_nan().sum())]
+
+
+def test_scan_log_yields_the_same_lines_block_by_block() -> None:
+    """scan_log with small blocks yields several frames that together are read_log's frame."""
+    blocks = list(logwatch.scan_log(NAN_LOG, block_bytes=4096))
+    assert len(blocks) > 3
+    assert all(block.schema == logwatch.SCHEMA for block in blocks)
+    assert pl.concat(blocks).equals(logwatch.read_log(NAN_LOG))
+
+
+def test_scan_log_applies_the_long_line_limit(tmp_path: Path) -> None:
+    """A 3 MB line comes back truncated to max_line_bytes with the visible marker."""
+    log = tmp_path / "long.log"
+    log.write_bytes(b"step 1 loss 2.0\n" + b"x" * 3_000_000 + b"\nstep 2 loss nan\n")
+    frame = logwatch.read_log(log, max_line_bytes=1024)
+    assert frame.height == 3
+    assert "line truncated" in frame["text"][1]
+    assert len(frame["text"][1].encode()) < 1200
+    assert frame["loss"].is_nan().to_list() == [False, None, True]
+
+
+def test_missing_log_raises_input_error(tmp_path: Path) -> None:
+    """A missing file is an InputError naming it, before anything is yielded."""
+    with pytest.raises(logwatch.InputError, match="no such file"):
+        next(logwatch.scan_log(tmp_path / "nope.log"))
+
+
+def test_replay_events_match_the_jsonl_command() -> None:
+    """replay() finds exactly what `logwatch replay --format jsonl` prints, in file order."""
+    result = logwatch.replay([NAN_LOG, RESTARTED], rules=logwatch.load_rules())
+    printed = _cli("replay", "--format", "jsonl", NAN_LOG, RESTARTED).stdout.decode().splitlines()
+    assert [e.to_jsonl() for e in result.events] == printed
+    assert len(printed) > 4
+
+
+def test_events_frame_has_the_jsonl_fields() -> None:
+    """events_frame(): one row per event, JSONL's field names and values (NaN kept as a float)."""
+    result = logwatch.replay(NAN_LOG)
+    frame = result.events_frame()
+    first = result.events[0].to_json()
+    assert frame.columns == list(first)
+    assert frame.height == len(result.events)
+    assert frame.get_column("rule").to_list() == [e.rule for e in result.events]
+    assert frame.get_column("fingerprint").to_list() == [e.fingerprint for e in result.events]
+    assert frame.row(0, named=True)["summary"] == first["summary"]
+    fired_nan = frame.filter(pl.col("status") == "firing").get_column("value")
+    assert fired_nan.is_nan().any() or fired_nan.is_infinite().any()
+
+
+def test_events_frame_of_no_events_keeps_its_columns(tmp_path: Path) -> None:
+    """A healthy log gives an empty events frame that still has every column."""
+    log = tmp_path / "ok.log"
+    log.write_text("step 1 loss 2.0\nstep 2 loss 1.9\n")
+    frame = logwatch.replay(log).events_frame()
+    assert frame.height == 0
+    assert "fingerprint" in frame.columns
+
+
+def test_stats_say_what_the_text_summary_says() -> None:
+    """result.stats[path] carries the summary's numbers: lines, steps, last loss, alerts."""
+    result = logwatch.replay(NAN_LOG)
+    stats = result.stats[NAN_LOG]
+    summary = _cli("replay", NAN_LOG).stdout.decode().strip().splitlines()[-1]
+    assert summary.startswith(f"{NAN_LOG}: {stats.lines} lines, {stats.steps_seen} step lines")
+    assert f"nan-loss x{stats.fired['nan-loss']}" in summary
+
+
+def test_engine_driven_by_hand_gives_replays_events() -> None:
+    """Engine(rules).process(read_log(...)) finds the same events as replay()."""
+    rules = logwatch.load_rules()
+    events = logwatch.Engine(rules).process(logwatch.read_log(NAN_LOG))
+    replayed = logwatch.replay(NAN_LOG, rules=rules).events
+    assert [e.to_jsonl() for e in events] == [e.to_jsonl() for e in replayed]  # NaN != NaN
+    assert len(events) == 5
+
+
+def test_load_rules_adds_packs_after_the_builtin_ones(tmp_path: Path) -> None:
+    """load_rules(paths=[...]) adds a user's pack to the built-in ones; builtin=False only it."""
+    pack = tmp_path / "mine.toml"
+    pack.write_text(
+        '[[rule]]\nid = "my-rule"\ntype = "match"\nseverity = "info"\n'
+        'pattern = "hello"\nsummary = "said hello"\n'
+    )
+    builtin = {spec.id for spec in logwatch.load_rules()}
+    assert "nan-loss" in builtin
+    assert {spec.id for spec in logwatch.load_rules([pack])} == builtin | {"my-rule"}
+    assert [spec.id for spec in logwatch.load_rules([pack], builtin=False)] == ["my-rule"]
+
+
+def test_python_dash_m_logwatch_is_the_command() -> None:
+    """`python -m logwatch` prints what `logwatch` prints and exits with its codes."""
+    via_m = _cli("replay", "--fail-on", "critical", NAN_LOG)
+    via_cli = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from logwatch.cli import main; main()",
+            "replay",
+            "--fail-on",
+            "critical",
+            NAN_LOG,
+        ],
+        capture_output=True,
+        check=False,
+    )
+    assert via_m.returncode == via_cli.returncode == 1
+    assert via_m.stdout == via_cli.stdout
+    missing = _cli("replay", "/nonexistent/train.log")
+    assert missing.returncode == 2
+    assert missing.stderr.decode().strip() == (
+        "Error: /nonexistent/train.log: no such file (check the path, or quote a glob)"
+    )
+    assert _cli("--help").stdout.decode().startswith("Usage: logwatch ")
+
+
+def test_events_jsonl_round_trips_through_json() -> None:
+    """Every event's JSON is strict JSON (no NaN literal), as the frame's source."""
+    for event in logwatch.replay(NAN_LOG).events:
+        json.loads(event.to_jsonl())
