@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from logwatch.atomic import write_atomic
 from logwatch.errors import StateError
 from logwatch.sources.follow import Position
 
@@ -124,20 +125,7 @@ class StateDir:
     def save(self, checkpoint: Checkpoint) -> None:
         """Replace the checkpoint atomically and durably, then empty the journal it covers."""
         file = self.path / CHECKPOINT
-        temp = file.with_name(file.name + ".tmp")
-        data = json.dumps(checkpoint.to_json(), separators=(",", ":")).encode()
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, file)
-        dir_fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_atomic(file, json.dumps(checkpoint.to_json(), separators=(",", ":")).encode())
         if self._journal_fd is not None:
             os.ftruncate(self._journal_fd, 0)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from logwatch.alerts import FIRING, AlertEvent, Severity
+from logwatch.atomic import write_atomic
 from logwatch.clock import Clock
 from logwatch.config import AlertsConfig
 from logwatch.durations import format_duration
@@ -231,12 +232,7 @@ class Notifier:
             "posted": [_notice_json(n) for n in self.posted.values()],
         }
         self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.state_path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as out:
-            out.write(json.dumps(data))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self.state_path)
+        write_atomic(self.state_path, json.dumps(data).encode())
         self._dirty = False  # only now: a failed save is tried again at the next tick
 
     def _load(self) -> None:

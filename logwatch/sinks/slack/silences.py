@@ -17,6 +17,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from logwatch.atomic import write_atomic
 from logwatch.errors import SilenceError, SilencesUnreadable
 from logwatch.redact import stderr_line
 
@@ -142,9 +143,8 @@ class SilenceStore:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
                 self._stamp = None
                 items = change(self.all())
-                tmp = self.path.with_suffix(".tmp")
-                tmp.write_text(json.dumps([s.to_json() for s in items], indent=1), encoding="utf-8")
-                os.replace(tmp, self.path)
+                data = json.dumps([s.to_json() for s in items], indent=1).encode()
+                write_atomic(self.path, data)
         except OSError as exc:
             raise self._unusable("write", exc) from None
 

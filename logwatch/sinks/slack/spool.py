@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from logwatch.atomic import write_atomic
 from logwatch.errors import SpoolLockedError
 from logwatch.redact import stderr_line
 
@@ -127,19 +128,15 @@ class Spool:
 
     def _compact(self) -> None:
         """Rewrite the journal with only what is still needed: pending jobs and sent refs."""
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as out:
-            for job_id, ref in list(self._sent.items())[-5000:]:
-                out.write(json.dumps({"op": "done", "id": job_id, **asdict(ref)}) + "\n")
-            for state in sorted(self._pending.values(), key=lambda s: s.seq):
-                out.write(
-                    json.dumps({"op": "job", "id": state.job.id, "job": asdict(state.job)}) + "\n"
-                )
-                if state.in_doubt:
-                    out.write(json.dumps({"op": "attempt", "id": state.job.id}) + "\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self.path)
+        lines = [
+            json.dumps({"op": "done", "id": job_id, **asdict(ref)})
+            for job_id, ref in list(self._sent.items())[-5000:]
+        ]
+        for state in sorted(self._pending.values(), key=lambda s: s.seq):
+            lines.append(json.dumps({"op": "job", "id": state.job.id, "job": asdict(state.job)}))
+            if state.in_doubt:
+                lines.append(json.dumps({"op": "attempt", "id": state.job.id}))
+        write_atomic(self.path, "".join(line + "\n" for line in lines).encode())
 
     def _write(self, record: dict[str, Any]) -> None:
         self._out.write(json.dumps(record, ensure_ascii=False) + "\n")

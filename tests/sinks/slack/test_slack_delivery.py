@@ -343,7 +343,7 @@ def test_transient_reconcile_failure_keeps_the_job_in_doubt(
 
 def test_tick_thread_survives_a_failing_tick(fake: FakeSlack, tmp_path: Path) -> None:
     """A tick that raises (state file cannot be saved) is said once; the thread keeps ticking."""
-    blocker = tmp_path / "notify-state.tmp"
+    blocker = tmp_path / "notify-state.json.tmp"
     blocker.mkdir()
     reports: list[str] = []
     config = slack_config(fake, group_wait_s=0.0)
