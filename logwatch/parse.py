@@ -417,8 +417,3 @@ def _sparse(frame: pl.DataFrame, rows: pl.Series, expr: pl.Expr, name: str) -> p
 def _fill(frame: pl.DataFrame, name: str, fallback: pl.Series) -> pl.Series:
     """The column `name`, its nulls filled from a sparse fallback column."""
     return frame.get_column(name).cast(SCHEMA[name]).fill_null(fallback).alias(name)
-
-
-def empty_frame() -> pl.DataFrame:
-    """A frame with the schema and no rows."""
-    return pl.DataFrame(schema=SCHEMA)

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from logwatch.alerts import FIRING, AlertEvent, Severity
+from logwatch.alerts import FIRING, AlertEvent, Severity, event_from_json
 from logwatch.atomic import write_atomic
 from logwatch.clock import Clock
 from logwatch.config import AlertsConfig
@@ -269,25 +269,6 @@ def _firing_seconds(notice: Notice, now: float) -> float:
     if starts and ends and len(ends) == len(notice.members):
         return max((max(ends) - min(starts)).total_seconds(), 0.0)
     return max(now - notice.opened_s, 0.0)
-
-
-def event_from_json(data: dict[str, Any]) -> AlertEvent:
-    """Inverse of `AlertEvent.to_json`."""
-    value = data["value"]
-    return AlertEvent(
-        rule=data["rule"],
-        severity=Severity.parse(data["severity"]),
-        status=data["status"],
-        source=data["source"],
-        line=data["line"],
-        ts=datetime.fromisoformat(data["ts"]) if data["ts"] else None,
-        step=data["step"],
-        value=float(value) if isinstance(value, str) else value,
-        summary=data["summary"],
-        fix=data["fix"],
-        text=data["text"],
-        labels=data["labels"],
-    )
 
 
 def _event_json(event: AlertEvent) -> dict[str, Any]:
