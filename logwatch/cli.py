@@ -457,6 +457,55 @@ def doctor_cmd(globs: tuple[str, ...], config_path: str | None, verbose: bool) -
         sys.exit(1)
 
 
+@cli.group("rules")
+def rules_group() -> None:
+    """List the rules logwatch loads, or check rule packs."""
+
+
+@rules_group.command("list")
+@RULES_OPTION
+@NO_BUILTIN_OPTION
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: an aligned table; json: a JSON array of objects.",
+)
+@CONFIG_OPTION
+def rules_list(
+    rule_paths: tuple[str, ...], no_builtin_rules: bool, fmt: str, config_path: str | None
+) -> None:
+    """List every loaded (enabled) rule: id, type, severity, where it is defined, summary."""
+    import json
+
+    from logwatch.rules.catalog import rule_rows, rule_table
+
+    _, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
+    rows = rule_rows(specs)
+    if fmt == "json":
+        click.echo(json.dumps([row.as_json() for row in rows], indent=2))
+    else:
+        for line in rule_table(rows):
+            click.echo(line)
+
+
+@rules_group.command("check")
+@click.argument("packs", nargs=-1, required=True, metavar="PACK...")
+def rules_check(packs: tuple[str, ...]) -> None:
+    """Validate rule packs (files or folders): `N rules OK`, else one `file:line: problem` line
+    per problem and exit 2."""
+    from logwatch.rules.catalog import check_packs
+
+    result = check_packs(Path(p) for p in packs)
+    for problem in result.problems:
+        click.echo(redact(problem))
+    if result.problems:
+        sys.exit(2)
+    click.echo(f"{result.rules} rule{'' if result.rules == 1 else 's'} OK")
+
+
 def _status_line(message: str) -> None:
     click.echo(f"logwatch: {message}", err=True)
 

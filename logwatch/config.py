@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from logwatch.durations import parse_duration
-from logwatch.errors import ConfigError, RulesError
+from logwatch.errors import ConfigError
 from logwatch.redact import redact, register_secret
-from logwatch.rules.loader import COMMON_KEYS, RuleSpec, builtin_rules_dir, load_rules
-from logwatch.rules.log import RULE_TYPES
+from logwatch.rules.loader import Overrides, RuleSpec, builtin_rules_dir, load_rules
+from logwatch.rules.params import ParamError
+from logwatch.rules.registry import duration_params
 
 DEFAULT_CONFIG = Path("logwatch.toml")
 SLACK_API = "https://slack.com/api/"
@@ -25,7 +26,6 @@ _SLACK_KEYS = {"channel", "base_url", "token_file", "webhook_url_env", "timeout"
 _ALERT_KEYS = {"group_wait", "repeat_interval", "inhibit"}
 _GPU_KEYS = {"mode", "interval"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_DURATION_NAME = re.compile(r"(^|_)(after|for|interval|wait|window|timeout|every|period|age)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,62 +85,8 @@ def config_rules(config: Config, extra: Sequence[str | Path] = ()) -> list[RuleS
     """The rule packs the config names (built-ins first), with its `[rules.<id>]` overrides."""
     paths = [builtin_rules_dir()] if config.builtin_rules else []
     paths += [*config.rule_packs, *(Path(p) for p in extra)]
-    if not config.rule_overrides:
-        return _check_inhibit(config, load_rules(paths))
-    known = {spec.id: spec for spec in load_rules(paths)}
-    for rule_id, table in config.rule_overrides.items():
-        _check_override(config, known, rule_id, table)
-    try:
-        specs = load_rules(paths, config.rule_overrides)
-    except RulesError as exc:
-        rule_id, key = _culprit(paths, config.rule_overrides)
-        raise ConfigError(
-            f"{config.where(rule_id, key)}: with the [rules] overrides: {exc}"
-        ) from None
-    return _check_inhibit(config, specs)
-
-
-def _check_override(
-    config: Config, known: Mapping[str, RuleSpec], rule_id: str, table: Mapping[str, Any]
-) -> None:
-    spec = known.get(rule_id)
-    if spec is None:
-        raise ConfigError(
-            f"{config.where(rule_id)}: unknown rule {rule_id!r} in [rules.{rule_id}] (known: {', '.join(sorted(known))})"
-        )
-    params = RULE_TYPES[spec.type].params
-    allowed = COMMON_KEYS | set(params)
-    for key, value in table.items():
-        if key not in allowed:
-            raise ConfigError(
-                f"{config.where(rule_id, key)}: unknown parameter {key!r} for rule {rule_id!r} (a {spec.type} rule takes: {', '.join(sorted(allowed))})"
-            )
-        expected = params[key][0] if key in params else (bool if key == "enabled" else str)
-        if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
-            raise ConfigError(
-                f"{config.where(rule_id, key)}: {key!r} of rule {rule_id!r} must be a {_TYPE_NAMES.get(expected, expected.__name__)}, got {_show(value)}"
-            )
-
-
-def _culprit(
-    paths: Sequence[Path], overrides: Mapping[str, Mapping[str, Any]]
-) -> tuple[str, str | None]:
-    """The override (rule id, key) that makes the packs fail: each rule's table alone, then its
-    keys one by one (only on the error path)."""
-    for rule_id, table in overrides.items():
-        try:
-            load_rules(paths, {rule_id: table})
-            continue
-        except RulesError:
-            pass
-        keys = list(table)
-        for n in range(1, len(keys) + 1):
-            try:
-                load_rules(paths, {rule_id: {k: table[k] for k in keys[:n]}})
-            except RulesError:
-                return rule_id, keys[n - 1]
-        return rule_id, None
-    return next(iter(overrides)), None
+    overrides = Overrides(config.rule_overrides, config.where) if config.rule_overrides else None
+    return _check_inhibit(config, load_rules(paths, overrides))
 
 
 def _check_inhibit(config: Config, specs: list[RuleSpec]) -> list[RuleSpec]:
@@ -402,6 +348,9 @@ class _Reader:
         return GpuConfig(mode=mode, interval_s=interval)
 
     def rules(self, data: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+        """The `[rules.<id>]` tables, checked as far as they can be without the rule packs (the
+        loader checks the rest against each rule's type)."""
+        durations = duration_params()
         overrides: dict[str, dict[str, Any]] = {}
         lines: dict[str, int] = {}
         for rule_id, table in data.items():
@@ -417,8 +366,14 @@ class _Reader:
                         self.key_line(name, key),
                         f"'enabled' must be true or false, got {_show(value)}",
                     )
-                if isinstance(value, str) and _DURATION_NAME.search(key):
-                    self.duration(name, table, key, 0.0)
+                if isinstance(value, str) and key in durations:
+                    # A duration is parsed here already, as the config's own durations are.
+                    try:
+                        durations[key].validate(value)
+                    except ParamError as exc:
+                        raise self.fail(
+                            self.key_line(name, key), f"{key!r}: {exc.reason}"
+                        ) from None
             overrides[rule_id] = dict(table)
             lines[rule_id] = self.header_line(name)
             lines.update({f"{rule_id}.{key}": self.key_line(name, key) for key in table})

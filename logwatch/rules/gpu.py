@@ -17,9 +17,9 @@ from typing import Any
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
-from logwatch.durations import parse_duration
 from logwatch.gpu.frames import GPU_SCHEMA, telemetry_to_gpu_frame
-from logwatch.rules.log import RULE_TYPES, RuleType, Transition
+from logwatch.rules.log import RuleType, Transition
+from logwatch.rules.params import Columns, Kind, Param
 
 CONTEXT_SCHEMA: dict[str, pl.DataType] = {"run_uses": pl.Boolean(), "log_stalled": pl.Boolean()}
 """Columns the GPU driver adds to NVML frames; log snapshots get run_uses=true, log_stalled=false
@@ -239,59 +239,47 @@ class RiseRule:
 
 
 GPU_COLUMNS: dict[str, pl.DataType] = {**GPU_SCHEMA, **CONTEXT_SCHEMA}
-
-
-def _sql(text: str, what: str) -> pl.Expr:
-    try:
-        expr = pl.sql_expr(text)
-        pl.DataFrame(schema=GPU_COLUMNS).select(expr)
-    except Exception as exc:  # polars raises several types for bad SQL / unknown columns
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(
-            f"{what} {text!r} is not a valid SQL expression over GPU columns "
-            f"({', '.join(GPU_COLUMNS)}): {first}"
-        ) from None
-    return expr
+GPU_FRAME = Columns(
+    GPU_COLUMNS,
+    "{name} {text!r} is not a valid SQL expression over GPU columns ("
+    + ", ".join(GPU_COLUMNS)
+    + ")",
+)
+"""What GPU rule expressions run over."""
 
 
 def _build_hold(params: Mapping[str, Any]) -> HoldRule:
-    scope = params.get("scope", "gpu")
-    if scope not in ("gpu", "run"):
-        raise ValueError(f"scope must be 'gpu' or 'run', got {scope!r}")
-    value = params.get("value")
     return HoldRule(
-        condition=_sql(params["condition"], "condition"),
-        hold_s=parse_duration(params["hold"]),
-        value=None if value is None else _sql(value, "value"),
-        scope=scope,
-        run_gpus_only=bool(params.get("run_gpus_only", False)),
-        nvml_only=bool(params.get("nvml_only", False)),
+        condition=params["condition"],
+        hold_s=params["hold"],
+        value=params["value"],
+        scope=params["scope"],
+        run_gpus_only=params["run_gpus_only"],
+        nvml_only=params["nvml_only"],
     )
 
 
 def _build_rise(params: Mapping[str, Any]) -> RiseRule:
-    column = params["column"]
-    if column not in ("ecc_uncorrected",):
-        raise ValueError(f"column {column!r} is not a GPU counter (one of: ecc_uncorrected)")
-    return RiseRule(column=column)
+    return RiseRule(column=params["column"])
 
 
 GPU_RULE_TYPES: dict[str, RuleType] = {
     "gpu-hold": RuleType(
-        {
-            "condition": (str, True),
-            "hold": (str, True),
-            "value": (str, False),
-            "scope": (str, False),
-            "run_gpus_only": (bool, False),
-            "nvml_only": (bool, False),
-        },
+        (
+            Param("condition", Kind.SQL, required=True, columns=GPU_FRAME),
+            Param("hold", Kind.DURATION, required=True),
+            Param("value", Kind.SQL, columns=GPU_FRAME),
+            Param("scope", Kind.STRING, default="gpu", choices=("gpu", "run")),
+            Param("run_gpus_only", Kind.BOOL, default=False),
+            Param("nvml_only", Kind.BOOL, default=False),
+        ),
         _build_hold,
     ),
-    "gpu-rise": RuleType({"column": (str, True)}, _build_rise),
+    "gpu-rise": RuleType(
+        (Param("column", Kind.STRING, required=True, choices=("ecc_uncorrected",)),), _build_rise
+    ),
 }
-"""GPU rule types, registered into `logwatch.rules.log.RULE_TYPES`."""
-RULE_TYPES.update(GPU_RULE_TYPES)
+"""The GPU rule types (`logwatch.rules.registry` assembles every rule type)."""
 
 
 def is_gpu_rule(rule: object) -> bool:

@@ -5,28 +5,19 @@ from __future__ import annotations
 import re
 import string
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from logwatch.alerts import Severity
-from logwatch.errors import RulesError
+from logwatch.errors import ConfigError, LogwatchError, RulesError
 from logwatch.parse import SCHEMA
-from logwatch.rules.log import RULE_TYPES, Rule, StreakRule
+from logwatch.redact import redact
+from logwatch.rules.log import Rule
+from logwatch.rules.params import Kind, Param, ParamError, WrongType
+from logwatch.rules.registry import RULE_TYPES
 
-COMMON_KEYS = {
-    "id",
-    "type",
-    "severity",
-    "summary",
-    "resolved_summary",
-    "fix",
-    "enabled",
-    "description",
-}
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 TEMPLATE_FIELDS = frozenset(
     {"rule", "severity", "source", "line", "step", "value", "text", "message", "ts", "labels"}
@@ -44,7 +35,7 @@ class RuleSpec:
     summary: str
     resolved_summary: str
     fix: str
-    params: Mapping[str, Any]
+    params: Mapping[str, Any]  # as the pack (or config) wrote them: summaries show them so
     rule: Rule
     origin: str
     enabled: bool = True
@@ -69,21 +60,76 @@ def pack_files(path: Path) -> list[Path]:
     raise RulesError(f"{path}: no such rule pack file or folder")
 
 
-def load_rules(
-    paths: Iterable[Path], overrides: Mapping[str, Mapping[str, Any]] | None = None
-) -> list[RuleSpec]:
+@dataclass(frozen=True, slots=True)
+class Overrides:
+    """The config's `[rules.<id>]` tables, and `where(rule_id, key)`: the `file:line` of a table
+    (key None) or of one key in it, for errors that point at the config."""
+
+    tables: Mapping[str, Mapping[str, Any]]
+    where: Callable[[str, str | None], str]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledPack:
+    """One rule-pack file compiled: the rules that compile, one problem per broken rule table
+    (or the file's own problem)."""
+
+    file: Path
+    specs: tuple[RuleSpec, ...]
+    problems: tuple[LogwatchError, ...]
+
+
+def load_rules(paths: Iterable[Path], overrides: Overrides | None = None) -> list[RuleSpec]:
     """Load and compile rule packs in order; a later rule with the same id replaces an earlier one."""
     by_id: dict[str, RuleSpec] = {}
     for path in paths:
         for file in pack_files(path):
-            for spec in load_pack(file, overrides or {}):
+            for spec in load_pack(file, overrides):
                 earlier = by_id.get(spec.id)
                 by_id[spec.id] = replace(spec, replaces=earlier.origin) if earlier else spec
+    if overrides is not None:
+        for rule_id in overrides.tables:
+            if rule_id not in by_id:
+                raise ConfigError(
+                    f"{overrides.where(rule_id, None)}: unknown rule {rule_id!r} in [rules.{rule_id}] (known: {', '.join(sorted(by_id))})"
+                )
     return [spec for spec in by_id.values() if spec.enabled]
 
 
-def load_pack(file: Path, overrides: Mapping[str, Mapping[str, Any]]) -> list[RuleSpec]:
-    """Parse one rule-pack file."""
+def load_pack(file: Path, overrides: Overrides | None = None) -> list[RuleSpec]:
+    """Parse one rule-pack file; its first problem is raised."""
+    pack = compile_pack(file, overrides)
+    if pack.problems:
+        raise pack.problems[0]
+    return list(pack.specs)
+
+
+def compile_pack(file: Path, overrides: Overrides | None = None) -> CompiledPack:
+    """Compile every `[[rule]]` of one file, going on past broken ones to find all problems."""
+    try:
+        text, tables, problems = _read_tables(file)
+    except RulesError as exc:
+        return CompiledPack(file, (), (exc,))
+    starts = _rule_starts(text)
+    specs: list[RuleSpec] = []
+    seen: set[str] = set()
+    for index, table in enumerate(tables):
+        locate = _Locator(file, text, starts[index] if index < len(starts) else 1)
+        try:
+            spec = _compile(table, locate, overrides)
+            if spec.id in seen:
+                raise RulesError(f"{locate('id')}: duplicate rule id {spec.id!r} in this pack")
+        except LogwatchError as exc:
+            problems.append(exc)
+            continue
+        seen.add(spec.id)
+        specs.append(spec)
+    return CompiledPack(file, tuple(specs), tuple(problems))
+
+
+def _read_tables(file: Path) -> tuple[str, list[Any], list[LogwatchError]]:
+    """The text and `[[rule]]` tables of a pack, with a problem for unknown top-level keys;
+    RulesError when there are no tables to read."""
     try:
         raw = file.read_bytes()
     except OSError as exc:
@@ -96,29 +142,18 @@ def load_pack(file: Path, overrides: Mapping[str, Mapping[str, Any]]) -> list[Ru
         line = match.group(1) if match else "1"
         reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
         raise RulesError(f"{file}:{line}: invalid TOML: {reason}") from None
-    unknown = set(data) - {"rule"}
-    if unknown:
-        key = sorted(unknown)[0]
-        raise RulesError(
-            f"{file}:{_line_of(text, key)}: unknown top-level key {key!r} (expected [[rule]] tables)"
-        )
     tables = data.get("rule", [])
     if not isinstance(tables, list):
         raise RulesError(
             f"{file}:{_line_of(text, 'rule')}: 'rule' must be an array of tables ([[rule]])"
         )
-    starts = _rule_starts(text)
-    specs = []
-    seen: set[str] = set()
-    for index, table in enumerate(tables):
-        start = starts[index] if index < len(starts) else 1
-        locate = _Locator(file, text, start)
-        spec = _compile(table, locate, overrides)
-        if spec.id in seen:
-            raise RulesError(f"{locate('id')}: duplicate rule id {spec.id!r} in this pack")
-        seen.add(spec.id)
-        specs.append(spec)
-    return specs
+    problems: list[LogwatchError] = [
+        RulesError(
+            f"{file}:{_line_of(text, key)}: unknown top-level key {key!r} (expected [[rule]] tables)"
+        )
+        for key in sorted(set(data) - {"rule"})
+    ]
+    return text, tables, problems
 
 
 class _Locator:
@@ -150,110 +185,179 @@ def _line_of(text: str, key: str) -> int:
     return 1
 
 
-def _compile(
-    table: Mapping[str, Any], at: _Locator, overrides: Mapping[str, Mapping[str, Any]]
-) -> RuleSpec:
-    for key in ("id", "type", "severity", "summary"):
-        if key not in table:
-            raise RulesError(f"{at()}: rule is missing required key {key!r}")
-        if not isinstance(table[key], str):
-            raise RulesError(f"{at(key)}: {key!r} must be a string")
-    rule_id = table["id"]
-    if not _ID.match(rule_id):
-        raise RulesError(
-            f"{at('id')}: rule id {rule_id!r} must be lower-case letters, digits and '-'"
-        )
-    kind = table["type"]
-    if kind not in RULE_TYPES:
-        raise RulesError(
-            f"{at('type')}: unknown rule type {kind!r} (expected one of: {', '.join(sorted(RULE_TYPES))})"
-        )
+COMMON_PARAMS = {
+    p.name: p
+    for p in (
+        Param("id", Kind.STRING, required=True),
+        Param("type", Kind.STRING, required=True),
+        Param("severity", Kind.STRING, required=True),
+        Param("summary", Kind.STRING, required=True),
+        Param("resolved_summary", Kind.STRING),
+        Param("fix", Kind.STRING, default=""),
+        Param("enabled", Kind.BOOL, default=True),
+        Param("description", Kind.STRING),
+    )
+}
+"""Keys every rule takes, whatever its type."""
+
+
+def _compile(table: Any, at: _Locator, overrides: Overrides | None) -> RuleSpec:
+    if not isinstance(table, dict):
+        raise RulesError(f"{at()}: each 'rule' must be a table ([[rule]])")
+    rule_id, kind = _identity(table, at)
     rule_type = RULE_TYPES[kind]
-    merged = {**table, **overrides.get(rule_id, {})}
-    allowed = COMMON_KEYS | set(rule_type.params)
-    for key in merged:
-        if key not in allowed:
-            raise RulesError(
-                f"{at(key)}: unknown key {key!r} for a {kind} rule (expected: {', '.join(sorted(allowed))})"
-            )
-    params: dict[str, Any] = {}
-    for name, (expected, required) in rule_type.params.items():
-        if name not in merged:
-            if required:
-                raise RulesError(f"{at()}: {kind} rule {rule_id!r} needs parameter {name!r}")
-            continue
-        value = merged[name]
-        if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
-            raise RulesError(
-                f"{at(name)}: {name!r} must be of type {expected.__name__}, got {value!r}"
-            )
-        params[name] = value
+    override = overrides.tables.get(rule_id, {}) if overrides else {}
+    blame = _Blame(at, rule_id, kind, override, overrides)
+    merged = {**table, **override}
+    values = _typed({**COMMON_PARAMS, **{p.name: p for p in rule_type.params}}, merged, blame)
+    for param in rule_type.params:
+        if param.required and values[param.name] is None:
+            raise RulesError(f"{at()}: {kind} rule {rule_id!r} needs parameter {param.name!r}")
     try:
-        severity = Severity.parse(merged["severity"])
-        rule = rule_type.build(params)
-        _check_columns(rule)
+        severity = Severity.parse(values["severity"])
     except ValueError as exc:
-        raise RulesError(f"{at()}: rule {rule_id!r}: {exc}") from None
-    summary = str(merged["summary"])
-    fields = _template_fields(summary, at("summary"), set(params))
-    resolved = merged.get("resolved_summary", "resolved: " + summary)
-    if not isinstance(resolved, str):
-        raise RulesError(f"{at('resolved_summary')}: 'resolved_summary' must be a string")
-    fields |= _template_fields(resolved, at("resolved_summary"), set(params))
-    enabled = merged.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise RulesError(f"{at('enabled')}: 'enabled' must be true or false")
+        raise blame.rule("severity", str(exc)) from None
+    rule = rule_type.build({p.name: values[p.name] for p in rule_type.params})
+    given = {p.name: merged[p.name] for p in rule_type.params if p.name in merged}
+    summary: str = values["summary"]
+    given_resolved: str | None = values["resolved_summary"]
+    resolved = "resolved: " + summary if given_resolved is None else given_resolved
+    fields = blame.template("summary", summary, set(given))
+    fields |= blame.template("resolved_summary", resolved, set(given))
     return RuleSpec(
         id=rule_id,
         type=kind,
         severity=severity,
         summary=summary,
         resolved_summary=resolved,
-        fix=str(merged.get("fix", "")),
-        params=params,
+        fix=values["fix"],
+        params=given,
         rule=rule,
         origin=at(),
-        enabled=enabled,
+        enabled=values["enabled"],
         template_fields=fields,
     )
 
 
-def _template_fields(template: str, where: str, params: set[str]) -> frozenset[str]:
+def _typed(
+    declared: Mapping[str, Param], merged: Mapping[str, Any], blame: _Blame
+) -> dict[str, Any]:
+    """Every declared key's typed value (its default when not given); unknown keys refused."""
+    for key in merged:
+        if key not in declared:
+            raise blame.unknown(key, sorted(declared))
+    return {
+        name: blame.validate(param, merged.get(name, param.default))
+        for name, param in declared.items()
+    }
+
+
+def _identity(table: Mapping[str, Any], at: _Locator) -> tuple[str, str]:
+    """The id and type of a rule table, once the keys every rule needs are there."""
+    for key in ("id", "type", "severity", "summary"):
+        if key not in table:
+            raise RulesError(f"{at()}: rule is missing required key {key!r}")
+        if not isinstance(table[key], str):
+            raise RulesError(f"{at(key)}: {key!r} must be a string")
+    rule_id, kind = table["id"], table["type"]
+    if not _ID.match(rule_id):
+        raise RulesError(
+            f"{at('id')}: rule id {rule_id!r} must be lower-case letters, digits and '-'"
+        )
+    if kind not in RULE_TYPES:
+        raise RulesError(
+            f"{at('type')}: unknown rule type {kind!r} (expected one of: {', '.join(sorted(RULE_TYPES))})"
+        )
+    return rule_id, kind
+
+
+class _Blame:
+    """Errors about one rule's keys: at the pack's line, or, for a key the config overrides, at
+    the config's line (with the rule's pack line after it)."""
+
+    def __init__(
+        self,
+        at: _Locator,
+        rule_id: str,
+        kind: str,
+        override: Mapping[str, Any],
+        overrides: Overrides | None,
+    ) -> None:
+        self.at, self.rule_id, self.kind = at, rule_id, kind
+        self.override, self.overrides = override, overrides
+
+    def _config(self, key: str) -> str | None:
+        if self.overrides is None or key not in self.override:
+            return None
+        return self.overrides.where(self.rule_id, key)
+
+    def unknown(self, key: str, allowed: list[str]) -> LogwatchError:
+        where = self._config(key)
+        if where is not None:
+            return ConfigError(
+                f"{where}: unknown parameter {key!r} for rule {self.rule_id!r} (a {self.kind} rule takes: {', '.join(allowed)})"
+            )
+        return RulesError(
+            f"{self.at(key)}: unknown key {key!r} for a {self.kind} rule (expected: {', '.join(allowed)})"
+        )
+
+    def validate(self, param: Param, raw: Any) -> Any:
+        """The typed value of one key, or the error naming it."""
+        try:
+            return param.validate(raw)
+        except WrongType as exc:
+            where = self._config(param.name)
+            if where is None:
+                raise RulesError(f"{self.at(param.name)}: {exc}") from None
+            raise ConfigError(
+                f"{where}: {param.name!r} of rule {self.rule_id!r} must be {param.kind.noun}, got {redact(repr(raw))[:80]}"
+            ) from None
+        except ParamError as exc:
+            raise self.rule(param.name, str(exc)) from None
+
+    def rule(self, key: str, message: str) -> LogwatchError:
+        """A problem with a key's value, reported at the rule (as the pack states it)."""
+        where = self._config(key)
+        if where is None:
+            return RulesError(f"{self.at()}: rule {self.rule_id!r}: {message}")
+        return ConfigError(
+            f"{where}: with the [rules] overrides: {self.at()}: rule {self.rule_id!r}: {message}"
+        )
+
+    def template(self, key: str, template: str, params: set[str]) -> frozenset[str]:
+        """The placeholders of a summary template, or the error at its line."""
+        try:
+            return _template_fields(template, params)
+        except ValueError as exc:
+            where = self._config(key)
+            if where is None:
+                raise RulesError(f"{self.at(key)}: {exc}") from None
+            raise ConfigError(
+                f"{where}: with the [rules] overrides: {self.at()}: rule {self.rule_id!r}: {exc}"
+            ) from None
+
+
+def _template_fields(template: str, params: set[str]) -> frozenset[str]:
+    """The placeholders of a summary template; ValueError for one logwatch cannot fill."""
     names = set()
     try:
-        for _, name, spec, conversion in string.Formatter().parse(template):
-            if name is None:
-                continue
-            if spec or conversion:
-                raise RulesError(
-                    f"{where}: {{{name}{'!' + conversion if conversion else ''}"
-                    f"{':' + spec if spec else ''}}} in summary: placeholders take no format or "
-                    f"conversion (values come formatted, e.g. nan, 2.41e-05); write {{{name}}}"
-                )
-            names.add(name)
+        parsed = list(string.Formatter().parse(template))
     except ValueError as exc:
-        raise RulesError(f"{where}: bad summary template: {exc}") from None
+        raise ValueError(f"bad summary template: {exc}") from None
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if spec or conversion:
+            raise ValueError(
+                f"{{{name}{'!' + conversion if conversion else ''}"
+                f"{':' + spec if spec else ''}}} in summary: placeholders take no format or "
+                f"conversion (values come formatted, e.g. nan, 2.41e-05); write {{{name}}}"
+            )
+        names.add(name)
     allowed = TEMPLATE_FIELDS | params
     for name in names:
         if name not in allowed and not name.startswith("labels."):
-            raise RulesError(
-                f"{where}: unknown placeholder {{{name}}} in summary (expected one of: {', '.join(sorted(allowed))})"
+            raise ValueError(
+                f"unknown placeholder {{{name}}} in summary (expected one of: {', '.join(sorted(allowed))})"
             )
     return frozenset(names)
-
-
-def _check_columns(rule: Rule) -> None:
-    if isinstance(rule, StreakRule):
-        try:
-            columns = [rule.applies.alias("_applies"), rule.condition.alias("_condition")]
-            if rule.value_column is not None:
-                columns.append(pl.col(rule.value_column).alias("_value"))
-            pl.DataFrame(schema=SCHEMA).select(columns)
-        except pl.exceptions.PolarsError as exc:
-            first = str(exc).splitlines()[0]
-            raise ValueError(f"expression refers to something the frame lacks: {first}") from None
-
-
-def describe(specs: Sequence[RuleSpec]) -> list[str]:
-    """One line per rule, for `logwatch rules`-style listings."""
-    return [f"{s.id:24} {s.severity.label:8} {s.type:10} {s.origin}" for s in specs]

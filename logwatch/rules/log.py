@@ -16,7 +16,8 @@ from typing import Any, Protocol, runtime_checkable
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
-from logwatch.durations import parse_duration
+from logwatch.parse import SCHEMA
+from logwatch.rules.params import Columns, Kind, Param
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,90 +238,66 @@ def replace_state(state: dict[str, Any], **changes: Any) -> dict[str, Any]:
 
 # --- construction from rule-pack parameters --------------------------------------------------
 
-ParamSpec = Mapping[str, tuple[type, bool]]  # name -> (type, required)
-
 
 @dataclass(frozen=True, slots=True)
 class RuleType:
-    """A rule type as rule packs name it: its parameters and how to build it."""
+    """A rule type as rule packs name it: its parameters, and how to build a rule from their
+    typed values (every declared name is present; an optional one without default is None)."""
 
-    params: ParamSpec
+    params: tuple[Param, ...]
     build: Callable[[Mapping[str, Any]], Rule]
 
 
 FLOAT_COLUMNS = ("loss", "grad_norm", "lr")
+LOG_COLUMNS = Columns(SCHEMA, "{name} {text!r}: expression refers to something the frame lacks")
+"""What streak expressions run over: the parsed log frame."""
 
 
 def _build_nonfinite(params: Mapping[str, Any]) -> Rule:
-    column = params["column"]
-    if column not in FLOAT_COLUMNS:
-        raise ValueError(f"column {column!r} is not a float column (one of: {FLOAT_COLUMNS})")
-    return NonFiniteRule(column=column)
-
-
-def _sql(text: str, what: str) -> pl.Expr:
-    try:
-        return pl.sql_expr(text)
-    except Exception as exc:  # polars raises several types for bad SQL
-        raise ValueError(f"{what} {text!r} is not a valid SQL expression: {exc}") from None
+    return NonFiniteRule(column=params["column"])
 
 
 def _build_streak(params: Mapping[str, Any]) -> Rule:
-    count = int(params["count"])
-    if count < 1:
-        raise ValueError(f"count must be at least 1, got {count}")
     return StreakRule(
-        applies=_sql(params["applies"], "applies"),
-        condition=_sql(params["condition"], "condition"),
-        count=count,
-        value_column=params.get("value"),
+        applies=params["applies"],
+        condition=params["condition"],
+        count=params["count"],
+        value_column=params["value"],
     )
 
 
 def _build_stalled(params: Mapping[str, Any]) -> Rule:
-    seconds = parse_duration(params.get("stall_after", "10m"))
-    if seconds <= 0:
-        raise ValueError(f"stall_after must be positive, got {params['stall_after']!r}")
-    return StallRule(stall_after_s=seconds)
+    return StallRule(stall_after_s=params["stall_after"])
 
 
 def _build_match(params: Mapping[str, Any]) -> Rule:
-    pattern = params["pattern"]
-    try:
-        names = tuple(re.compile(pattern).groupindex)
-    except re.error as exc:
-        raise ValueError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
-    try:
-        pl.Series([""]).str.contains(pattern)
-    except Exception as exc:  # polars' regex dialect differs from Python's in places
-        raise ValueError(f"pattern {pattern!r} is not a valid regex: {exc}") from None
-    return MatchRule(pattern=pattern, label_names=names)
+    pattern: re.Pattern[str] = params["pattern"]
+    return MatchRule(pattern=pattern.pattern, label_names=tuple(pattern.groupindex))
 
 
-RULE_TYPES: dict[str, RuleType] = {
-    "nonfinite": RuleType({"column": (str, True)}, _build_nonfinite),
+LOG_RULE_TYPES: dict[str, RuleType] = {
+    "nonfinite": RuleType(
+        (Param("column", Kind.STRING, required=True, choices=FLOAT_COLUMNS),), _build_nonfinite
+    ),
     "streak": RuleType(
-        {
-            "applies": (str, True),
-            "condition": (str, True),
-            "count": (int, True),
-            "value": (str, False),
-        },
+        (
+            Param("applies", Kind.SQL, required=True, columns=LOG_COLUMNS),
+            Param("condition", Kind.SQL, required=True, columns=LOG_COLUMNS),
+            Param("count", Kind.INT, required=True, minimum=1),
+            Param("value", Kind.STRING, choices=tuple(SCHEMA)),
+        ),
         _build_streak,
     ),
-    "match": RuleType({"pattern": (str, True)}, _build_match),
-    "stalled": RuleType({"stall_after": (str, False)}, _build_stalled),
+    "match": RuleType((Param("pattern", Kind.REGEX, required=True),), _build_match),
+    "stalled": RuleType(
+        (Param("stall_after", Kind.DURATION, default="10m", positive=True),), _build_stalled
+    ),
 }
-"""Every rule type a rule pack may name. Later types (wall-clock, GPU) register here too."""
-
-
-def check_columns(rule: Rule, frame: pl.DataFrame) -> None:
-    """Evaluate a rule once on an empty frame so that unknown columns fail at load time."""
-    rule.evaluate(frame, rule.initial_state())
+"""The log rule types (`logwatch.rules.registry` assembles every rule type)."""
 
 
 __all__ = [
-    "RULE_TYPES",
+    "LOG_RULE_TYPES",
     "MatchRule",
     "NonFiniteRule",
     "Rule",
@@ -329,11 +306,5 @@ __all__ = [
     "StreakRule",
     "Transition",
     "WallClockRule",
-    "check_columns",
     "replace",
 ]
-
-
-# GPU rule types live in logwatch.gpu and add themselves to RULE_TYPES on import; importing them
-# here makes them available wherever rule packs are loaded. Last, because they import from here.
-import logwatch.rules.gpu  # noqa: E402, F401 - imported for its registration

@@ -150,7 +150,7 @@ def test_after_a_crash_reread_lines_do_not_alert_again(tmp_path: Path) -> None:
     from logwatch.rules.loader import load_pack
 
     (tmp_path / "pack.toml").write_text(PACK, encoding="utf-8")
-    rules = load_pack(tmp_path / "pack.toml", {})
+    rules = load_pack(tmp_path / "pack.toml")
     first = Tail(tmp_path, rules=rules)
     with first.driver as driver:
         log.write_bytes(alert_lines(1, 50))

@@ -1,0 +1,82 @@
+"""What `logwatch rules list` and `logwatch rules check` report: rows of loaded rules, and every
+problem found in rule packs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from logwatch.errors import RulesError
+from logwatch.rules.loader import RuleSpec, compile_pack, pack_files
+
+_COLUMNS = ("ID", "TYPE", "SEVERITY", "ORIGIN", "SUMMARY")
+
+
+@dataclass(frozen=True, slots=True)
+class RuleRow:
+    """One loaded rule as `rules list` shows it."""
+
+    id: str
+    type: str
+    severity: str
+    pack: str
+    line: int
+    summary: str
+
+    def as_json(self) -> dict[str, Any]:
+        """The row as a JSON object."""
+        return {
+            "id": self.id,
+            "type": self.type,
+            "severity": self.severity,
+            "pack": self.pack,
+            "line": self.line,
+            "summary": self.summary,
+        }
+
+
+def rule_rows(specs: Sequence[RuleSpec]) -> list[RuleRow]:
+    """One row per rule, in load order."""
+    rows = []
+    for spec in specs:
+        # The loader writes origins as `file:line`; the line is after the last colon.
+        pack, _, line = spec.origin.rpartition(":")
+        rows.append(RuleRow(spec.id, spec.type, spec.severity.label, pack, int(line), spec.summary))
+    return rows
+
+
+def rule_table(rows: Sequence[RuleRow]) -> list[str]:
+    """An aligned table of rows under a header."""
+    cells = [_COLUMNS] + [(r.id, r.type, r.severity, f"{r.pack}:{r.line}", r.summary) for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(_COLUMNS) - 1)]
+    return [
+        "  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)), row[-1]]).rstrip()
+        for row in cells
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class PackCheck:
+    """The outcome of checking rule packs: how many rules compile, and every problem found."""
+
+    rules: int
+    problems: tuple[str, ...]
+
+
+def check_packs(paths: Iterable[Path]) -> PackCheck:
+    """Compile rule packs (files or folders of them), going on past problems to list them all:
+    one per file that cannot be read, one per broken rule table."""
+    count, problems = 0, []
+    for path in paths:
+        try:
+            files = pack_files(path)
+        except RulesError as exc:
+            problems.append(str(exc))
+            continue
+        for file in files:
+            pack = compile_pack(file)
+            count += len(pack.specs)
+            problems += [str(problem) for problem in pack.problems]
+    return PackCheck(count, tuple(problems))

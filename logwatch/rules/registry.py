@@ -1,0 +1,23 @@
+"""Every rule type a rule pack may name, assembled from the modules that declare them."""
+
+from __future__ import annotations
+
+from logwatch.rules.gpu import GPU_RULE_TYPES
+from logwatch.rules.log import LOG_RULE_TYPES, RuleType
+from logwatch.rules.params import Kind, Param
+
+RULE_TYPES: dict[str, RuleType] = {**LOG_RULE_TYPES, **GPU_RULE_TYPES}
+"""Rule types by the name packs give in `type = "..."`."""
+
+if len(RULE_TYPES) != len(LOG_RULE_TYPES) + len(GPU_RULE_TYPES):
+    raise RuntimeError("two rule-type modules declare the same type name")  # a programming error
+
+
+def duration_params() -> dict[str, Param]:
+    """The duration parameters of every rule type, by name."""
+    return {
+        param.name: param
+        for rule_type in RULE_TYPES.values()
+        for param in rule_type.params
+        if param.kind is Kind.DURATION
+    }

@@ -1,0 +1,125 @@
+"""Typed rule parameters: one validation per kind, and errors that name the parameter and file:line."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from logwatch.errors import RulesError
+from logwatch.rules.gpu import GPU_RULE_TYPES
+from logwatch.rules.loader import load_rules
+from logwatch.rules.log import LOG_RULE_TYPES, MatchRule, StallRule, StreakRule
+from logwatch.rules.params import Kind, Param, ParamError, WrongType
+from logwatch.rules.registry import RULE_TYPES, duration_params
+
+
+def test_an_integer_is_accepted_for_a_float() -> None:
+    """6 for a float parameter is 6.0, a float."""
+    value = Param("ratio", Kind.FLOAT).validate(6)
+    assert value == 6.0 and isinstance(value, float)
+
+
+@pytest.mark.parametrize("kind", [Kind.INT, Kind.FLOAT])
+def test_a_bool_is_never_a_number(kind: Kind) -> None:
+    """true is refused for an int or float parameter, with the type it needs."""
+    with pytest.raises(WrongType, match=rf"'count' must be of type {kind.toml}, got True"):
+        Param("count", kind).validate(True)
+
+
+def test_a_duration_is_parsed_to_seconds() -> None:
+    """ "10m" is 600.0 seconds; a bad duration says what is accepted, naming the parameter."""
+    param = Param("hold", Kind.DURATION)
+    assert param.validate("10m") == 600.0
+    with pytest.raises(
+        ParamError,
+        match=r"^hold: invalid duration '10 min' \(expected a number with a unit: ms, s, m, h, d, w",
+    ):
+        param.validate("10 min")
+
+
+def test_choices_minimum_and_positive_are_enforced() -> None:
+    """A string outside its choices, an int under its minimum and a zero positive duration fail."""
+    with pytest.raises(ParamError, match=r"^scope must be one of: gpu, run; got 'node'$"):
+        Param("scope", Kind.STRING, choices=("gpu", "run")).validate("node")
+    with pytest.raises(ParamError, match=r"^count must be at least 1, got 0$"):
+        Param("count", Kind.INT, minimum=1).validate(0)
+    with pytest.raises(ParamError, match=r"^stall_after must be positive, got '0s'$"):
+        Param("stall_after", Kind.DURATION, positive=True).validate("0s")
+
+
+def test_sql_and_regex_are_compiled_once() -> None:
+    """An SQL parameter becomes a polars expression, a regex parameter a compiled pattern."""
+    assert isinstance(Param("condition", Kind.SQL).validate("loss > 1"), pl.Expr)
+    assert Param("pattern", Kind.REGEX).validate("(?P<rank>\\d+)").groupindex == {"rank": 1}
+
+
+def test_a_regex_polars_cannot_run_is_refused() -> None:
+    """A pattern Python accepts but polars' regex dialect does not (a look-ahead) is refused."""
+    with pytest.raises(ParamError, match=r"^pattern 'a\(\?=b\)' is not a valid regex"):
+        Param("pattern", Kind.REGEX).validate("a(?=b)")
+
+
+def test_registry_assembles_every_rule_type() -> None:
+    """RULE_TYPES is the log and GPU types together, and the duration parameters come from it."""
+    assert set(RULE_TYPES) == set(LOG_RULE_TYPES) | set(GPU_RULE_TYPES)
+    assert sorted(RULE_TYPES) == ["gpu-hold", "gpu-rise", "match", "nonfinite", "stalled", "streak"]
+    assert sorted(duration_params()) == ["hold", "stall_after"]
+
+
+def write_pack(tmp_path: Path, body: str) -> Path:
+    """A rule pack with one rule of `body`'s type and parameters."""
+    pack = tmp_path / "pack.toml"
+    pack.write_text(f'[[rule]]\nid = "x"\nseverity = "warning"\nsummary = "s"\n{body}')
+    return pack
+
+
+def test_builders_get_typed_values(tmp_path: Path) -> None:
+    """Rules are built from typed values: seconds for a duration (its default too), expressions,
+    the regex's group names."""
+    (stall,) = load_rules([write_pack(tmp_path, 'type = "stalled"\n')])
+    assert stall.rule == StallRule(stall_after_s=600.0) and stall.params == {}
+    (match,) = load_rules(
+        [write_pack(tmp_path, 'type = "match"\npattern = "rank(?P<rank>\\\\d)"\n')]
+    )
+    assert isinstance(match.rule, MatchRule) and match.rule.label_names == ("rank",)
+    streak_pack = 'type = "streak"\napplies = "snapshot"\ncondition = "gpu_keys = 0"\ncount = 3\n'
+    (streak,) = load_rules([write_pack(tmp_path, streak_pack)])
+    assert isinstance(streak.rule, StreakRule) and isinstance(streak.rule.condition, pl.Expr)
+    assert streak.params["count"] == 3
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            'type = "streak"\napplies = "snapshot"\ncondition = "gpu_keys = = 0"\ncount = 3\n',
+            ":1: rule 'x': condition 'gpu_keys = = 0' is not a valid SQL expression: ",
+        ),
+        (
+            'type = "streak"\napplies = "snapshotz"\ncondition = "gpu_keys = 0"\ncount = 3\n',
+            ":1: rule 'x': applies 'snapshotz': expression refers to something the frame lacks: ",
+        ),
+        (
+            'type = "match"\npattern = "(unclosed"\n',
+            ":1: rule 'x': pattern '(unclosed' is not a valid regex: ",
+        ),
+        (
+            'type = "gpu-hold"\ncondition = "util_gpu < 5"\nhold = "2m"\nvalue = "nope + 1"\n',
+            ":1: rule 'x': value 'nope + 1' is not a valid SQL expression over GPU columns (ts, gpu, ",
+        ),
+        (
+            'type = "stalled"\nstall_after = 600\n',
+            ":6: 'stall_after' must be of type str (a duration string such as '30s' or '10m'), got 600",
+        ),
+    ],
+)
+def test_bad_values_name_the_parameter_and_file_line(
+    tmp_path: Path, body: str, message: str
+) -> None:
+    """A bad SQL expression, regex or duration in a pack is `file:line:` plus the parameter's name."""
+    pack = write_pack(tmp_path, body)
+    with pytest.raises(RulesError, match="^" + re.escape(f"{pack}{message}")):
+        load_rules([pack])
