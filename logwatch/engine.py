@@ -17,11 +17,15 @@ from logwatch.alerts import FIRING, RESOLVED, AlertEvent, event_from_json
 from logwatch.durations import format_duration
 from logwatch.parse import SCHEMA
 from logwatch.redact import redact
+from logwatch.rules.gpu import GpuRule, log_gpu_frame
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import Transition, WallClockRule
 
 ErrorHandler = Callable[[str, str, Exception], None]
 """Called as (rule id, source, exception) when a rule raises; the engine goes on without it."""
+
+Step = Callable[[dict[str, Any]], tuple[list[Transition], dict[str, Any]]]
+"""One rule step on its state: (transitions, new state)."""
 
 
 @dataclass(slots=True)
@@ -88,6 +92,10 @@ class Engine:
         self._on_error = on_error
         self._failed: set[tuple[str, str]] = set()
         self._wallclock: list[RuleSpec] | None = None
+        # Protocol isinstance checks are slow: which rules read GPU frames is known once, here.
+        self._gpu: list[GpuRule | None] = [
+            spec.rule if isinstance(spec.rule, GpuRule) else None for spec in self.rules
+        ]
 
     def state_of(self, source: str) -> SourceState:
         """The state of one source, created on first use."""
@@ -144,9 +152,10 @@ class Engine:
         if last_step is not None:
             state.last_step = last_step
         found: list[tuple[int, int, AlertEvent]] = []
+        gpu_frame = _LazyGpuFrame(frame)
         for order, spec in enumerate(self.rules):
-            transitions = self._guarded(spec, source, state, partial(spec.rule.evaluate, frame))
-            for transition in transitions:
+            step = _log_step(spec, self._gpu[order], frame, gpu_frame)
+            for transition in self._guarded(spec, source, state, step):
                 event = self._event(spec, source, frame, transition, state)
                 if event is not None:
                     found.append((event.line, order, event))
@@ -221,11 +230,7 @@ class Engine:
         return events
 
     def _guarded(
-        self,
-        spec: RuleSpec,
-        source: str,
-        state: SourceState,
-        step: Callable[[dict[str, Any]], tuple[list[Transition], dict[str, Any]]],
+        self, spec: RuleSpec, source: str, state: SourceState, step: Step
     ) -> list[Transition]:
         """Run one rule step on its state; a rule that raises is reported once and switched off
         for that source, so the reader and the other rules keep working."""
@@ -275,6 +280,46 @@ class Engine:
     def run_all(self, frames: Iterable[pl.DataFrame]) -> list[AlertEvent]:
         """Evaluate a sequence of batches; convenience for tests and small inputs."""
         return [event for frame in frames for event in self.process(frame)]
+
+
+class _LazyGpuFrame:
+    """The GPU frame of one log batch, built on first use and shared by that batch's GPU rules."""
+
+    __slots__ = ("_frame", "_gpu")
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self._frame = frame
+        self._gpu: pl.DataFrame | None = None
+
+    def get(self) -> pl.DataFrame:
+        """The batch's GPU frame (`log_gpu_frame`), built once."""
+        if self._gpu is None:
+            self._gpu = log_gpu_frame(self._frame)
+        return self._gpu
+
+
+def _unchanged(state: dict[str, Any]) -> tuple[list[Transition], dict[str, Any]]:
+    return [], state
+
+
+def _log_step(
+    spec: RuleSpec, gpu_rule: GpuRule | None, frame: pl.DataFrame, gpu_frame: _LazyGpuFrame
+) -> Step:
+    """A rule's step on a log batch: a GPU rule reads the batch's GPU frame, and an NVML-only
+    one nothing (it keeps its state, as it did when it saw log frames itself)."""
+    if gpu_rule is None:
+        return partial(spec.rule.evaluate, frame)
+    if gpu_rule.nvml_only:
+        return _unchanged
+    return partial(_gpu_step, gpu_rule, gpu_frame)
+
+
+def _gpu_step(
+    rule: GpuRule, gpu_frame: _LazyGpuFrame, state: dict[str, Any]
+) -> tuple[list[Transition], dict[str, Any]]:
+    # The frame is built inside the step, so a batch whose snapshot keys break it is reported as
+    # that rule's error (the engine goes on), and a rule switched off never builds it.
+    return rule.evaluate_gpu(gpu_frame.get(), state)
 
 
 def _split_runs(frame: pl.DataFrame, *, has_history: bool) -> list[tuple[pl.DataFrame, int | None]]:

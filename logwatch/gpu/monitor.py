@@ -17,7 +17,7 @@ import polars as pl
 from logwatch.alerts import FIRING, AlertEvent, Severity, event_from_json
 from logwatch.engine import render_summary
 from logwatch.gpu.frames import GIB, mark_run_gpus
-from logwatch.rules.gpu import HoldRule, is_gpu_rule
+from logwatch.rules.gpu import GpuRule, HoldRule, is_gpu_rule
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import Transition
 
@@ -55,6 +55,8 @@ class GpuMonitor:
 
     def __init__(self, specs: Sequence[RuleSpec], *, source: str = LIVE_SOURCE) -> None:
         self.specs = live_specs(specs)
+        # Protocol isinstance checks are slow: done once here, not per batch.
+        self._rules = [(s, s.rule) for s in self.specs if isinstance(s.rule, GpuRule)]
         self.source = source
         self.states: dict[str, dict[str, Any]] = {}
         self.active: dict[str, AlertEvent] = {}
@@ -76,8 +78,7 @@ class GpuMonitor:
         ).alias("log_stalled")
         frame = frame.with_columns(stalled).with_row_index("_row")
         found: list[tuple[int, int, AlertEvent]] = []
-        for order, spec in enumerate(self.specs):
-            rule: Any = spec.rule
+        for order, (spec, rule) in enumerate(self._rules):
             state = self.states.get(spec.id) or rule.initial_state()
             transitions, self.states[spec.id] = rule.evaluate_gpu(frame, state)
             for transition in transitions:
