@@ -6,15 +6,15 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from typing import Any, cast
 
 import polars as pl
 
-from logwatch.alerts import FIRING, RESOLVED, AlertEvent, event_from_json
-from logwatch.durations import format_duration
+from logwatch.alerts import FIRING, RESOLVED, AlertEvent
+from logwatch.lifecycle import Lifecycle
 from logwatch.parse import SCHEMA
 from logwatch.redact import redact
 from logwatch.rules.gpu import GpuRule, log_gpu_frame
@@ -79,7 +79,7 @@ class SourceState:
 
     rule_states: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_step: int | None = None
-    active: dict[str, AlertEvent] = field(default_factory=dict)
+    alerts: Lifecycle = field(default_factory=lambda: Lifecycle(_summary))
     stats: SourceStats = field(default_factory=SourceStats)
 
 
@@ -106,7 +106,7 @@ class Engine:
         states = [self.sources[source]] if source in self.sources else []
         if source is None:
             states = list(self.sources.values())
-        return [event for state in states for event in state.active.values()]
+        return [event for state in states for event in state.alerts]
 
     def process(self, frame: pl.DataFrame) -> list[AlertEvent]:
         """Evaluate every rule on a batch of one source's lines (in file order)."""
@@ -129,17 +129,9 @@ class Engine:
     ) -> list[AlertEvent]:
         """A new run began in the same source: close what the old run left firing, reset state."""
         first = segment.row(0, named=True)
-        ended = [
-            _resolved_copy(
-                event,
-                line=line,
-                ts=first["ts"],
-                step=None,
-                summary=f"{event.rule}: ended, the run restarted at line {line}",
-            )
-            for event in state.active.values()
-        ]
-        state.active.clear()
+        ended = state.alerts.end_all(
+            line=line, ts=first["ts"], why=f"the run restarted at line {line}"
+        )
         state.rule_states.clear()
         state.last_step = None
         return ended
@@ -185,27 +177,10 @@ class Engine:
             text=redact(row["text"]),
             labels=dict(transition.labels),
         )
-        fingerprint = event.fingerprint
-        firing = state.active.get(fingerprint)
-        if transition.status == FIRING and firing is not None:
-            return None  # still firing: no repeat
-        if transition.status == RESOLVED and firing is None:
-            return None
-        event = _with_summary(event, spec, row)
-        if transition.status == FIRING:
-            state.active[fingerprint] = event
+        emitted = state.alerts.step(event, spec, row)
+        if emitted is not None and emitted.status == FIRING:
             state.stats.fired[spec.id] += 1
-        else:
-            del state.active[fingerprint]
-            event = _resolved_copy(
-                event,
-                line=event.line,
-                ts=event.ts,
-                step=event.step,
-                summary=event.summary,
-                since=firing,
-            )
-        return event
+        return emitted
 
     # --- live drivers only: wall-clock rules and per-source checkpoints (replay uses neither) ---
 
@@ -255,7 +230,7 @@ class Engine:
         return {
             "rule_states": state.rule_states,
             "last_step": state.last_step,
-            "active": [event.to_json() for event in state.active.values()],
+            "active": state.alerts.export_json(),
             "stats": stats,
         }
 
@@ -267,12 +242,9 @@ class Engine:
             restored = SourceState(
                 rule_states={str(k): dict(v) for k, v in dict(data["rule_states"]).items()},
                 last_step=None if data["last_step"] is None else int(data["last_step"]),
-                active={},
                 stats=SourceStats(**stats, fired=fired),
             )
-            for raw in data["active"]:
-                event = event_from_json(raw)
-                restored.active[event.fingerprint] = event
+            restored.alerts.import_json(data["active"])
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed engine state for {source}: {exc!r}") from None
         self.sources[source] = restored
@@ -411,23 +383,6 @@ def log_message(text: str, limit: int = 300) -> str:
     return message if len(message) <= limit else message[: limit - 1] + "…"
 
 
-def _with_summary(event: AlertEvent, spec: RuleSpec, row: Mapping[str, Any]) -> AlertEvent:
-    return replace(event, summary=redact(render_summary(event, spec, row)))
-
-
-def _resolved_copy(
-    event: AlertEvent,
-    *,
-    line: int,
-    ts: datetime | None,
-    step: int | None,
-    summary: str,
-    since: AlertEvent | None = None,
-) -> AlertEvent:
-    if since is not None:
-        # A wall-clock alert (log-stalled) fires at logwatch's time and resolves at a line's own
-        # timestamp: when the two clocks disagree, no duration beats a wrong one.
-        seconds = (ts - since.ts).total_seconds() if since.ts and ts else -1.0
-        took = f"firing for {format_duration(seconds)}, " if seconds >= 0 else "firing "
-        summary = f"{summary} ({took}since line {since.line})"
-    return replace(event, status=RESOLVED, line=line, ts=ts, step=step, summary=summary)
+def _summary(event: AlertEvent, spec: RuleSpec, row: Mapping[str, Any]) -> str:
+    """The engine's summaries: the rule's template, redacted."""
+    return redact(render_summary(event, spec, row))
