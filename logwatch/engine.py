@@ -6,22 +6,26 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from typing import Any, cast
 
 import polars as pl
 
-from logwatch.alerts import FIRING, RESOLVED, AlertEvent, event_from_json
-from logwatch.durations import format_duration
+from logwatch.alerts import FIRING, RESOLVED, AlertEvent
+from logwatch.lifecycle import Lifecycle
 from logwatch.parse import SCHEMA
 from logwatch.redact import redact
+from logwatch.rules.gpu import GpuRule, log_gpu_frame
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import Transition, WallClockRule
 
 ErrorHandler = Callable[[str, str, Exception], None]
 """Called as (rule id, source, exception) when a rule raises; the engine goes on without it."""
+
+Step = Callable[[dict[str, Any]], tuple[list[Transition], dict[str, Any]]]
+"""One rule step on its state: (transitions, new state)."""
 
 
 @dataclass(slots=True)
@@ -75,7 +79,7 @@ class SourceState:
 
     rule_states: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_step: int | None = None
-    active: dict[str, AlertEvent] = field(default_factory=dict)
+    alerts: Lifecycle = field(default_factory=lambda: Lifecycle(_summary))
     stats: SourceStats = field(default_factory=SourceStats)
 
 
@@ -88,6 +92,10 @@ class Engine:
         self._on_error = on_error
         self._failed: set[tuple[str, str]] = set()
         self._wallclock: list[RuleSpec] | None = None
+        # Protocol isinstance checks are slow: which rules read GPU frames is known once, here.
+        self._gpu: list[GpuRule | None] = [
+            spec.rule if isinstance(spec.rule, GpuRule) else None for spec in self.rules
+        ]
 
     def state_of(self, source: str) -> SourceState:
         """The state of one source, created on first use."""
@@ -98,7 +106,7 @@ class Engine:
         states = [self.sources[source]] if source in self.sources else []
         if source is None:
             states = list(self.sources.values())
-        return [event for state in states for event in state.active.values()]
+        return [event for state in states for event in state.alerts]
 
     def process(self, frame: pl.DataFrame) -> list[AlertEvent]:
         """Evaluate every rule on a batch of one source's lines (in file order)."""
@@ -121,17 +129,9 @@ class Engine:
     ) -> list[AlertEvent]:
         """A new run began in the same source: close what the old run left firing, reset state."""
         first = segment.row(0, named=True)
-        ended = [
-            _resolved_copy(
-                event,
-                line=line,
-                ts=first["ts"],
-                step=None,
-                summary=f"{event.rule}: ended, the run restarted at line {line}",
-            )
-            for event in state.active.values()
-        ]
-        state.active.clear()
+        ended = state.alerts.end_all(
+            line=line, ts=first["ts"], why=f"the run restarted at line {line}"
+        )
         state.rule_states.clear()
         state.last_step = None
         return ended
@@ -144,9 +144,10 @@ class Engine:
         if last_step is not None:
             state.last_step = last_step
         found: list[tuple[int, int, AlertEvent]] = []
+        gpu_frame = _LazyGpuFrame(frame)
         for order, spec in enumerate(self.rules):
-            transitions = self._guarded(spec, source, state, partial(spec.rule.evaluate, frame))
-            for transition in transitions:
+            step = _log_step(spec, self._gpu[order], frame, gpu_frame)
+            for transition in self._guarded(spec, source, state, step):
                 event = self._event(spec, source, frame, transition, state)
                 if event is not None:
                     found.append((event.line, order, event))
@@ -176,27 +177,10 @@ class Engine:
             text=redact(row["text"]),
             labels=dict(transition.labels),
         )
-        fingerprint = event.fingerprint
-        firing = state.active.get(fingerprint)
-        if transition.status == FIRING and firing is not None:
-            return None  # still firing: no repeat
-        if transition.status == RESOLVED and firing is None:
-            return None
-        event = _with_summary(event, spec, row)
-        if transition.status == FIRING:
-            state.active[fingerprint] = event
+        emitted = state.alerts.step(event, spec, row)
+        if emitted is not None and emitted.status == FIRING:
             state.stats.fired[spec.id] += 1
-        else:
-            del state.active[fingerprint]
-            event = _resolved_copy(
-                event,
-                line=event.line,
-                ts=event.ts,
-                step=event.step,
-                summary=event.summary,
-                since=firing,
-            )
-        return event
+        return emitted
 
     # --- live drivers only: wall-clock rules and per-source checkpoints (replay uses neither) ---
 
@@ -221,11 +205,7 @@ class Engine:
         return events
 
     def _guarded(
-        self,
-        spec: RuleSpec,
-        source: str,
-        state: SourceState,
-        step: Callable[[dict[str, Any]], tuple[list[Transition], dict[str, Any]]],
+        self, spec: RuleSpec, source: str, state: SourceState, step: Step
     ) -> list[Transition]:
         """Run one rule step on its state; a rule that raises is reported once and switched off
         for that source, so the reader and the other rules keep working."""
@@ -250,7 +230,7 @@ class Engine:
         return {
             "rule_states": state.rule_states,
             "last_step": state.last_step,
-            "active": [event.to_json() for event in state.active.values()],
+            "active": state.alerts.export_json(),
             "stats": stats,
         }
 
@@ -262,12 +242,9 @@ class Engine:
             restored = SourceState(
                 rule_states={str(k): dict(v) for k, v in dict(data["rule_states"]).items()},
                 last_step=None if data["last_step"] is None else int(data["last_step"]),
-                active={},
                 stats=SourceStats(**stats, fired=fired),
             )
-            for raw in data["active"]:
-                event = event_from_json(raw)
-                restored.active[event.fingerprint] = event
+            restored.alerts.import_json(data["active"])
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed engine state for {source}: {exc!r}") from None
         self.sources[source] = restored
@@ -275,6 +252,46 @@ class Engine:
     def run_all(self, frames: Iterable[pl.DataFrame]) -> list[AlertEvent]:
         """Evaluate a sequence of batches; convenience for tests and small inputs."""
         return [event for frame in frames for event in self.process(frame)]
+
+
+class _LazyGpuFrame:
+    """The GPU frame of one log batch, built on first use and shared by that batch's GPU rules."""
+
+    __slots__ = ("_frame", "_gpu")
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self._frame = frame
+        self._gpu: pl.DataFrame | None = None
+
+    def get(self) -> pl.DataFrame:
+        """The batch's GPU frame (`log_gpu_frame`), built once."""
+        if self._gpu is None:
+            self._gpu = log_gpu_frame(self._frame)
+        return self._gpu
+
+
+def _unchanged(state: dict[str, Any]) -> tuple[list[Transition], dict[str, Any]]:
+    return [], state
+
+
+def _log_step(
+    spec: RuleSpec, gpu_rule: GpuRule | None, frame: pl.DataFrame, gpu_frame: _LazyGpuFrame
+) -> Step:
+    """A rule's step on a log batch: a GPU rule reads the batch's GPU frame, and an NVML-only
+    one nothing (it keeps its state, as it did when it saw log frames itself)."""
+    if gpu_rule is None:
+        return partial(spec.rule.evaluate, frame)
+    if gpu_rule.nvml_only:
+        return _unchanged
+    return partial(_gpu_step, gpu_rule, gpu_frame)
+
+
+def _gpu_step(
+    rule: GpuRule, gpu_frame: _LazyGpuFrame, state: dict[str, Any]
+) -> tuple[list[Transition], dict[str, Any]]:
+    # The frame is built inside the step, so a batch whose snapshot keys break it is reported as
+    # that rule's error (the engine goes on), and a rule switched off never builds it.
+    return rule.evaluate_gpu(gpu_frame.get(), state)
 
 
 def _split_runs(frame: pl.DataFrame, *, has_history: bool) -> list[tuple[pl.DataFrame, int | None]]:
@@ -366,23 +383,6 @@ def log_message(text: str, limit: int = 300) -> str:
     return message if len(message) <= limit else message[: limit - 1] + "…"
 
 
-def _with_summary(event: AlertEvent, spec: RuleSpec, row: Mapping[str, Any]) -> AlertEvent:
-    return replace(event, summary=redact(render_summary(event, spec, row)))
-
-
-def _resolved_copy(
-    event: AlertEvent,
-    *,
-    line: int,
-    ts: datetime | None,
-    step: int | None,
-    summary: str,
-    since: AlertEvent | None = None,
-) -> AlertEvent:
-    if since is not None:
-        # A wall-clock alert (log-stalled) fires at logwatch's time and resolves at a line's own
-        # timestamp: when the two clocks disagree, no duration beats a wrong one.
-        seconds = (ts - since.ts).total_seconds() if since.ts and ts else -1.0
-        took = f"firing for {format_duration(seconds)}, " if seconds >= 0 else "firing "
-        summary = f"{summary} ({took}since line {since.line})"
-    return replace(event, status=RESOLVED, line=line, ts=ts, step=step, summary=summary)
+def _summary(event: AlertEvent, spec: RuleSpec, row: Mapping[str, Any]) -> str:
+    """The engine's summaries: the rule's template, redacted."""
+    return redact(render_summary(event, spec, row))

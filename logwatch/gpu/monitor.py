@@ -8,16 +8,17 @@ header) so that "the GPUs the run uses" comes from NVML's compute processes.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import polars as pl
 
-from logwatch.alerts import FIRING, AlertEvent, Severity, event_from_json
+from logwatch.alerts import AlertEvent, Severity
 from logwatch.engine import render_summary
 from logwatch.gpu.frames import GIB, mark_run_gpus
-from logwatch.rules.gpu import HoldRule, is_gpu_rule
+from logwatch.lifecycle import Lifecycle
+from logwatch.rules.gpu import GpuRule, HoldRule, is_gpu_rule
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import Transition
 
@@ -55,9 +56,11 @@ class GpuMonitor:
 
     def __init__(self, specs: Sequence[RuleSpec], *, source: str = LIVE_SOURCE) -> None:
         self.specs = live_specs(specs)
+        # Protocol isinstance checks are slow: done once here, not per batch.
+        self._rules = [(s, s.rule) for s in self.specs if isinstance(s.rule, GpuRule)]
         self.source = source
         self.states: dict[str, dict[str, Any]] = {}
-        self.active: dict[str, AlertEvent] = {}
+        self.alerts = _lifecycle()
 
     def process(
         self,
@@ -76,8 +79,7 @@ class GpuMonitor:
         ).alias("log_stalled")
         frame = frame.with_columns(stalled).with_row_index("_row")
         found: list[tuple[int, int, AlertEvent]] = []
-        for order, spec in enumerate(self.specs):
-            rule: Any = spec.rule
+        for order, (spec, rule) in enumerate(self._rules):
             state = self.states.get(spec.id) or rule.initial_state()
             transitions, self.states[spec.id] = rule.evaluate_gpu(frame, state)
             for transition in transitions:
@@ -89,17 +91,18 @@ class GpuMonitor:
 
     def export_state(self) -> dict[str, Any]:
         """Rule states and firing alerts, JSON-able (tail checkpoints them)."""
-        return {"states": self.states, "active": [e.to_json() for e in self.active.values()]}
+        return {"states": self.states, "active": self.alerts.export_json()}
 
     def import_state(self, data: Any) -> None:
         """Restore `export_state`'s data; ValueError (and no change) when it is malformed."""
         try:
             states = {str(k): dict(v) for k, v in dict(data["states"]).items()}
-            active = [event_from_json(raw) for raw in data["active"]]
+            alerts = _lifecycle()
+            alerts.import_json(data["active"])
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed GPU rule state: {exc!r}") from None
         self.states = states
-        self.active = {event.fingerprint: event for event in active}
+        self.alerts = alerts
 
     def _event(
         self, spec: RuleSpec, frame: pl.DataFrame, transition: Transition, step: int | None
@@ -122,15 +125,12 @@ class GpuMonitor:
             text=describe_sample(row),
             labels=labels,
         )
-        firing = self.active.get(event.fingerprint)
-        if (transition.status == FIRING) == (firing is not None):
-            return None
-        event = replace(event, summary=render_summary(event, spec, row, value_format=_short))
-        if transition.status == FIRING:
-            self.active[event.fingerprint] = event
-        else:
-            del self.active[event.fingerprint]
-        return event
+        return self.alerts.step(event, spec, row)
+
+
+def _lifecycle() -> Lifecycle:
+    """GPU alerts: summaries in the short value format, resolves without a since-note."""
+    return Lifecycle(partial(render_summary, value_format=_short), note_since=False)
 
 
 def _short(value: float | None) -> str:

@@ -2,9 +2,10 @@
 counter that rises. Vectorized over GPU frames, with state carried between batches so that any
 split of the samples gives the same transitions (as `logwatch.rules.log.StreakRule`).
 
-Each rule reads GPU frames (`logwatch.gpu.frames.GPU_SCHEMA` plus `run_uses` and `log_stalled`)
-through `evaluate_gpu`, and log frames through `evaluate` (the Rule protocol): there it reads the
-log's own `gpu/<i>/...` snapshot keys, so `replay` gets the same rules on a finished log.
+Each rule is a `GpuRule`: it reads GPU frames (`logwatch.gpu.frames.GPU_SCHEMA` plus `run_uses`
+and `log_stalled`) through `evaluate_gpu`. On a log, the engine hands it `log_gpu_frame` of the
+batch (the log's own `gpu/<i>/...` snapshot keys), so `replay` gets the same rules on a finished
+log; `evaluate` (the Rule protocol) does the same for one rule alone.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import polars as pl
 
@@ -26,6 +27,29 @@ CONTEXT_SCHEMA: dict[str, pl.DataType] = {"run_uses": pl.Boolean(), "log_stalled
 (a snapshot line is itself proof that the log advances)."""
 
 _ROW = "_row"
+
+
+@runtime_checkable
+class GpuRule(Protocol):
+    """What the GPU monitor (and the engine, on a log's own GPU snapshots) needs from a GPU rule.
+
+    Checked with isinstance once per rule set, never per batch: runtime Protocol checks are slow.
+    """
+
+    @property
+    def nvml_only(self) -> bool:
+        """Whether the rule can only fire on live NVML samples (log frames are skipped)."""
+        ...
+
+    def initial_state(self) -> dict[str, Any]:
+        """State before the first sample (JSON-serializable)."""
+        ...
+
+    def evaluate_gpu(
+        self, gpu_frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        """Transitions found in a GPU frame (rows from its `_row` column) and the state after."""
+        ...
 
 
 def with_log_context(gpu_frame: pl.DataFrame) -> pl.DataFrame:
@@ -57,7 +81,7 @@ class HoldRule:
         """On a log frame: the rule over the log's own GPU snapshot keys."""
         if self.nvml_only:
             return [], state
-        return self.evaluate_gpu(_log_gpu_frame(frame), state)
+        return self.evaluate_gpu(log_gpu_frame(frame), state)
 
     def evaluate_gpu(
         self, gpu_frame: pl.DataFrame, state: dict[str, Any]
@@ -94,21 +118,10 @@ class HoldRule:
         return rows.with_columns(pl.col("gpu").cast(pl.String).alias("_key"))
 
 
-class _LastFrame:
-    """A one-entry cache: the GPU frame of the last log batch seen. It holds the batch itself, so
-    the batch's identity cannot be reused while cached; entries are swapped whole (thread-safe)."""
-
-    entry: tuple[pl.DataFrame, pl.DataFrame] | None = None
-
-
-def _log_gpu_frame(frame: pl.DataFrame) -> pl.DataFrame:
-    """The GPU frame of a log batch, built once for all the GPU rules that see that batch."""
-    entry = _LastFrame.entry
-    if entry is not None and entry[0] is frame:
-        return entry[1]
-    gpu = with_log_context(telemetry_to_gpu_frame(frame, row_column=_ROW))
-    _LastFrame.entry = (frame, gpu)
-    return gpu
+def log_gpu_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """The GPU frame of a log batch (its `gpu/<i>/...` snapshot keys, with log context); the
+    engine builds it once per batch for all its GPU rules."""
+    return with_log_context(telemetry_to_gpu_frame(frame, row_column=_ROW))
 
 
 def hold_transitions(
@@ -284,9 +297,9 @@ GPU_RULE_TYPES: dict[str, RuleType] = {
 
 def is_gpu_rule(rule: object) -> bool:
     """Whether a compiled rule reads GPU frames (the live GPU monitor runs these)."""
-    return isinstance(rule, HoldRule | RiseRule)
+    return isinstance(rule, GpuRule)
 
 
 def needs_nvml(rule: object) -> bool:
     """Whether a rule can only fire on live NVML samples, never on a log alone."""
-    return isinstance(rule, HoldRule | RiseRule) and rule.nvml_only
+    return isinstance(rule, GpuRule) and rule.nvml_only

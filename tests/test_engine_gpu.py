@@ -1,0 +1,120 @@
+"""The engine's GPU rules on a log: one GPU frame per batch, built lazily, ties in rule order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+import pytest
+
+import logwatch.engine
+from logwatch.alerts import FIRING, Severity
+from logwatch.engine import Engine
+from logwatch.parse import parse_lines
+from logwatch.rules.gpu import GpuRule, HoldRule, RiseRule, is_gpu_rule, needs_nvml
+from logwatch.rules.loader import RuleSpec
+from logwatch.rules.log import NonFiniteRule, Transition
+
+SNAPSHOT = "snapshot step=5 gpu/0/util=3 gpu/1/util=95"
+LINES = ["step 1 loss 1.0", SNAPSHOT, "step 2 loss nan", SNAPSHOT]
+
+
+@dataclass
+class Recorder:
+    """A GPU rule that fires at the first GPU row it sees and records every frame handed to it."""
+
+    nvml_only: bool = False
+    seen: list[pl.DataFrame] = field(default_factory=list)
+    log_frames: int = 0
+
+    def initial_state(self) -> dict[str, Any]:
+        return {"fired": False}
+
+    def evaluate(
+        self, frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        self.log_frames += 1
+        return [], state
+
+    def evaluate_gpu(
+        self, gpu_frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        self.seen.append(gpu_frame)
+        if state["fired"] or gpu_frame.is_empty():
+            return [], state
+        return [Transition(int(gpu_frame.get_column("_row")[0]), FIRING, 1.0)], {"fired": True}
+
+
+def spec(rule_id: str, rule: Any) -> RuleSpec:
+    """A rule spec around a compiled rule."""
+    return RuleSpec(
+        id=rule_id,
+        type="test",
+        severity=Severity.WARNING,
+        summary=f"{rule_id} fired",
+        resolved_summary=f"{rule_id} resolved",
+        fix="",
+        params={},
+        rule=rule,
+        origin="test",
+    )
+
+
+def batch(lines: list[str], first_line: int = 1) -> pl.DataFrame:
+    """One parsed batch of s.log."""
+    return parse_lines(pl.Series(lines, dtype=pl.String), source="s.log", first_line=first_line)
+
+
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the engine's calls of log_gpu_frame (one entry per call: the batch height)."""
+    calls: list[int] = []
+    real = logwatch.engine.log_gpu_frame
+
+    def counting(frame: pl.DataFrame) -> pl.DataFrame:
+        calls.append(frame.height)
+        return real(frame)
+
+    monkeypatch.setattr(logwatch.engine, "log_gpu_frame", counting)
+    return calls
+
+
+def test_gpu_rules_share_one_frame_per_batch_and_skip_nvml_only(builds: list[int]) -> None:
+    """Two GPU rules get the same frame object, built once per batch; an NVML-only one nothing."""
+    first, second, nvml = Recorder(), Recorder(), Recorder(nvml_only=True)
+    engine = Engine(
+        [
+            spec("z-first", first),
+            spec("nan", NonFiniteRule("loss")),
+            spec("nv", nvml),
+            spec("a-second", second),
+        ]
+    )
+    got = engine.process(batch(LINES[:2])) + engine.process(batch(LINES[2:], 3))
+    assert builds == [2, 2]
+    assert [f is s for f, s in zip(first.seen, second.seen, strict=True)] == [True, True]
+    assert (nvml.seen, nvml.log_frames, first.log_frames) == ([], 0, 0)
+    # Ties at one line come in rule order (z-first before a-second), whatever the ids sort to.
+    assert [(e.line, e.rule) for e in got] == [(2, "z-first"), (2, "a-second"), (3, "nan")]
+    assert engine.export_state("s.log")["rule_states"]["nv"] == {"fired": False}
+
+
+def test_no_gpu_frame_without_a_gpu_rule_that_reads_it(builds: list[int]) -> None:
+    """Log rules alone, or NVML-only GPU rules, never make the engine build a GPU frame."""
+    engine = Engine([spec("nan", NonFiniteRule("loss")), spec("nv", Recorder(nvml_only=True))])
+    engine.process(batch(LINES))
+    assert builds == []
+
+
+def test_gpu_rules_are_recognised_by_the_protocol() -> None:
+    """Hold and rise rules (and any class with the members) are GPU rules; log rules are not."""
+    hold = HoldRule(condition=pl.col("util_gpu") < 5, hold_s=0.0)
+    for rule in (hold, RiseRule("ecc_uncorrected"), Recorder()):
+        assert isinstance(rule, GpuRule) and is_gpu_rule(rule)
+    assert not is_gpu_rule(NonFiniteRule("loss"))
+    assert [needs_nvml(r) for r in (hold, RiseRule("ecc_uncorrected"), NonFiniteRule("x"))] == [
+        False,
+        True,
+        False,
+    ]
