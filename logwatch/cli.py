@@ -22,9 +22,11 @@ from logwatch.errors import LogwatchError
 from logwatch.redact import install_log_handler, redact, remove_log_handler
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir, load_rules
 from logwatch.sinks.base import Sink, StreamSink
+from logwatch.sinks.fanout import FanOut
+from logwatch.sinks.registry import configured_sinks
 from logwatch.sinks.render import summary_lines
 from logwatch.sinks.slack.silences import SilenceStore, check_rule
-from logwatch.sinks.slack.sink import open_slack_sink, send_digest
+from logwatch.sinks.slack.sink import send_digest
 from logwatch.sources.reader import DEFAULT_MAX_LINE_BYTES
 
 SEVERITIES = click.Choice([s.label for s in Severity], case_sensitive=False)
@@ -202,7 +204,8 @@ def replay_cmd(
 ) -> None:
     """Run the rules over finished log files and print a timeline of what went wrong."""
     config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
-    sink = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
+    stream = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
+    sink = FanOut([stream], report=_status_line)
     progress = _Progress()
     try:
         result = replay(
@@ -364,10 +367,9 @@ def tail_cmd(
         status,
     )
     sinks: list[Sink] = [
-        StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
+        StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty()),
+        *configured_sinks(config, state_dir),
     ]
-    if config.slack is not None:
-        sinks.append(open_slack_sink(config, state_dir))
     with _logging(verbose):
         run_tail(
             patterns,
@@ -376,7 +378,7 @@ def tail_cmd(
             state_dir=state_dir,
             options=options,
             status=status,
-            gpu=gpu,
+            plugins=[gpu] if gpu is not None else [],
         )
 
 
