@@ -21,9 +21,9 @@ from logwatch.durations import parse_duration
 from logwatch.errors import LogwatchError
 from logwatch.redact import install_log_handler, redact, remove_log_handler
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir, load_rules
-from logwatch.sinks.base import Sink, StreamSink
+from logwatch.sinks.base import StreamSink
 from logwatch.sinks.fanout import FanOut
-from logwatch.sinks.registry import configured_sinks
+from logwatch.sinks.registry import open_sinks
 from logwatch.sinks.render import summary_lines
 from logwatch.sinks.slack.silences import SilenceStore, check_rule
 from logwatch.sinks.slack.sink import send_digest
@@ -366,10 +366,8 @@ def tail_cmd(
         specs,
         status,
     )
-    sinks: list[Sink] = [
-        StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty()),
-        *configured_sinks(config, state_dir),
-    ]
+    terminal = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
+    sinks = open_sinks(terminal, config, state_dir)
     with _logging(verbose):
         run_tail(
             patterns,

@@ -18,7 +18,7 @@ class FanOut:
         self, sinks: Sequence[Sink], *, report: Callable[[str], None] = stderr_line
     ) -> None:
         self.sinks, self.report = list(sinks), report
-        self._failures: dict[tuple[int, str], int] = {}
+        self._failures: dict[tuple[int, str, str], int] = {}
 
     def emit(self, event: AlertEvent) -> None:
         """Give the event to each sink."""
@@ -28,11 +28,8 @@ class FanOut:
             except BrokenPipeError:
                 raise  # `logwatch tail | head`: the reader left
             except Exception as exc:
-                self._failed(
-                    sink,
-                    f"did not take {event.rule} {event.status} ({event.source}:{event.line})",
-                    exc,
-                )
+                what = f"did not take {event.rule} {event.status} ({event.source}:{event.line})"
+                self._failed(sink, "emit", what, exc)
 
     def tick(self, now: datetime) -> None:
         """Tick each sink."""
@@ -42,7 +39,7 @@ class FanOut:
             except BrokenPipeError:
                 raise
             except Exception as exc:
-                self._failed(sink, "failed a periodic step", exc)
+                self._failed(sink, "tick", "failed a periodic step", exc)
 
     def close(self) -> None:
         """Close each sink, even when an earlier one fails; a broken pipe is raised at the end."""
@@ -53,14 +50,15 @@ class FanOut:
             except BrokenPipeError as exc:
                 broken = exc  # the other sinks still flush what they hold
             except Exception as exc:
-                self._failed(sink, "did not close cleanly", exc)
+                self._failed(sink, "close", "did not close cleanly", exc)
         if broken is not None:
             raise broken
 
-    def _failed(self, sink: Sink, what: str, exc: Exception) -> None:
-        """Say what a sink could not do, every time; a repeated error with its count."""
+    def _failed(self, sink: Sink, step: str, what: str, exc: Exception) -> None:
+        """Say what a sink could not do, every time; a repeated error (same sink, step and
+        reason) with its count."""
         reason = f"{type(exc).__name__}: {exc}"
-        key = (id(sink), reason)
+        key = (id(sink), step, reason)
         self._failures[key] = count = self._failures.get(key, 0) + 1
         again = f" (failure {count} of this kind)" if count > 1 else ""
         self.report(f"sink {type(sink).__name__} {what}: {reason}{again}")

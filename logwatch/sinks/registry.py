@@ -28,13 +28,14 @@ SINKS: dict[str, SinkFactory] = {
 }
 
 
-def configured_sinks(
-    config: Config, state_dir: Path, registry: dict[str, SinkFactory] | None = None
+def open_sinks(
+    terminal: Sink, config: Config, state_dir: Path, registry: dict[str, SinkFactory] | None = None
 ) -> list[Sink]:
-    """One sink per registered table the config has, in registry order."""
+    """The terminal sink first, then one per registered table the config has, in registry order."""
     chosen = SINKS if registry is None else registry
-    return [
+    opened = [
         factory(config, state_dir)
         for table, factory in chosen.items()
         if table in config.sink_tables
     ]
+    return [terminal, *opened]
