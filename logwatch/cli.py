@@ -22,7 +22,6 @@ from logwatch.errors import LogwatchError
 from logwatch.redact import install_log_handler, redact, remove_log_handler
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir, load_rules
 from logwatch.sinks.base import StreamSink
-from logwatch.sinks.fanout import FanOut
 from logwatch.sinks.registry import open_sinks
 from logwatch.sinks.render import summary_lines
 from logwatch.sinks.slack.silences import SilenceStore, check_rule
@@ -204,8 +203,7 @@ def replay_cmd(
 ) -> None:
     """Run the rules over finished log files and print a timeline of what went wrong."""
     config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
-    stream = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
-    sink = FanOut([stream], report=_status_line)
+    sink = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
     progress = _Progress()
     try:
         result = replay(
