@@ -61,7 +61,6 @@ def main(n: int) -> None:
             Path(tmp) / "state",
             clock=FakeClock(),
             policy=DeliveryPolicy(pace_s=0.0),
-            tick_s=None,
         )
         slack_us = per_event_us(sink.emit, batch)
         sink.drain_s = 60.0
@@ -88,7 +87,6 @@ def main(n: int) -> None:
             Path(tmp) / "state2",
             clock=FakeClock(),
             policy=DeliveryPolicy(pace_s=0.0),
-            tick_s=None,
         )
         grouped_us = per_event_us(sink.emit, grouped)
         sink.close()

@@ -21,10 +21,11 @@ from logwatch.durations import parse_duration
 from logwatch.errors import LogwatchError
 from logwatch.redact import install_log_handler, redact, remove_log_handler
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir, load_rules
-from logwatch.sinks.base import Sink, StreamSink
+from logwatch.sinks.base import StreamSink
+from logwatch.sinks.registry import open_sinks
 from logwatch.sinks.render import summary_lines
 from logwatch.sinks.slack.silences import SilenceStore, check_rule
-from logwatch.sinks.slack.sink import open_slack_sink, send_digest
+from logwatch.sinks.slack.sink import send_digest
 from logwatch.sources.framing import DEFAULT_MAX_LINE_BYTES
 
 SEVERITIES = click.Choice([s.label for s in Severity], case_sensitive=False)
@@ -363,11 +364,8 @@ def tail_cmd(
         specs,
         status,
     )
-    sinks: list[Sink] = [
-        StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
-    ]
-    if config.slack is not None:
-        sinks.append(open_slack_sink(config, state_dir))
+    terminal = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
+    sinks = open_sinks(terminal, config, state_dir)
     with _logging(verbose):
         run_tail(
             patterns,
@@ -376,7 +374,7 @@ def tail_cmd(
             state_dir=state_dir,
             options=options,
             status=status,
-            gpu=gpu,
+            plugins=[gpu] if gpu is not None else [],
         )
 
 

@@ -75,6 +75,12 @@ class Config:
     override_lines: Mapping[str, int] = field(default_factory=dict)
     key_lines: Mapping[str, int] = field(default_factory=dict)
 
+    @property
+    def sink_tables(self) -> frozenset[str]:
+        """The sink tables this config has ([slack], ...): what `sinks.registry` opens."""
+        tables = {"slack": self.slack}  # a new sink: its table's field here, its parser below
+        return frozenset(name for name, table in tables.items() if table is not None)
+
     def where(self, rule_id: str, key: str | None = None) -> str:
         """`file:line` of a rule's override table (or of one key in it)."""
         line = self.override_lines.get(f"{rule_id}.{key}") or self.override_lines.get(rule_id, 1)

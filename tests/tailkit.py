@@ -8,11 +8,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from logwatch.drivers.plugins import TailPlugin
 from logwatch.drivers.runner import rule_error_reporter
 from logwatch.drivers.tail import TailDriver, TailOptions
 from logwatch.engine import Engine
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir, load_rules
-from logwatch.sinks.base import ListSink
+from logwatch.sinks.base import ListSink, Sink
+from logwatch.sinks.fanout import FanOut
 from logwatch.sources.follow import FollowOptions
 from logwatch.sources.watch import WatchdogWatcher, WatcherFactory
 from logwatch.testing import FakeClock, RecordingRule, recording_spec
@@ -41,7 +43,8 @@ def wait_until(check: Callable[[], bool], timeout_s: float = 20.0) -> None:
 
 
 class Tail:
-    """A TailDriver over `folder/*.log` with a FakeClock, a recording rule and a list sink."""
+    """A TailDriver over `folder/*.log` with a FakeClock, a recording rule and a list sink
+    (behind a FanOut with `extra_sinks`, whose failures land in `status`)."""
 
     def __init__(
         self,
@@ -52,7 +55,8 @@ class Tail:
         state: bool = True,
         clock: FakeClock | None = None,
         watcher_factory: WatcherFactory | None = WatchdogWatcher,
-        driver_hooks: dict[str, Any] | None = None,
+        plugins: Sequence[TailPlugin] = (),
+        extra_sinks: Sequence[Sink] = (),
         **option_changes: Any,
     ) -> None:
         self.folder = folder
@@ -67,16 +71,21 @@ class Tail:
         engine = Engine(
             [*rules, recording_spec(self.rec)], on_error=rule_error_reporter(self.status.append)
         )
+        sink: Sink = (
+            FanOut([self.sink, *extra_sinks], report=self.status.append)
+            if extra_sinks
+            else self.sink
+        )
         self.driver = TailDriver(
             [str(folder / p) for p in patterns],
             engine,
-            [self.sink],
+            sink,
+            plugins=plugins,
             clock=self.clock,
             state_dir=folder / "state" if state else None,
             options=options,
             watcher_factory=watcher_factory,
             status=self.status.append,
-            **(driver_hooks or {}),
         )
 
     def seqs(self) -> list[int]:

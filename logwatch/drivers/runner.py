@@ -1,5 +1,6 @@
 """The `logwatch tail` process around the driver: engine errors reported once, SIGTERM / SIGINT
-finishing the batch and checkpointing, the GPU side started and stopped with it."""
+finishing the batch and checkpointing, the sinks behind one FanOut, the plugins (the GPU side)
+closed with it."""
 
 from __future__ import annotations
 
@@ -9,18 +10,16 @@ import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
 
+from logwatch.drivers.plugins import TailPlugin
 from logwatch.drivers.tail import Status, TailDriver, TailOptions
 from logwatch.engine import Engine
 from logwatch.errors import InputError
 from logwatch.rules.loader import RuleSpec
 from logwatch.sinks.base import Sink
+from logwatch.sinks.fanout import FanOut
 from logwatch.sources.sniff import file_kind
 from logwatch.sources.watch import is_glob
-
-if TYPE_CHECKING:
-    from logwatch.gpu.link import GpuLink
 
 
 def rule_error_reporter(status: Status) -> Callable[[str, str, Exception], None]:
@@ -69,27 +68,24 @@ def run_tail(
     state_dir: Path,
     options: TailOptions,
     status: Status,
-    gpu: GpuLink | None = None,
+    plugins: Sequence[TailPlugin] = (),
 ) -> None:
     """The `logwatch tail` command: follow until SIGTERM / SIGINT, then checkpoint and return."""
     try:
         check_patterns(patterns)
     except InputError:
-        if gpu is not None:
-            gpu.close()
+        for plugin in plugins:
+            plugin.close()
         raise
     engine = Engine(rules, on_error=rule_error_reporter(status))
     driver = TailDriver(
         patterns,
         engine,
-        sinks,
+        FanOut(sinks, report=status),
+        plugins=plugins,
         state_dir=state_dir,
         options=options,
         status=status,
-        round_hooks=[gpu.round] if gpu is not None else [],
-        frame_hooks=[gpu.observe] if gpu is not None else [],
-        event_filter=gpu.filter if gpu is not None else None,
-        stateful={"gpu": gpu} if gpu is not None else None,
     )
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -97,12 +93,8 @@ def run_tail(
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        with driver:
-            if gpu is not None:
-                driver.send(gpu.started.events)
+        with driver:  # closes the sink, then the plugins
             driver.run()
     finally:
-        if gpu is not None:
-            gpu.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -1,9 +1,9 @@
 """The GPU side joined to a tail driver: NVML diagnosis on log alerts, GPU rules every round.
 
-`GpuLink` plugs into `TailDriver` through its three seams: a frame hook (what the log says about
-each run: start, pid, last step), an event filter (enrich `nvml-disabled` /
-`gpu-metrics-missing` when NVML works here, and say it once), and a round hook (drain the
-sampler, run the GPU rules with the log's stall state, emit the sampler's own alerts).
+`GpuLink` is a `TailPlugin` (checkpointed as "gpu"): `observe` folds what the log says about each
+run (start, pid, last step), `filter` enriches `nvml-disabled` / `gpu-metrics-missing` when NVML
+works here (and says it once), `round` drains the sampler, runs the GPU rules with the log's stall
+state and emits the sampler's own alerts, `start_events` are what starting NVML had to say.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 class GpuLink:
     """One per logwatch process: joins the GPU sampler and the GPU rules to the followed logs."""
 
+    name = "gpu"
+
     def __init__(
         self, started: GpuStart, specs: Sequence[RuleSpec], clock: Clock | None = None
     ) -> None:
@@ -37,9 +39,10 @@ class GpuLink:
         self.diagnosis = NvmlDiagnosis(started.status)
         self.trackers: dict[str, RunTracker] = {}
         self.clock = clock or SystemClock()
+        self._closed = False
 
     def observe(self, frame: pl.DataFrame) -> None:
-        """Frame hook: fold a parsed batch into its source's run facts."""
+        """Fold a parsed batch into its source's run facts."""
         if frame.is_empty():
             return
         source = frame.get_column("source")[0]
@@ -49,7 +52,7 @@ class GpuLink:
         tracker.update(frame)
 
     def filter(self, event: AlertEvent) -> AlertEvent | None:
-        """Event filter: the NVML diagnosis for log alerts; everything else passes unchanged."""
+        """The NVML diagnosis for log alerts; everything else passes unchanged."""
         if event.status == RESOLVED:
             return event
         tracker = self.trackers.get(event.source)
@@ -58,7 +61,7 @@ class GpuLink:
         return self.diagnosis.apply(event, tracker.info, self.clock.now())
 
     def round(self, driver: TailDriver) -> list[AlertEvent]:
-        """Round hook: the GPU rules over the samples taken since the last round."""
+        """The GPU rules over the samples taken since the last round."""
         sampler = self.started.sampler
         if sampler is None:
             return []
@@ -73,6 +76,10 @@ class GpuLink:
             step=self._last_step(),
         )
         return [*events, *sampler.drain_events()]
+
+    def start_events(self) -> list[AlertEvent]:
+        """What starting NVML had to say (e.g. `logwatch-gpu-unavailable`)."""
+        return list(self.started.events)
 
     def _stalled_since(self, driver: TailDriver) -> datetime | None:
         """When the run's logs went quiet: the latest stall among followed logs, only when every
@@ -111,7 +118,10 @@ class GpuLink:
         self.diagnosis.said = said
 
     def close(self) -> None:
-        """Stop the sampler."""
+        """Stop the sampler; idempotent (the driver closes its plugins, so may the caller)."""
+        if self._closed:
+            return
+        self._closed = True
         if self.started.sampler is not None:
             self.started.sampler.close()
 

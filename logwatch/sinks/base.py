@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Protocol, TextIO
 
 from logwatch.alerts import AlertEvent
@@ -13,6 +14,10 @@ class Sink(Protocol):
 
     def emit(self, event: AlertEvent) -> None:
         """Take one event (fired or resolved)."""
+        ...
+
+    def tick(self, now: datetime) -> None:
+        """Let time-driven work happen; the tail driver calls it once per round (wall clock)."""
         ...
 
     def close(self) -> None:
@@ -35,6 +40,9 @@ class StreamSink:
         self.stream.flush()
         self.count += 1
 
+    def tick(self, now: datetime) -> None:
+        """Nothing waits on time here."""
+
     def close(self) -> None:
         self.stream.flush()
 
@@ -47,6 +55,9 @@ class ListSink:
 
     def emit(self, event: AlertEvent) -> None:
         self.events.append(event)
+
+    def tick(self, now: datetime) -> None:
+        """Nothing waits on time here."""
 
     def close(self) -> None:
         pass

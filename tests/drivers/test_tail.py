@@ -64,7 +64,7 @@ def test_rename_rotation_drains_the_old_handle_then_reads_the_new_file(tmp_path:
             driver.sync()
             tail.clock.advance(6.0)
             driver.sync()
-            assert len(driver.followers) == 1
+            assert len(driver.files.followers) == 1
     assert sorted(tail.seqs()) == list(range(1, 221))
     assert tail.said("old file read to its end") == 1
 
@@ -128,7 +128,7 @@ def test_deleted_file_is_read_to_the_end_while_the_writer_holds_it(tmp_path: Pat
         driver.sync()
         tail.clock.advance(6.0)
         driver.sync()
-        assert driver.followers == {}
+        assert driver.files.followers == {}
     assert tail.seqs() == list(range(1, 201))
     assert tail.said("a.log: deleted") == 1
 
@@ -219,8 +219,8 @@ def test_a_dead_observer_is_restarted_and_said_so(tmp_path: Path) -> None:
     tail = Tail(tmp_path, poll_interval_s=60.0)
     (tmp_path / "a.log").write_bytes(b"")
     with running(tail.driver) as driver:
-        assert driver.watcher is not None
-        driver.watcher.stop()
+        assert driver.files.watcher is not None
+        driver.files.watcher.stop()
         driver.sync()
         assert tail.said("watcher thread died; restarted it") == 1
         with open(tmp_path / "a.log", "ab") as out:

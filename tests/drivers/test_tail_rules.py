@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from logwatch.drivers.plugins import Plugin
 from logwatch.drivers.replay import replay
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.rules.log import Transition
@@ -169,18 +170,18 @@ def test_log_stalled_ignores_history_and_never_fires_in_replay(tmp_path: Path) -
     assert replay([str(log)], LIVE).events == []
 
 
-def test_round_hooks_send_their_events_to_the_sinks(tmp_path: Path) -> None:
-    """A round hook (the seam for the GPU sampler) runs in the driver's rounds and its alert
-    events reach the same sinks as the log's."""
+def test_plugin_rounds_send_their_events_to_the_sink(tmp_path: Path) -> None:
+    """A plugin's round (the seam for the GPU sampler) runs in the driver's rounds and its alert
+    events reach the same sink as the log's."""
     event = replay([str(DFLASH / "train_nan.log")], BUILTIN).events[0]
     calls: list[int] = []
 
-    def hook(driver: Any) -> list[Any]:
-        calls.append(1)
-        return [event] if len(calls) == 1 else []
+    class Hook(Plugin):
+        def round(self, driver: Any) -> list[Any]:
+            calls.append(1)
+            return [event] if len(calls) == 1 else []
 
-    tail = Tail(tmp_path)
-    tail.driver.round_hooks.append(hook)
+    tail = Tail(tmp_path, plugins=[Hook()])
     with running(tail.driver) as driver:
         driver.sync()
     assert tail.sink.events == [event]
@@ -193,14 +194,16 @@ class BrokenSink:
     def emit(self, event: Any) -> None:
         raise OSError("destination unreachable")
 
+    def tick(self, now: Any) -> None:
+        pass
+
     def close(self) -> None:
         pass
 
 
 def test_a_failing_sink_is_reported_per_alert_and_others_still_get_them(tmp_path: Path) -> None:
     """Each alert a sink cannot take is said on stderr (which one, why); other sinks get all."""
-    tail = Tail(tmp_path, rules=BUILTIN)
-    tail.driver.sinks.append(BrokenSink())
+    tail = Tail(tmp_path, rules=BUILTIN, extra_sinks=[BrokenSink()])
     with running(tail.driver) as driver:
         (tmp_path / "a.log").write_bytes(
             b"step 1 | loss nan\nstep 2 | loss 1.0\nstep 3 | loss inf\n"

@@ -35,13 +35,7 @@ def linked_tail(
     """A tail driver over folder/*.log with the GPU side joined (sampler polled by hand)."""
     started = start_gpu(GpuSettings.parse("auto", "5s"), reader, clock=clock, run=False)
     link = GpuLink(started, RULES, clock=clock)
-    hooks = {
-        "round_hooks": [link.round],
-        "frame_hooks": [link.observe],
-        "event_filter": link.filter,
-        "stateful": {"gpu": link},
-    }
-    return Tail(folder, rules=RULES, clock=clock, driver_hooks=hooks, **options), link
+    return Tail(folder, rules=RULES, clock=clock, plugins=[link], **options), link
 
 
 def test_slammed4_story_on_a_host_whose_nvml_works(tmp_path: Path) -> None:

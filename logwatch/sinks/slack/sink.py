@@ -1,4 +1,7 @@
-"""Wiring: config + state directory -> Notifier -> Spool -> DeliveryWorker -> Slack, as one Sink."""
+"""Wiring: config + state directory -> Notifier -> Spool -> DeliveryWorker -> Slack, as one Sink.
+
+The sink has no timer thread: whoever feeds it calls `tick(now)` (the tail driver, once per
+round). `send_digest` (replay --notify) needs no tick: it spools one job and drains it."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import secrets
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 
 from logwatch.alerts import FIRING, AlertEvent
@@ -31,7 +35,8 @@ def make_transport(slack: SlackConfig) -> Transport:
 
 
 class SlackSink:
-    """The Sink `tail` feeds: lifecycle on the caller's thread, delivery on background threads."""
+    """The Sink `tail` feeds: lifecycle on the caller's thread (the driver ticks it each round),
+    delivery on background threads."""
 
     def __init__(
         self,
@@ -39,50 +44,43 @@ class SlackSink:
         worker: DeliveryWorker,
         spool: Spool,
         *,
-        tick_s: float | None = 1.0,
+        tick_s: float = 1.0,
         drain_s: float = 5.0,
         report: Callable[[str], None] = stderr_line,
     ) -> None:
         self.notifier, self.worker, self.spool, self.drain_s = notifier, worker, spool, drain_s
-        self.report = report
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._ticker: threading.Thread | None = None
-        if tick_s is not None:
-            self._ticker = threading.Thread(
-                target=self._tick_loop, args=(tick_s,), daemon=True, name="logwatch-notify-tick"
-            )
-            self._ticker.start()
-
-    def _tick_loop(self, tick_s: float) -> None:
-        """Tick until closed; a failing tick is reported (once per distinct error), never fatal."""
-        last = ""
-        while not self._stop.wait(tick_s):
-            try:
-                self.tick()
-            except Exception as exc:  # the thread must outlive any one bad tick
-                said = f"logwatch: Slack notifications: a periodic step failed ({type(exc).__name__}: {exc}); still running, retrying every {tick_s:g}s"
-                if said != last:
-                    self.report(redact(said))
-                last = said
-            else:
-                last = ""
+        self.tick_s, self.report = tick_s, report
+        self._lock = threading.Lock()  # library callers may emit and tick from two threads
+        self._last_tick: datetime | None = None
+        self._last_said = ""
 
     def emit(self, event: AlertEvent) -> None:
         """Hand one event to the lifecycle; returns once its jobs are on disk."""
         with self._lock:
             self.notifier.emit(event)
 
-    def tick(self) -> None:
-        """Let time-driven work happen (group flush, repeats, expired silences)."""
-        with self._lock:
-            self.notifier.tick()
+    def tick(self, now: datetime) -> None:
+        """Let time-driven work happen (group flush, repeats, expired silences), at most once per
+        `tick_s`; a failing step is said once per distinct error, never raised."""
+        if (
+            self._last_tick is not None
+            and 0 <= (now - self._last_tick).total_seconds() < self.tick_s
+        ):
+            return  # rounds come faster than lifecycle timers need (a clock stepped back ticks)
+        self._last_tick = now
+        try:
+            with self._lock:
+                self.notifier.tick()
+        except Exception as exc:  # the caller's rounds must outlive any one bad tick
+            said = f"logwatch: Slack notifications: a periodic step failed ({type(exc).__name__}: {exc}); still running, retrying every {self.tick_s:g}s"
+            if said != self._last_said:
+                self.report(redact(said))
+            self._last_said = said
+        else:
+            self._last_said = ""
 
     def close(self) -> None:
         """Send waiting groups, give delivery `drain_s` to finish, keep the rest spooled."""
-        self._stop.set()
-        if self._ticker is not None:
-            self._ticker.join()
         with self._lock:
             self.notifier.close()
         self.worker.drain(self.drain_s)
@@ -97,7 +95,7 @@ def open_slack_sink(
     clock: Clock | None = None,
     policy: DeliveryPolicy | None = None,
     report: Callable[[str], None] = stderr_line,
-    tick_s: float | None = 1.0,
+    tick_s: float = 1.0,
 ) -> SlackSink:
     """A SlackSink for the config's [slack] table, with its spool in the state directory."""
     if config.slack is None:

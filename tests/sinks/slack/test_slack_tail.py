@@ -9,10 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tailkit import wait_until
+from slackhelp import slack_config
+from tailkit import BUILTIN, Tail, wait_until
 from tests_paths import NAN_LOG
 
-from logwatch.testing import FakeSlack
+from logwatch.sinks.slack.delivery import DeliveryPolicy
+from logwatch.sinks.slack.sink import open_slack_sink
+from logwatch.testing import FakeClock, FakeSlack, running
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -51,3 +54,25 @@ def test_tail_posts_each_episode_once_and_resolves_by_update(tmp_path: Path) -> 
         again.send_signal(signal.SIGTERM)
         assert again.wait(timeout=30) == 0
         assert len(fake.seen("chat.postMessage")) == 5
+
+
+def test_the_driver_ticks_slack_so_a_group_goes_out_without_a_thread(tmp_path: Path) -> None:
+    """SlackSink has no timer thread: a group waiting group_wait goes out when the driver's rounds
+    tick it past that wait, not before."""
+    clock = FakeClock()
+    with FakeSlack(rate_per_s=None) as fake:
+        config = slack_config(fake, group_wait_s=10.0)
+        slack = open_slack_sink(
+            config, tmp_path / "slack", clock=clock, policy=DeliveryPolicy(pace_s=0.0)
+        )
+        tail = Tail(tmp_path, rules=BUILTIN, clock=clock, extra_sinks=[slack])
+        with running(tail.driver) as driver:
+            (tmp_path / "a.log").write_bytes(b"step 1 | loss nan\n")
+            driver.sync()
+            slack.worker.drain(5)
+            assert fake.posts() == []
+            clock.advance(11)
+            driver.sync()
+            slack.worker.drain(5)
+            wait_until(lambda: len(fake.posts()) == 1)
+        assert fake.posts()[0]["text"].startswith("🔴 FIRING nan-loss")

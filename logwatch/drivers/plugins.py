@@ -1,0 +1,85 @@
+"""What joins the tail driver beside the rules: one protocol, every step of a round in it.
+
+A plugin sees each parsed batch (`observe`), may rewrite or drop each alert on its way to the
+sink (`filter`), adds its own alerts once per round (`round`) and once at start (`start_events`),
+keeps state in the checkpoint under its `name` (`export_state` / `import_state`), and is closed
+with the driver. `TailPlugin` is the protocol; `Plugin` is a base whose steps all do nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import polars as pl
+
+from logwatch.alerts import AlertEvent
+
+if TYPE_CHECKING:
+    from logwatch.drivers.tail import TailDriver
+
+
+class TailPlugin(Protocol):
+    """Something the tail driver runs with its rounds (the GPU side is one)."""
+
+    name: str
+    """Its key in the checkpoint's extras (`gpu` for the GPU side)."""
+
+    def observe(self, frame: pl.DataFrame) -> None:
+        """See a parsed batch of log lines (history included) before the engine does."""
+        ...
+
+    def filter(self, event: AlertEvent) -> AlertEvent | None:
+        """The event to send on (rewritten or not), or None to drop it."""
+        ...
+
+    def round(self, driver: TailDriver) -> Sequence[AlertEvent]:
+        """Called in the driver's thread after each round's files; alerts for the sink."""
+        ...
+
+    def start_events(self) -> Sequence[AlertEvent]:
+        """Alerts to send once, when the driver has opened and caught up."""
+        ...
+
+    def export_state(self) -> Any:
+        """JSON-able state for the checkpoint; None when there is nothing to keep."""
+        ...
+
+    def import_state(self, data: Any) -> None:
+        """Restore what `export_state` gave; ValueError on malformed data."""
+        ...
+
+    def close(self) -> None:
+        """Release what it holds (threads, libraries); called once, after the sink's close."""
+        ...
+
+
+class Plugin:
+    """A plugin that does nothing: subclass it and override the steps you need."""
+
+    name = "plugin"
+
+    def observe(self, frame: pl.DataFrame) -> None:
+        """Nothing to see."""
+
+    def filter(self, event: AlertEvent) -> AlertEvent | None:
+        """Every event passes unchanged."""
+        return event
+
+    def round(self, driver: TailDriver) -> Sequence[AlertEvent]:
+        """No alerts of its own."""
+        return []
+
+    def start_events(self) -> Sequence[AlertEvent]:
+        """No alerts at start."""
+        return []
+
+    def export_state(self) -> Any:
+        """No state to checkpoint."""
+        return None
+
+    def import_state(self, data: Any) -> None:
+        """Nothing to restore."""
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,41 @@
+"""The sinks a config can ask for, keyed by the config table that turns each on.
+
+A new destination is one entry here plus the parser of its config table in `config.py`. Each
+factory imports its sink when called, so importing this module pulls in no client library
+(`slack_sdk` loads only when a config has a [slack] table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from logwatch.config import Config
+from logwatch.sinks.base import Sink
+
+SinkFactory = Callable[[Config, Path], Sink]
+"""(config, state directory) -> the sink its table describes."""
+
+
+def _slack(config: Config, state_dir: Path) -> Sink:
+    from logwatch.sinks.slack.sink import open_slack_sink  # slack_sdk: only when configured
+
+    return open_slack_sink(config, state_dir)
+
+
+SINKS: dict[str, SinkFactory] = {
+    "slack": _slack,
+}
+
+
+def open_sinks(
+    terminal: Sink, config: Config, state_dir: Path, registry: dict[str, SinkFactory] | None = None
+) -> list[Sink]:
+    """The terminal sink first, then one per registered table the config has, in registry order."""
+    chosen = SINKS if registry is None else registry
+    opened = [
+        factory(config, state_dir)
+        for table, factory in chosen.items()
+        if table in config.sink_tables
+    ]
+    return [terminal, *opened]

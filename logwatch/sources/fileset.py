@@ -1,0 +1,224 @@
+"""The set of files a tail follows: globs expanded, one follower per file, the watcher kept alive.
+
+A `FileSet` owns the followers (keyed by device and inode, so a `latest.log` link and its target
+are one file), re-expands the patterns when due (at least every poll interval, at once after a
+create / move / delete event), notices renames, deletions and non-regular matches, and runs the
+file-event watcher: restarted when its thread dies, replaced by polling when inotify is out of
+watches, skipped on network file systems. The tail driver asks it each round what changed; what
+is read from the files, and when, is the driver's business.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import stat
+from collections.abc import Callable, Sequence
+
+from logwatch.sources.follow import Follower, FollowOptions
+from logwatch.sources.sniff import UTF16_BOMS, file_kind, utf16_note
+from logwatch.sources.watch import (
+    NETWORK_FS,
+    WatchdogWatcher,
+    Watcher,
+    WatcherFactory,
+    fs_type,
+    is_glob,
+    watch_roots,
+)
+
+FileKey = tuple[int, int]
+"""(st_dev, st_ino): which file a follower reads, whatever its names."""
+
+
+class FileSet:
+    """The regular files `patterns` match, each followed once; `rescan` says which are new."""
+
+    def __init__(
+        self,
+        patterns: Sequence[str],
+        *,
+        follow: FollowOptions | None = None,
+        poll_interval_s: float = 1.0,
+        rotate_wait_s: float = 5.0,
+        watcher_factory: WatcherFactory | None = WatchdogWatcher,
+        wake: Callable[[], None] = lambda: None,
+        status: Callable[[str], None] = lambda message: None,
+    ) -> None:
+        self.patterns = list(patterns)
+        self.follow = follow or FollowOptions()
+        self.poll_interval_s, self.rotate_wait_s = poll_interval_s, rotate_wait_s
+        self.status, self._wake = status, wake
+        self.followers: dict[FileKey, Follower] = {}
+        self.watcher: Watcher | None = None
+        self.rescan_due = True
+        self._watcher_factory = watcher_factory
+        self._last_rescan = float("-inf")
+        self._said: set[tuple[str, object]] = set()  # one-time notes: (kind, path or key)
+
+    # --- life cycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the file-event watcher (or say why there is none and poll)."""
+        if self._watcher_factory is None:
+            return
+        try:
+            self.watcher = self._watcher_factory(self.on_event)
+        except OSError as exc:
+            self._fall_back(exc)
+
+    def close(self) -> None:
+        """Close every follower and stop watching; idempotent."""
+        for follower in self.followers.values():
+            follower.close()
+        self.followers.clear()
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
+
+    def on_event(self, structural: bool) -> None:
+        """A file event (from the watcher's thread): rescan next round when files may have come
+        or gone, and end the driver's wait."""
+        if structural:
+            self.rescan_due = True
+        self._wake()
+
+    # --- what changed --------------------------------------------------------------------
+
+    def changes(self, now: float) -> list[str]:
+        """Once per round: keep the watcher alive, rescan when due; the new files' paths."""
+        self._supervise_watcher()
+        if self.rescan_due or now - self._last_rescan >= self.poll_interval_s:
+            return self.rescan(now)
+        return []
+
+    def rescan(self, now: float) -> list[str]:
+        """Match the patterns again: known files get their current name back (a rename is said),
+        a detached one that is there again is attached; the paths of files not followed yet."""
+        self.rescan_due, self._last_rescan = False, now
+        new: list[str] = []
+        for key, paths in self._matches_by_file().items():
+            follower = self.followers.get(key)
+            if follower is None:
+                new.append(paths[0])
+                continue
+            if follower.path not in paths:  # several names (a `latest.log` link) is no rename
+                self.status(f"{follower.path}: renamed to {paths[0]}; still following it")
+                follower.path = paths[0]
+            follower.detached_at = None
+        self._watch()
+        return new
+
+    def open(self, path: str, now: float) -> Follower | None:
+        """Start following `path` (from its first byte); None, said, when it cannot be opened."""
+        try:
+            follower = Follower.open(path, path, self.follow, now)
+        except OSError as exc:
+            self.status(f"{path}: cannot open ({exc.strerror}); will retry")
+            return None
+        self.followers[follower.key] = follower
+        return follower
+
+    def drop(self, follower: Follower) -> None:
+        """Stop following a file."""
+        follower.close()
+        self.followers.pop(follower.key, None)
+
+    def expired(self, follower: Follower, now: float) -> bool:
+        """After a poll: whether the file is gone from its path (rotated, deleted) long enough,
+        with no growth, that its follower should read to the end and close."""
+        self._check_encoding(follower)
+        if follower.detached_at is None:
+            why = follower.check_path()
+            if why is not None:
+                follower.detached_at = now
+                self.rescan_due = True
+                self.status(f"{follower.path}: {why}; reading the old file to its end")
+            return False
+        return now - max(follower.detached_at, follower.last_growth) >= self.rotate_wait_s
+
+    def expand(self) -> list[str]:
+        """The regular files the patterns match now, each once, sorted."""
+        paths: set[str] = set()
+        for pattern in self.patterns:
+            matches = glob.glob(pattern, recursive=True) if is_glob(pattern) else [pattern]
+            for path in matches:
+                try:
+                    mode = os.stat(path).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISREG(mode):
+                    paths.add(path)
+                elif self._first("skipped", path):
+                    self.status(f"skipping {path}: not a regular file ({file_kind(mode)})")
+        return sorted(paths)
+
+    def _matches_by_file(self) -> dict[FileKey, list[str]]:
+        """The matching paths grouped by the file they name (device, inode): a symlink such as
+        `latest.log -> run5.log` is the same file, followed once, under its real name first."""
+        by_file: dict[FileKey, list[str]] = {}
+        for path in self.expand():
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            by_file.setdefault((st.st_dev, st.st_ino), []).append(path)
+        for key, paths in by_file.items():
+            paths.sort(key=os.path.islink)  # real files before links, otherwise sorted
+            if len(paths) > 1 and self._first("alias", key):
+                self.status(
+                    f"{', '.join(paths)}: one file under {len(paths)} names; following it once as {paths[0]}"
+                )
+        return by_file
+
+    def _check_encoding(self, follower: Follower) -> None:
+        """Say once per file that a UTF-16 one is followed as bytes (its lines will not match)."""
+        if follower.prefix[:2] in UTF16_BOMS and self._first("utf16", follower.key):
+            self.status(utf16_note(follower.path))
+
+    def _first(self, kind: str, what: object) -> bool:
+        """True the first time (kind, what) is asked about: notes said once per file."""
+        if (kind, what) in self._said:
+            return False
+        self._said.add((kind, what))
+        return True
+
+    # --- the watcher ---------------------------------------------------------------------
+
+    def _supervise_watcher(self) -> None:
+        if self.watcher is None or self.watcher.is_alive():
+            return
+        self.status("the file-event watcher thread died; restarted it")
+        self.watcher.stop()
+        self.watcher = None
+        self.start()
+        self.rescan_due = True
+
+    def _watch(self) -> None:
+        if self.watcher is None:
+            return
+        dirs: dict[str, bool] = {}
+        for directory, recursive in watch_roots(self.patterns):
+            kind = fs_type(directory)
+            if kind in NETWORK_FS:
+                if self._first("network", directory):
+                    self.status(
+                        f"{directory} is on {kind}: file events do not see remote writes; "
+                        f"polling it every {self.poll_interval_s:g}s"
+                    )
+                continue
+            dirs[directory] = dirs.get(directory, False) or recursive
+        try:
+            self.watcher.watch(dirs)
+        except OSError as exc:
+            self.watcher.stop()
+            self.watcher = None
+            self._fall_back(exc)
+
+    def _fall_back(self, exc: OSError) -> None:
+        self._watcher_factory = None
+        self.status(
+            f"file events unavailable ({exc.strerror or exc}); polling every "
+            f"{self.poll_interval_s:g}s instead (raise fs.inotify.max_user_watches / "
+            "max_user_instances to get events back)"
+        )
