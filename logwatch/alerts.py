@@ -8,11 +8,19 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 from typing import Any
 
-FIRING = "firing"
-RESOLVED = "resolved"
+
+class Status(StrEnum):
+    """Where an alert is in its lifecycle; the value is what JSON and rule packs say."""
+
+    FIRING = "firing"
+    RESOLVED = "resolved"
+
+
+FIRING = Status.FIRING
+RESOLVED = Status.RESOLVED
 
 
 class Severity(IntEnum):
@@ -43,7 +51,7 @@ class AlertEvent:
 
     rule: str
     severity: Severity
-    status: str
+    status: Status
     source: str
     line: int
     ts: datetime | None
@@ -107,7 +115,7 @@ def event_from_json(data: Mapping[str, Any]) -> AlertEvent:
         return AlertEvent(
             rule=str(data["rule"]),
             severity=Severity.parse(str(data["severity"])),
-            status=str(data["status"]),
+            status=Status(data["status"]),
             source=str(data["source"]),
             line=int(data["line"]),
             ts=datetime.fromisoformat(ts) if ts is not None else None,

@@ -344,14 +344,16 @@ def tail_cmd(
 ) -> None:
     """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
     from logwatch.drivers.runner import run_tail
-    from logwatch.drivers.tail import TailOptions
+    from logwatch.drivers.tail import StartMode, TailOptions
     from logwatch.sources.follow import FollowOptions
 
     if from_beginning and from_end:
         raise click.UsageError("--from-beginning and --from-end exclude each other; pick one")
     config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
     state_dir = state_dir or default_state_dir()
-    start = "beginning" if from_beginning else "end" if from_end else "catch-up"
+    start = (
+        StartMode.BEGINNING if from_beginning else StartMode.END if from_end else StartMode.CATCH_UP
+    )
     options = TailOptions(
         start=start,
         poll_interval_s=poll_interval,

@@ -12,6 +12,7 @@ from typing import Any
 
 from logwatch.durations import parse_duration
 from logwatch.errors import ConfigError
+from logwatch.gpu.model import GpuMode
 from logwatch.redact import redact, register_secret
 from logwatch.rules.loader import Overrides, RuleSpec, builtin_rules_dir, load_rules
 from logwatch.rules.params import ParamError
@@ -20,7 +21,6 @@ from logwatch.rules.registry import duration_params
 DEFAULT_CONFIG = Path("logwatch.toml")
 SLACK_API = "https://slack.com/api/"
 DEFAULT_INHIBIT = (("nvml-disabled", "gpu-metrics-missing"),)
-GPU_MODES = ("auto", "required", "off")
 _TOP_KEYS = {"slack", "rules", "alerts", "gpu", "rule_packs", "builtin_rules"}
 _SLACK_KEYS = {"channel", "base_url", "token_file", "webhook_url_env", "timeout"}
 _ALERT_KEYS = {"group_wait", "repeat_interval", "inhibit"}
@@ -57,7 +57,7 @@ class AlertsConfig:
 class GpuConfig:
     """GPU telemetry settings, read by the NVML feature."""
 
-    mode: str = "auto"
+    mode: GpuMode = GpuMode.AUTO
     interval_s: float = 5.0
 
 
@@ -343,15 +343,15 @@ class _Reader:
     def gpu(self, data: Mapping[str, Any]) -> GpuConfig:
         self.check_keys("gpu", data, _GPU_KEYS)
         mode = self.typed("gpu", data, "mode", str, "auto")
-        if mode not in GPU_MODES:
+        if mode not in set(GpuMode):
             raise self.fail(
                 self.key_line("gpu", "mode"),
-                f"'mode' must be one of {', '.join(GPU_MODES)}, got {mode!r}",
+                f"'mode' must be one of {', '.join(GpuMode)}, got {mode!r}",
             )
         interval = self.duration("gpu", data, "interval", 5.0)
         if interval <= 0:
             raise self.fail(self.key_line("gpu", "interval"), "'interval' must be more than 0s")
-        return GpuConfig(mode=mode, interval_s=interval)
+        return GpuConfig(mode=GpuMode(mode), interval_s=interval)
 
     def rules(self, data: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
         """The `[rules.<id>]` tables, checked as far as they can be without the rule packs (the

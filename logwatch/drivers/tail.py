@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 
 from logwatch.alerts import AlertEvent
@@ -29,7 +30,14 @@ from logwatch.sources.follow import Batch, Follower, FollowOptions, PollResult, 
 from logwatch.sources.watch import WatchdogWatcher, WatcherFactory
 
 Status = Callable[[str], None]
-START_MODES = ("catch-up", "beginning", "end")
+
+
+class StartMode(StrEnum):
+    """What `tail` does with the history of files that exist at start (no checkpoint)."""
+
+    CATCH_UP = "catch-up"  # run it silently, emit what still fires at its end
+    BEGINNING = "beginning"  # emit every alert of it
+    END = "end"  # skip it
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,15 +48,17 @@ class TailOptions:
     their history silently and emits the alerts still firing at its end, `beginning` emits every
     alert of the history, `end` skips the history."""
 
-    start: str = "catch-up"
+    start: StartMode = StartMode.CATCH_UP
     poll_interval_s: float = 1.0
     rotate_wait_s: float = 5.0
     checkpoint_interval_s: float = 1.0
     follow: FollowOptions = field(default_factory=FollowOptions)
 
     def __post_init__(self) -> None:
-        if self.start not in START_MODES:
-            raise ValueError(f"unknown start mode {self.start!r} (expected one of {START_MODES})")
+        if self.start not in set(StartMode):
+            raise ValueError(
+                f"unknown start mode {self.start!r} (expected one of: {', '.join(StartMode)})"
+            )
 
 
 class TailDriver:
@@ -276,7 +286,7 @@ class TailDriver:
             return
         if not initial or self._saved is not None:
             self.status(f"{path}: new file; following it from its first byte")
-        elif self.options.start == "end":
+        elif self.options.start == StartMode.END:
             follower.skip_to_end()
             self.status(f"{path}: following from its end (line {follower.line})")
         else:
@@ -310,7 +320,7 @@ class TailDriver:
             if not result.more:
                 break
         self._last_line[follower.source] = follower.line - 1
-        if self.options.start == "catch-up":
+        if self.options.start == StartMode.CATCH_UP:
             events = sorted(self.engine.active_alerts(follower.source), key=lambda e: e.line)
         self.status(
             f"{follower.path}: caught up on {follower.line - 1} lines of history "

@@ -5,11 +5,20 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Literal, Protocol
 
 from logwatch.durations import parse_duration
 
-GpuMode = Literal["auto", "required", "off"]
+
+class GpuMode(StrEnum):
+    """`[gpu] mode` / `--gpu`: auto says why NVML cannot work, required exits 2 then, off."""
+
+    AUTO = "auto"
+    REQUIRED = "required"
+    OFF = "off"
+
+
 DEFAULT_INTERVAL_S = 5.0
 
 
@@ -17,18 +26,18 @@ DEFAULT_INTERVAL_S = 5.0
 class GpuSettings:
     """The `[gpu]` table of the config: whether NVML must work, and how often to sample."""
 
-    mode: GpuMode = "auto"
+    mode: GpuMode = GpuMode.AUTO
     interval_s: float = DEFAULT_INTERVAL_S
 
     @classmethod
     def parse(cls, mode: str = "auto", interval: str = "5s") -> GpuSettings:
         """Settings from config text; ValueError naming the bad value and what is accepted."""
-        if mode not in ("auto", "required", "off"):
-            raise ValueError(f"gpu mode {mode!r} is not one of: auto, required, off")
+        if mode not in set(GpuMode):
+            raise ValueError(f"gpu mode {mode!r} is not one of: {', '.join(GpuMode)}")
         interval_s = parse_duration(interval)
         if interval_s < 0.5:
             raise ValueError(f"gpu interval {interval!r} is below 0.5s; NVML reads are not free")
-        return cls(mode=mode, interval_s=interval_s)  # type: ignore[arg-type]  # checked above
+        return cls(mode=GpuMode(mode), interval_s=interval_s)
 
 
 class NvmlReason(enum.Enum):

@@ -12,7 +12,7 @@ from datetime import datetime
 
 import polars as pl
 
-from logwatch.alerts import FIRING, RESOLVED, AlertEvent, Severity
+from logwatch.alerts import FIRING, RESOLVED, AlertEvent, Severity, Status
 from logwatch.clock import Clock, SystemClock
 from logwatch.errors import GpuUnavailableError
 from logwatch.gpu.frames import empty_gpu_frame, samples_to_frame
@@ -259,7 +259,7 @@ def unavailable_event(status: NvmlStatus, ts: datetime) -> AlertEvent:
 def sampler_event(
     rule: str,
     severity: Severity,
-    status: str,
+    status: Status,
     ts: datetime,
     summary: str,
     *,

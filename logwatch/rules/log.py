@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import polars as pl
 
-from logwatch.alerts import FIRING, RESOLVED
+from logwatch.alerts import FIRING, RESOLVED, Status
 from logwatch.parse import SCHEMA
 from logwatch.rules.params import Columns, Kind, Param
 
@@ -25,7 +25,7 @@ class Transition:
     """An alert of one rule fired or resolved at a row of the frame."""
 
     row: int
-    status: str
+    status: Status
     value: float | None
     labels: Mapping[str, str] = field(default_factory=dict)
 

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Protocol, TextIO
 
 from logwatch.alerts import AlertEvent
 from logwatch.sinks.render import timeline_line
+
+
+class OutputFormat(StrEnum):
+    """`--format` of replay and tail: a human timeline, or one JSON object per event."""
+
+    TEXT = "text"
+    JSONL = "jsonl"
 
 
 class Sink(Protocol):
@@ -28,14 +36,20 @@ class Sink(Protocol):
 class StreamSink:
     """Writes events to a text stream as a human timeline or as JSON lines, flushed per event."""
 
-    def __init__(self, stream: TextIO, *, fmt: str = "text", colour: bool = False) -> None:
-        if fmt not in ("text", "jsonl"):
+    def __init__(
+        self, stream: TextIO, *, fmt: str = OutputFormat.TEXT, colour: bool = False
+    ) -> None:
+        if fmt not in set(OutputFormat):
             raise ValueError(f"unknown format {fmt!r} (expected text or jsonl)")
-        self.stream, self.fmt, self.colour = stream, fmt, colour
+        self.stream, self.fmt, self.colour = stream, OutputFormat(fmt), colour
         self.count = 0
 
     def emit(self, event: AlertEvent) -> None:
-        line = event.to_jsonl() if self.fmt == "jsonl" else timeline_line(event, colour=self.colour)
+        line = (
+            event.to_jsonl()
+            if self.fmt == OutputFormat.JSONL
+            else timeline_line(event, colour=self.colour)
+        )
         self.stream.write(line + "\n")
         self.stream.flush()
         self.count += 1
