@@ -115,7 +115,7 @@ def test_check_counts_the_rules_of_good_packs(pack: Path, tmp_path: Path) -> Non
     folder.mkdir()
     (folder / "one.toml").write_text(PACK.split("\n\n")[0] + "\n")
     assert run("rules", "check", str(pack), str(folder)) == (0, "3 rules OK\n", "")
-    assert run("rules", "check", str(folder)) == (0, "1 rule OK\n", "")
+    assert run("rules", "check", str(folder)) == (0, "1 rules OK\n", "")
 
 
 BROKEN = """\
