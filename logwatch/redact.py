@@ -24,9 +24,14 @@ _PATTERNS = (
     re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
 )
 # `WANDB_API_KEY=...`, `"hf_token": "..."`, `password: ...`: the value goes, the key stays.
+# The key word is found where it starts a word or follows `<letter or digit>_` / `-`, never by
+# matching its `wandb_` / `my-db-` prefix: a `(?:[a-z0-9]+[_-])*` prefix backtracked over every
+# segment of a long hyphenated line from every start (quadratic; 43 s on a 60 kB line). The
+# prefix is kept as unmatched text, so the output is the same; every repetition is possessive.
 _KEYED = re.compile(
-    r"""(?i)\b((?:[a-z0-9]+[_-])*(?:api[_-]?key|token|secret|password|passwd))\b"""
-    r"""(['"]?\s*[=:]\s*['"]?)([^\s'",}]{8,})"""
+    r"""(?i)(?:(?<!\w)|(?<=[a-z0-9][_-]))"""
+    r"""(api[_-]?key|token|secret|password|passwd)\b"""
+    r"""(['"]?\s*+[=:]\s*+['"]?)([^\s'",}]{8,}+)"""
 )
 
 
