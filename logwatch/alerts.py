@@ -85,7 +85,7 @@ class AlertEvent:
         """One line of strict JSON."""
         line = json.dumps(self.to_json(), ensure_ascii=False, allow_nan=False)
         # json.dumps escapes C0 controls but leaves DEL, C1 (8-bit CSI/OSC) and bidi controls
-        # raw; the same JSON with those as \\uNNNN escapes is safe on a terminal.
+        # raw; the same JSON with those as \uNNNN escapes is safe on a terminal.
         return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
