@@ -163,6 +163,8 @@ class DeliveryWorker:
     def _transient(self, exc: Transient, failures: int) -> float:
         self.stats.transient += 1
         wait = self._backoff(failures)
+        if self._stop.is_set():
+            return -wait  # cut short by close(): nothing to retry, the job stays spooled
         log.warning("Slack request failed (%s); retrying in %.1fs", redact(str(exc)), wait)
         return -wait
 
@@ -218,8 +220,13 @@ class DeliveryWorker:
         return True
 
     def close(self) -> None:
-        """Stop the threads; whatever is pending stays in the spool for the next start."""
+        """Stop the threads; whatever is pending stays in the spool for the next start.
+
+        A request in flight is not waited for (the transport gives up on it at once), so this
+        takes well under a second even when Slack trickles its answers.
+        """
         self._stop.set()
+        self.transport.close()
         self.spool.wake()
         self._watcher.join()
         with self._lock:
