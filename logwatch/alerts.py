@@ -5,11 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import IntEnum, StrEnum
 from typing import Any
+
+# What json.dumps(ensure_ascii=False) leaves raw but a terminal acts on: DEL, C1, bidi controls.
+_C1 = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 class Status(StrEnum):
@@ -87,7 +91,10 @@ class AlertEvent:
 
     def to_jsonl(self) -> str:
         """One line of strict JSON."""
-        return json.dumps(self.to_json(), ensure_ascii=False, allow_nan=False)
+        line = json.dumps(self.to_json(), ensure_ascii=False, allow_nan=False)
+        # json.dumps escapes C0 controls but leaves DEL, C1 (8-bit CSI/OSC) and bidi controls
+        # raw; the same JSON with those as \uNNNN escapes is safe on a terminal.
+        return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
 def alert_fingerprint(rule: str, source: str, labels: Mapping[str, str]) -> str:

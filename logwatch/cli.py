@@ -23,7 +23,7 @@ from logwatch.redact import install_log_handler, redact, remove_log_handler
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir, load_rules
 from logwatch.sinks.base import StreamSink
 from logwatch.sinks.registry import open_sinks
-from logwatch.sinks.render import summary_lines
+from logwatch.sinks.render import summary_lines, visible
 from logwatch.sinks.slack.silences import SilenceStore, check_rule
 from logwatch.sinks.slack.sink import send_digest
 from logwatch.sources.framing import DEFAULT_MAX_LINE_BYTES
@@ -507,7 +507,8 @@ def rules_check(packs: tuple[str, ...]) -> None:
 
 
 def _status_line(message: str) -> None:
-    click.echo(f"logwatch: {message}", err=True)
+    # file names in it are the user's: controls in them must not reach the terminal raw
+    click.echo(f"logwatch: {visible(message)}", err=True)
 
 
 def start_gpu_link(

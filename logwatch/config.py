@@ -13,7 +13,7 @@ from typing import Any
 from logwatch.durations import parse_duration
 from logwatch.errors import ConfigError
 from logwatch.gpu.model import GpuMode
-from logwatch.redact import redact, register_secret
+from logwatch.redact import redact, register_secret, stderr_line
 from logwatch.rules.loader import Overrides, RuleSpec, builtin_rules_dir, load_rules
 from logwatch.rules.params import ParamError
 from logwatch.rules.registry import duration_params
@@ -298,19 +298,24 @@ class _Reader:
             return None
         path = (self.file.parent / Path(name).expanduser()).resolve()
         try:
-            token = path.read_text(encoding="utf-8").strip()
+            lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or "not UTF-8 text"
             raise self.fail(
                 self.key_line("slack", "token_file"),
                 f"token_file {str(path)!r}: cannot read: {reason}",
             ) from None
-        if not token:
+        lines = [line for line in lines if line]
+        if not lines:
             raise self.fail(
                 self.key_line("slack", "token_file"),
                 f"token_file {str(path)!r} is empty (put the bot token, xoxb-..., in it)",
             )
-        return token
+        # The token is the first line, exactly what is sent and registered as a secret: the
+        # whole file, sent, put its second line in the error of every retry (an invalid header).
+        if len(lines) > 1:
+            stderr_line(f"logwatch: token_file {path}: {len(lines)} lines; using the first")
+        return lines[0]
 
     def alerts(self, data: Mapping[str, Any]) -> AlertsConfig:
         self.check_keys("alerts", data, _ALERT_KEYS)

@@ -1,7 +1,8 @@
 """Secrets never reach output: one redaction helper for every error, log line and message.
 
-Tokens and webhook URLs are registered when the config is read; well-known shapes (Slack tokens,
-Slack webhook URLs) are redacted even when nobody registered them.
+Tokens and webhook URLs are registered when the config is read; well-known shapes (Slack, Hugging
+Face, OpenAI, AWS and GitHub tokens, Slack webhook URLs, JWTs, Bearer tokens, passwords in URLs,
+`key=value` credentials) are redacted even when nobody registered them.
 """
 
 from __future__ import annotations
@@ -22,11 +23,34 @@ _PATTERNS = (
     re.compile(r"\bhf_[A-Za-z0-9]{30,}"),
     re.compile(r"\bsk-[A-Za-z0-9_-]{20,}"),
     re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
+    # GitHub classic (ghp_, gho_, ghs_, ghu_, ghr_) and fine-grained tokens; bare JWTs.
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}+"),
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}+"),
+    # One start per run of token characters (not one per `eyJ` in it): a scan from each would
+    # be quadratic on `eyJ-eyJ-...`.
+    re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]++\.eyJ[A-Za-z0-9_-]++\.[A-Za-z0-9_-]*+"),
+)
+# Group 1 stays, the rest of the match goes. Every repetition is possessive or bounded by the
+# next `/`, so none of them can backtrack across a long line (see `_KEYED`).
+_PREFIXED = (
+    # An AWS secret access key is 40 base64-ish characters, masked whatever its letter mix.
+    re.compile(
+        r"""(?i)(aws_?secret_?access_?key['"]?\s*+[=:]\s*+['"]?)[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"""
+    ),
+    re.compile(r"(?i)(\bbearer\s++)[A-Za-z0-9._~+/-]{16,}+=*+"),
+    # `scheme://user:password@host`: scheme, user and host stay. Matched from `://`, not from
+    # the scheme, so a long `a-b-c` run is never scanned once per start.
+    re.compile(r"(://[^\s:/@]*+:)[^\s/]+(?=@)"),
 )
 # `WANDB_API_KEY=...`, `"hf_token": "..."`, `password: ...`: the value goes, the key stays.
+# The key word is found where it starts a word or follows `<letter or digit>_` / `-`, never by
+# matching its `wandb_` / `my-db-` prefix: a `(?:[a-z0-9]+[_-])*` prefix backtracked over every
+# segment of a long hyphenated line from every start (quadratic; 43 s on a 60 kB line). The
+# prefix is kept as unmatched text, so the output is the same; every repetition is possessive.
 _KEYED = re.compile(
-    r"""(?i)\b((?:[a-z0-9]+[_-])*(?:api[_-]?key|token|secret|password|passwd))\b"""
-    r"""(['"]?\s*[=:]\s*['"]?)([^\s'",}]{8,})"""
+    r"""(?i)(?:(?<!\w)|(?<=[a-z0-9][_-]))"""
+    r"""(api[_-]?key|token|secret|password|passwd)\b"""
+    r"""(['"]?\s*+[=:]\s*+['"]?)([^\s'",}]{8,}+)"""
 )
 
 
@@ -65,6 +89,8 @@ def redact(text: str) -> str:
             text = text.replace(secret, MASK)
     for pattern in _PATTERNS:
         text = pattern.sub(MASK, text)
+    for pattern in _PREFIXED:
+        text = pattern.sub(rf"\g<1>{MASK}", text)
     return _KEYED.sub(_mask_keyed, text)
 
 

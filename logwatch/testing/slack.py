@@ -4,8 +4,9 @@ It speaks Slack's JSON and headers for chat.postMessage, chat.update, conversati
 conversations.replies, conversations.info, auth.test and an incoming-webhook endpoint; it checks
 the token, the channel, membership and Block Kit limits like Slack does, enforces a per-channel
 posting rate (1 msg/s with a burst of 3 by default) with 429 + Retry-After, and can be scripted to
-fail: 429s, 5xx, non-JSON bodies, dropped connections, permanent error codes, and slow answers
-that arrive after the client gave up although the message was stored.
+fail: 429s, 5xx, non-JSON bodies, dropped connections, permanent error codes, slow answers
+that arrive after the client gave up although the message was stored, and trickled answers (one
+byte per `trickle_s`, which no per-read socket timeout ever trips).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ SCOPES = ("chat:write", "channels:read", "groups:read", "channels:history", "gro
 
 @dataclass(frozen=True, slots=True)
 class Fault:
-    """One scripted answer. `delay_s` answers late but still stores the message (Slack accepted)."""
+    """One scripted answer. `delay_s` answers late but still stores the message (Slack accepted);
+    `trickle_s` stores it too, then sends the answer one byte every `trickle_s` seconds."""
 
     status: int = 200
     error: str | None = None
@@ -35,6 +37,7 @@ class Fault:
     body: str | None = None
     delay_s: float = 0.0
     drop: bool = False
+    trickle_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,8 @@ class FakeSlack:
         self.requests: list[Seen] = []
         self.messages: list[dict[str, Any]] = []
         self.down: str | None = None
+        self.trickle_s: float = 0.0  # > 0: every answer trickles (see Fault.trickle_s)
+        self._closing = threading.Event()
         self._faults: dict[str, deque[Fault]] = {}
         self._buckets: dict[str, tuple[float, float]] = {}
         self._seq = itertools.count(1)
@@ -91,7 +96,8 @@ class FakeSlack:
         self.close()
 
     def close(self) -> None:
-        """Stop serving and wait for handler threads."""
+        """Stop serving (cutting trickled answers short) and wait for handler threads."""
+        self._closing.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
@@ -375,6 +381,9 @@ def _handler(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
             if fault.drop:
                 self.close_connection = True
                 return
+            trickle_s = fault.trickle_s or fake.trickle_s
+            if trickle_s:
+                self.wfile = _Trickle(self.wfile, trickle_s, fake._closing)  # type: ignore[assignment]
             self._answer(method, status, retry, fault.body, data)
 
         def _answer(
@@ -409,3 +418,20 @@ def _handler(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
                 pass  # the client gave up (timeout) before the answer came
 
     return Handler
+
+
+class _Trickle:
+    """A writer that sends one byte per `every_s` (headers and body alike) until `stop` is set."""
+
+    def __init__(self, raw: Any, every_s: float, stop: threading.Event) -> None:
+        self.raw, self.every_s, self.stop = raw, every_s, stop
+
+    def write(self, data: bytes) -> int:
+        for index in range(len(data)):
+            if self.stop.wait(self.every_s):
+                raise ConnectionResetError("the fake Slack is closing")
+            self.raw.write(data[index : index + 1])
+        return len(data)
+
+    def flush(self) -> None:
+        self.raw.flush()

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from logwatch.redact import redact, stderr_line
-from logwatch.sinks.slack.spool import UPDATE, Job, MessageRef, Spool
+from logwatch.sinks.slack.spool import UPDATE, Job, MessageRef, Spool, job_problem
 from logwatch.sinks.slack.transport import (
     PERMANENT,
     Permanent,
@@ -110,9 +110,25 @@ class DeliveryWorker:
                 self._stop.wait(delay)
                 continue
             job, in_doubt = head
-            wait_s = self._deliver(job, in_doubt, failures)
+            wait_s = self._step(job, in_doubt, failures)
             failures = failures + 1 if wait_s is not None and wait_s < 0 else 0
             next_at = time.monotonic() + (abs(wait_s) if wait_s is not None else self.policy.pace_s)
+
+    def _step(self, job: Job, in_doubt: bool, failures: int) -> float | None:
+        """Deliver one job; one that cannot be sent is dead-lettered, never the thread's end."""
+        problem = job_problem(job)
+        if problem is not None:
+            self._bury_bad(job, problem)
+            return None
+        try:
+            return self._deliver(job, in_doubt, failures)
+        except Exception as exc:  # a bug or a damaged job must not stop the channel for good
+            try:
+                self._bury_bad(job, f"{type(exc).__name__}: {exc}")
+            except Exception as again:  # the spool itself fails (disk): retry later
+                self.report(redact(f"logwatch: Slack delivery on {job.channel}: {again}"))
+                return -self._backoff(failures)
+            return None
 
     def _deliver(self, job: Job, in_doubt: bool, failures: int) -> float | None:
         """One step for one job. None: paced as usual; > 0: a Retry-After wait; < 0: a backoff."""
@@ -163,6 +179,8 @@ class DeliveryWorker:
     def _transient(self, exc: Transient, failures: int) -> float:
         self.stats.transient += 1
         wait = self._backoff(failures)
+        if self._stop.is_set():
+            return -wait  # cut short by close(): nothing to retry, the job stays spooled
         log.warning("Slack request failed (%s); retrying in %.1fs", redact(str(exc)), wait)
         return -wait
 
@@ -191,21 +209,34 @@ class DeliveryWorker:
 
     def _bury(self, job: Job, code: str) -> None:
         hint = PERMANENT.get(code, "see the Slack API docs for this error code")
-        self.dead_letter.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.dead_letter, "a", encoding="utf-8") as out:
-            out.write(
-                json.dumps(
-                    {"error": code, "time": time.time(), "job": asdict(job)}, ensure_ascii=False
-                )
-                + "\n"
-            )
-        self.spool.record("dead", job.id, error=code)
-        self.stats.dead += 1
+        self._dead_letter(job, code)
         self.report(
             redact(
                 f"logwatch: Slack refused a message for channel {job.channel} ({code}); moved it to {self.dead_letter}. Fix: {hint}"
             )
         )
+
+    def _bury_bad(self, job: Job, why: str) -> None:
+        """A job read back from the spool that cannot be sent: dead-letter it, say why, go on."""
+        self._dead_letter(job, "bad_job", why)
+        self.report(
+            redact(
+                f"logwatch: Slack job {job.id} in the spool cannot be sent ({why}); moved it to "
+                f"{self.dead_letter} and went on with the next job. Fix: nothing to do for delivery; "
+                "its alert is in that file (report it if logwatch itself wrote the record)"
+            )
+        )
+
+    def _dead_letter(self, job: Job, code: str, why: str | None = None) -> None:
+        """Append the job to the dead-letter file and mark it dead in the spool."""
+        entry: dict[str, object] = {"error": code, "time": time.time(), "job": asdict(job)}
+        if why is not None:
+            entry["why"] = why
+        self.dead_letter.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.dead_letter, "a", encoding="utf-8") as out:
+            out.write(json.dumps(entry, ensure_ascii=False, default=repr) + "\n")
+        self.spool.record("dead", job.id, error=code)
+        self.stats.dead += 1
 
     def drain(self, timeout_s: float) -> bool:
         """Wait until nothing is pending (True) or the timeout passes (False)."""
@@ -218,8 +249,13 @@ class DeliveryWorker:
         return True
 
     def close(self) -> None:
-        """Stop the threads; whatever is pending stays in the spool for the next start."""
+        """Stop the threads; whatever is pending stays in the spool for the next start.
+
+        A request in flight is not waited for (the transport gives up on it at once), so this
+        takes well under a second even when Slack trickles its answers.
+        """
         self._stop.set()
+        self.transport.close()
         self.spool.wake()
         self._watcher.join()
         with self._lock:

@@ -18,6 +18,16 @@ _ICON = {Severity.CRITICAL: "🔴", Severity.WARNING: "🟠", Severity.INFO: "�
 Block = dict[str, Any]
 
 
+def escape(text: str) -> str:
+    """Log- or config-derived text made inert in mrkdwn: `&`, `<`, `>` as Slack's entities.
+
+    Without it a log line's `<!channel>` pings a whole channel and `<http://evil|click>` shows a
+    disguised link. logwatch's own markup (`*`, `_`, `~`, backticks) is added around the escaped
+    pieces; header blocks are plain_text, which Slack does not parse, and stay unescaped.
+    """
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def cut(text: str, limit: int, mark: str = MARK) -> str:
     """The text, cut to `limit` characters with a visible marker when it was longer."""
     if len(text) <= limit:
@@ -51,7 +61,8 @@ def when(ts: datetime | None) -> str:
 def member_line(event: AlertEvent) -> str:
     """One alert of a group as a list item."""
     step = f" step {event.step}" if event.step is not None else ""
-    return cut(f"• `{event.source}`:{event.line}{step} — {event.summary}", 600, "…")
+    source, summary = escape(event.source), escape(event.summary)
+    return cut(f"• `{source}`:{event.line}{step} — {summary}", 600, "…")
 
 
 def list_sections(lines: Sequence[str], max_blocks: int) -> list[Block]:
@@ -82,14 +93,15 @@ def firing_message(
     icon = _ICON[severity]
     where = first.source if len(events) == 1 else f"{len(events)} sources"
     title = f"{icon} FIRING {rule} ({severity.label}) — {where}"
-    blocks = [header(title), section(f"*{first.summary}*")]
+    blocks = [header(title), section(f"*{escape(first.summary)}*")]
     if first.text:
-        blocks.append(section("```" + cut(first.text, SECTION_MAX - 6) + "```"))
+        blocks.append(section("```" + cut(escape(first.text), SECTION_MAX - 6) + "```"))
     blocks += list_sections([member_line(e) for e in events], BLOCKS_MAX - len(blocks) - 2)
     if first.fix:
-        blocks.append(section(f"*Fix:* {first.fix}"))
+        blocks.append(section(f"*Fix:* {escape(first.fix)}"))
     blocks.append(context(f"first seen {when(first.ts)} · logwatch"))
-    text = f"{icon} FIRING {rule} ({severity.label}) on {where}: {first.summary}"
+    # The fallback text is mrkdwn too (notifications, old clients): escaped like the blocks.
+    text = f"{icon} FIRING {escape(rule)} ({severity.label}) on {escape(where)}: {escape(first.summary)}"
     return cut(text, TEXT_MAX), blocks[:BLOCKS_MAX]
 
 
@@ -100,10 +112,10 @@ def resolved_message(
     where = events[0].source if len(events) == 1 else f"{len(events)} sources"
     took = format_duration(firing_s)
     title = f"✅ RESOLVED {rule} — {where} (after {took})"
-    blocks = [header(title), section(f"~{events[0].summary}~\nresolved after {took}")]
+    blocks = [header(title), section(f"~{escape(events[0].summary)}~\nresolved after {took}")]
     blocks += list_sections([member_line(e) for e in events], BLOCKS_MAX - 3)
     blocks.append(context(f"first seen {when(first_seen)} · resolved after {took} · logwatch"))
-    text = f"✅ RESOLVED {rule} on {where} after {took} (first seen {when(first_seen)})"
+    text = f"✅ RESOLVED {escape(rule)} on {escape(where)} after {took} (first seen {when(first_seen)})"
     return cut(text, TEXT_MAX), blocks[:BLOCKS_MAX]
 
 

@@ -127,7 +127,8 @@ def digest_lines(events: Sequence[AlertEvent]) -> list[str]:
     """One line per rule and source of the alerts that fired."""
     fired = [e for e in events if e.status == FIRING]
     counts = Counter((e.rule, e.source) for e in fired)
-    return [f"• *{rule}* x{n} in `{source}`" for (rule, source), n in sorted(counts.items())]
+    esc = messages.escape
+    return [f"• *{esc(r)}* x{n} in `{esc(s)}`" for (r, s), n in sorted(counts.items())]
 
 
 def send_digest(

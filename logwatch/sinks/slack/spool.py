@@ -84,31 +84,46 @@ class Spool:
     def _replay(self) -> None:
         if not self.path.exists():
             return
-        bad: list[tuple[int, str, str]] = []
-        with open(self.path, encoding="utf-8", errors="replace") as stream:
-            for number, raw in enumerate(stream, 1):
+        bad: list[tuple[int, bytes, str]] = []
+        last, cut_last = 0, False
+        with open(self.path, "rb") as stream:
+            for last, raw in enumerate(stream, 1):
+                if not raw.strip():
+                    continue
                 try:
-                    record = json.loads(raw)
-                except json.JSONDecodeError:
-                    continue  # a torn last line from a crash mid-write: that job was never acked
-                problem = _invalid(record)
+                    record = json.loads(raw.decode("utf-8"))
+                except (UnicodeDecodeError, json.JSONDecodeError):
+                    problem: str | None = _damage(raw)
+                else:
+                    problem = _invalid(record)
                 if problem is None:
                     self._apply(record)
-                else:
-                    bad.append((number, raw if raw.endswith("\n") else raw + "\n", problem))
+                    continue
+                # Kept byte for byte, one per line (a cut last line gets its newline).
+                bad.append((last, raw if raw.endswith(b"\n") else raw + b"\n", problem))
+                cut_last = not raw.endswith(b"\n")
         if bad:
-            self._set_aside(bad)
+            self._set_aside(bad, cut_last=cut_last and bad[-1][0] == last)
 
-    def _set_aside(self, bad: list[tuple[int, str, str]]) -> None:
-        """Keep records that are not ours next to the journal (compaction drops them), say so."""
+    def _set_aside(self, bad: list[tuple[int, bytes, str]], *, cut_last: bool) -> None:
+        """Keep records it cannot apply next to the journal (compaction drops them), say so once."""
         aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
-        with open(aside, "a", encoding="utf-8") as out:
+        with open(aside, "ab") as out:
             out.writelines(raw for _, raw, _ in bad)
         number, _, problem = bad[0]
-        self.report(
-            f"{self.path}:{number}: not a spool record ({problem}); skipped {len(bad)} such "
-            f"record(s), kept in {aside}"
-        )
+        damaged = sum(1 for _, _, why in bad if why.startswith(_DAMAGED))
+        if damaged == 0:
+            said = f"not a spool record ({problem}); skipped {len(bad)} such record(s)"
+        else:
+            said = f"{problem}; skipped {damaged} damaged record(s)"
+            if len(bad) > damaged:
+                said += f" and {len(bad) - damaged} that are not spool records"
+        if cut_last:
+            said += (
+                "; the last record was cut short by a crash mid-write, so its alert cannot be "
+                "recovered from half a record"
+            )
+        self.report(f"{self.path}:{number}: {said}, kept in {aside}")
 
     def _apply(self, record: dict[str, Any]) -> None:
         op, job_id = record.get("op"), record.get("id", "")
@@ -203,6 +218,35 @@ class Spool:
                 self._out.close()
             if not self._lock_file.closed:
                 self._lock_file.close()
+
+
+_DAMAGED = "damaged: "
+
+
+def _damage(raw: bytes) -> str:
+    """What is wrong with a line that is not JSON at all."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"{_DAMAGED}not UTF-8 text"
+    if not raw.endswith(b"\n") or raw.lstrip().startswith(b"{"):
+        return f"{_DAMAGED}a record cut short"
+    return f"{_DAMAGED}not JSON"
+
+
+def job_problem(job: Job) -> str | None:
+    """Why a job read back from the journal cannot be sent (a field of the wrong type), or None."""
+    if job.kind not in (POST, UPDATE, REPLY):
+        return f"kind {job.kind!r} is not post, update or reply"
+    if not isinstance(job.blocks, list) or not all(isinstance(b, dict) for b in job.blocks):
+        return f"blocks must be a list of objects, got {type(job.blocks).__name__}"
+    if job.parent is not None and not isinstance(job.parent, str):
+        return f"parent must be a job id or null, got {type(job.parent).__name__}"
+    if job.metadata is not None and not isinstance(job.metadata, dict):
+        return f"metadata must be an object or null, got {type(job.metadata).__name__}"
+    if isinstance(job.created_s, bool) or not isinstance(job.created_s, int | float):
+        return f"created_s must be a number, got {type(job.created_s).__name__}"
+    return None
 
 
 def _invalid(record: Any) -> str | None:

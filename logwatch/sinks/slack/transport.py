@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -70,6 +71,62 @@ class Permanent(Exception):
         self.code = code
 
 
+class Deadline:
+    """A wall-clock deadline for a whole request: connect, send and the entire answer.
+
+    urllib's timeout is per socket operation, so a server that answers a byte at a time never
+    trips it, and slack-sdk opens its connections itself, leaving no socket to close from a
+    watchdog. So the request runs on a daemon thread that the caller stops waiting for at the
+    deadline, or at once on `close`; the caller gets an in-doubt Transient (the request may yet
+    land: the job is reconciled before any re-post). The abandoned thread's result is dropped;
+    it ends by itself when the server stops sending, and never touches the spool.
+    """
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._lock = threading.Lock()
+        self._waiting: set[threading.Event] = set()
+        self._closed = False
+
+    def call(self, request: Callable[..., Any], **kwargs: Any) -> Any:
+        """request(**kwargs), or Transient(in_doubt) past the deadline or once closed."""
+        done = threading.Event()
+        box: list[tuple[bool, Any]] = []
+
+        def run() -> None:
+            try:
+                box.append((True, request(**kwargs)))
+            except BaseException as exc:  # handed to the caller, who classifies it
+                box.append((False, exc))
+            finally:
+                done.set()
+
+        with self._lock:
+            if self._closed:
+                raise Transient("shutting down; not sent", in_doubt=False)
+            self._waiting.add(done)
+        try:
+            threading.Thread(target=run, name="logwatch-slack-request", daemon=True).start()
+            done.wait(self.timeout_s)
+        finally:
+            with self._lock:
+                self._waiting.discard(done)
+        if not box:
+            why = "shutting down" if self._closed else f"deadline of {self.timeout_s:g}s passed"
+            raise Transient(f"no complete answer from Slack ({why})", in_doubt=True)
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
+
+    def close(self) -> None:
+        """Stop waiting for requests in flight (shutdown); later calls are refused."""
+        with self._lock:
+            self._closed = True
+            for event in self._waiting:
+                event.set()
+
+
 class Transport(Protocol):
     """Sends one job; `find` looks for a job's message (reconciliation), None if it cannot."""
 
@@ -81,6 +138,10 @@ class Transport(Protocol):
 
     def find(self, job: Job, parent: MessageRef | None) -> MessageRef | None:
         """The job's message if Slack already has it."""
+        ...
+
+    def close(self) -> None:
+        """Give up on requests in flight (they end as in-doubt Transients)."""
         ...
 
 
@@ -131,13 +192,19 @@ class BotTransport:
             timeout=timeout_s,  # type: ignore[arg-type]
             retry_handlers=[],
         )
+        self.deadline = Deadline(timeout_s)
+
+    def close(self) -> None:
+        self.deadline.close()
 
     def _call(self, request: Callable[..., Any], **kwargs: Any) -> dict[str, Any]:
         """One Web API call (a bound WebClient method), its failures classified."""
         from slack_sdk.errors import SlackApiError
 
         try:
-            response = request(**kwargs)
+            response = self.deadline.call(request, **kwargs)
+        except Transient:
+            raise
         except SlackApiError as exc:
             r = exc.response
             raise classify_api(r.status_code, r.headers, r.data) from None
@@ -214,10 +281,16 @@ class WebhookTransport:
         from slack_sdk.webhook import WebhookClient
 
         self.client = WebhookClient(url=url, timeout=timeout_s, retry_handlers=[])  # type: ignore[arg-type]  # float works
+        self.deadline = Deadline(timeout_s)
+
+    def close(self) -> None:
+        self.deadline.close()
 
     def send(self, job: Job, parent: MessageRef | None) -> MessageRef:
         try:
-            response = self.client.send(text=job.text, blocks=job.blocks)
+            response = self.deadline.call(self.client.send, text=job.text, blocks=job.blocks)
+        except Transient:
+            raise
         except Exception as exc:  # the webhook client raises only for network trouble
             raise classify_exception(exc) from None
         body = (response.body or "").strip()

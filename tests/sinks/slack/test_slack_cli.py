@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from tests_paths import NAN_LOG
 
 from logwatch.cli import cli
-from logwatch.testing import FakeSlack
+from logwatch.testing import FakeSlack, Fault
 
 TOKEN = "plain-bot-token-SECRET-7781"
 
@@ -163,3 +163,39 @@ def test_doctor_reports_nvml_error_class(tmp_path: Path) -> None:
     assert line.startswith("warn nvml: no NVIDIA driver library (libnvidia-ml.so.1) on this host")
     assert "NVMLError_LibraryNotFound" in line
     assert "— fix: run on a host with the NVIDIA driver installed" in line
+
+
+@pytest.mark.parametrize("second", ["# the bot token for #alerts", "second-token-XYZ-0042"])
+def test_two_line_token_file_never_shows_the_token(
+    tmp_path: Path, fake: FakeSlack, second: str
+) -> None:
+    """A token file with a second line: the first is used, said once, and no retry prints it."""
+    (tmp_path / "token").write_text(f"\n{TOKEN}\n{second}\n")
+    path = tmp_path / "logwatch.toml"
+    path.write_text(
+        f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake.base_url}"\n'
+        'timeout = "2s"\ntoken_file = "token"\n'
+    )
+    fake.fail("chat.postMessage", Fault(500), Fault(503, body="<html>busy</html>"))
+    args = ["replay", "--notify", "--config", str(path), "--state-dir", str(tmp_path / "s")]
+    result = CliRunner().invoke(cli, [*args, NAN_LOG], env={"SLACK_BOT_TOKEN": None})
+    assert result.exit_code == 0 and len(fake.posts()) == 1
+    assert len(fake.seen("chat.postMessage")) == 3
+    said = f"token_file {tmp_path / 'token'}: 2 lines; using the first"
+    assert result.stderr.count(said) == 1
+    for secret in (TOKEN, second):
+        assert secret not in result.stderr and secret not in result.stdout
+
+
+def test_token_file_with_a_bad_token_never_shows_it(tmp_path: Path, fake: FakeSlack) -> None:
+    """invalid_auth for a two-line token file's token: dead-lettered, token never on stderr."""
+    wrong = "wrong-bot-credential-5521"
+    (tmp_path / "token").write_text(f"{wrong}\n{wrong}-2\n")
+    path = tmp_path / "logwatch.toml"
+    path.write_text(
+        f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake.base_url}"\ntoken_file = "token"\n'
+    )
+    args = ["replay", "--notify", "-v", "--config", str(path), "--state-dir", str(tmp_path / "s")]
+    result = CliRunner().invoke(cli, [*args, NAN_LOG], env={"SLACK_BOT_TOKEN": None})
+    assert "invalid_auth" in result.stderr
+    assert wrong not in result.stderr and wrong not in result.stdout
