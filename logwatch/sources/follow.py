@@ -66,7 +66,10 @@ class Position:
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed file entry: {exc!r}") from None
         ints = (pos.dev, pos.ino, pos.prefix_len, pos.offset, pos.line, pos.generation)
-        counts = all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in ints)
+        counts = all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 62 for v in ints
+        )
+        counts = counts and pos.prefix_len <= PREFIX_BYTES  # else a read of exabytes at resume
         texts = all(isinstance(v, str) for v in (pos.source, pos.path, pos.prefix_sha))
         end = pos.evaluated_end
         end_ok = end is None or (isinstance(end, int) and not isinstance(end, bool) and end >= 0)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from logwatch.atomic import open_private
 from logwatch.redact import redact, stderr_line
 from logwatch.sinks.slack.spool import UPDATE, Job, MessageRef, Spool
 from logwatch.sinks.slack.transport import (
@@ -191,8 +192,8 @@ class DeliveryWorker:
 
     def _bury(self, job: Job, code: str) -> None:
         hint = PERMANENT.get(code, "see the Slack API docs for this error code")
-        self.dead_letter.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.dead_letter, "a", encoding="utf-8") as out:
+        self.dead_letter.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with open_private(self.dead_letter) as out:
             out.write(
                 json.dumps(
                     {"error": code, "time": time.time(), "job": asdict(job)}, ensure_ascii=False

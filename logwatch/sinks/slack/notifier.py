@@ -231,7 +231,7 @@ class Notifier:
             "pending": [_notice_json(n) for n in self.pending.values()],
             "posted": [_notice_json(n) for n in self.posted.values()],
         }
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
+        self.state_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         write_atomic(self.state_path, json.dumps(data).encode())
         self._dirty = False  # only now: a failed save is tried again at the next tick
 
