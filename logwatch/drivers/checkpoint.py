@@ -14,6 +14,7 @@ tries again (making the directory again). Only a directory that is unsafe to use
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from logwatch.drivers.delta import DeltaTracker, apply_deltas
 from logwatch.drivers.statesafe import RealStateFS, StateFS, secure_state_dir, write_failure
 from logwatch.errors import StateError
 from logwatch.sources.follow import Position
@@ -30,6 +32,7 @@ from logwatch.sources.follow import Position
 VERSION = 1
 CHECKPOINT = "checkpoint.json"
 JOURNAL = "emitted.log"
+DELTA = "checkpoint.delta"
 LOCK = "lock"
 
 
@@ -78,6 +81,8 @@ class StateDir:
         self.path, self.status, self.fs, self.retry_s = path, status, fs or RealStateFS(), retry_s
         self._lock_fd: int | None = None
         self._journal_fd: int | None = None
+        self._delta_fd: int | None = None
+        self._delta, self._seq = DeltaTracker(), 0
         self._failing: str | None = None  # why the last write failed, until one works
 
     def open(self) -> None:
@@ -107,10 +112,13 @@ class StateDir:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             self._lock_fd = fd
-        if self._journal_fd is not None:
-            os.close(self._journal_fd)  # reopened: the directory may have been made again
-            self._journal_fd = None
+        for old in (self._journal_fd, self._delta_fd):
+            if old is not None:
+                os.close(old)  # reopened: the directory may have been made again
+        self._journal_fd = self._delta_fd = None
         self._journal_fd = os.open(self.path / JOURNAL, os.O_WRONLY | os.O_APPEND | private, 0o600)
+        self._delta_fd = os.open(self.path / DELTA, os.O_WRONLY | os.O_APPEND | private, 0o600)
+        self._delta.invalidate()  # a new delta file: the next save is a full one
 
     def _failed(self, name: str, exc: OSError) -> None:
         cause = os.strerror(exc.errno) if exc.errno else str(exc)  # once per cause, not per file
@@ -125,10 +133,10 @@ class StateDir:
 
     def close(self) -> None:
         """Release the journal and the lock."""
-        for fd in (self._journal_fd, self._lock_fd):
+        for fd in (self._journal_fd, self._delta_fd, self._lock_fd):
             if fd is not None:
                 os.close(fd)
-        self._journal_fd = self._lock_fd = None
+        self._journal_fd = self._delta_fd = self._lock_fd = None
 
     def load(self) -> Checkpoint | None:
         """The saved checkpoint; a corrupt one is reported, set aside, and None returned."""
@@ -140,7 +148,12 @@ class StateDir:
         except OSError as exc:
             raise StateError(f"{file}: cannot read the checkpoint: {exc.strerror}") from None
         try:
-            return Checkpoint.from_json(json.loads(raw.decode("utf-8")))
+            base = json.loads(raw.decode("utf-8"))
+            with contextlib.suppress(FileNotFoundError):
+                base = apply_deltas(base, (self.path / DELTA).read_bytes())
+            checkpoint = Checkpoint.from_json(base)
+            self._seq = base["seq"] if isinstance(base.get("seq"), int) else 0
+            return checkpoint
         except (ValueError, UnicodeDecodeError) as exc:
             self.set_aside(file, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
             return None
@@ -159,13 +172,24 @@ class StateDir:
         self.status(f"{file}: corrupt checkpoint ({why}); moved to {aside}, starting without it")
 
     def save(self, checkpoint: Checkpoint) -> bool:
-        """Replace the checkpoint atomically and durably, then empty the journal it covers;
-        False (said once) when that failed: the caller keeps its state and tries again."""
-        data = json.dumps(checkpoint.to_json(), separators=(",", ":")).encode()
+        """Record the checkpoint durably (a delta line of what changed, or the whole of it
+        replaced atomically), then empty the journal it covers; False (said once) when that
+        failed: the caller keeps its state and tries again."""
         try:
             if self._failing is not None:
                 self._take()
-            self.fs.replace(self.path / CHECKPOINT, data)
+            record = self._delta.record(checkpoint, self._seq + 1)
+            if record is None or self._delta_fd is None:
+                self._save_full(checkpoint)
+            else:
+                line = json.dumps(record, separators=(",", ":")).encode() + b"\n"
+                if os.fstat(self._delta_fd).st_nlink == 0:  # the directory was removed
+                    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), DELTA)
+                self._delta.invalidate()  # until the line is durable
+                self.fs.append(self._delta_fd, line)
+                os.fsync(self._delta_fd)
+                self._seq += 1
+                self._delta.saved(checkpoint, len(line), full=False)
             if self._journal_fd is not None:
                 self.fs.truncate(self._journal_fd)
         except OSError as exc:
@@ -178,6 +202,15 @@ class StateDir:
             return False
         self._worked()
         return True
+
+    def _save_full(self, checkpoint: Checkpoint) -> None:
+        data = {**checkpoint.to_json(), "seq": self._seq + 1}
+        raw = json.dumps(data, separators=(",", ":")).encode()
+        self.fs.replace(self.path / CHECKPOINT, raw)
+        self._seq += 1
+        if self._delta_fd is not None:
+            self.fs.truncate(self._delta_fd)  # its lines are numbered below the new base
+        self._delta.saved(checkpoint, len(raw), full=True)
 
     def emitted(self) -> set[str]:
         """Keys of alerts emitted after the last checkpoint (a crash left them)."""
