@@ -83,6 +83,7 @@ class StateDir:
         self._journal_fd: int | None = None
         self._delta_fd: int | None = None
         self._delta, self._seq = DeltaTracker(), 0
+        self._last: Checkpoint | None = None  # the last one saved, for compaction at close
         self._failing: str | None = None  # why the last write failed, until one works
 
     def open(self) -> None:
@@ -132,7 +133,11 @@ class StateDir:
             self.status(f"state dir {self.path}: writes work again; checkpoint saved")
 
     def close(self) -> None:
-        """Release the journal and the lock."""
+        """Fold the delta into checkpoint.json (one file after a clean stop, and one a person
+        can read or edit), then release the journal and the lock."""
+        if self._last is not None and self._delta.delta_bytes and self._failing is None:
+            with contextlib.suppress(OSError):
+                self._save_full(self._last)
         for fd in (self._journal_fd, self._delta_fd, self._lock_fd):
             if fd is not None:
                 os.close(fd)
@@ -200,6 +205,7 @@ class StateDir:
                 self._failing = str(exc)
                 self.status(str(exc))
             return False
+        self._last = checkpoint
         self._worked()
         return True
 

@@ -20,7 +20,8 @@ def _checkpoint(lines: list[int]) -> Checkpoint:
 
 def test_a_save_with_one_change_appends_only_that_entry(tmp_path: Path) -> None:
     """After the first (full) save of 200 entries, a save where one changed leaves the base
-    file untouched and appends a line holding that entry only; a new StateDir loads the merge."""
+    file untouched and appends a line holding that entry only; a new StateDir loads the merge,
+    and a clean close folds the delta into the base."""
     state = StateDir(tmp_path, print)
     state.open()
     lines = [1] * 200
@@ -29,14 +30,16 @@ def test_a_save_with_one_change_appends_only_that_entry(tmp_path: Path) -> None:
     lines[7] = 5
     assert state.save(_checkpoint(lines))
     assert state.save(_checkpoint(lines))  # nothing changed: a line without entries
-    state.close()
     assert (tmp_path / CHECKPOINT).read_bytes() == base
     records = [json.loads(raw) for raw in (tmp_path / DELTA).read_bytes().splitlines()]
     assert [list(r["files"]) for r in records] == [["1:7"], []]
-    loaded = StateDir(tmp_path, print).load()
-    assert loaded is not None
-    assert {p.ino: p.line for p in loaded.files} == {i: 5 if i == 7 else 1 for i in range(200)}
-    assert loaded.sources["s7"] == {"n": 5}
+    want = {i: 5 if i == 7 else 1 for i in range(200)}
+    for _ in ("merged from the delta", "compacted at close"):
+        loaded = StateDir(tmp_path, print).load()
+        assert loaded is not None and loaded.sources["s7"] == {"n": 5}
+        assert {p.ino: p.line for p in loaded.files} == want
+        state.close()
+    assert (tmp_path / DELTA).read_bytes() == b""
 
 
 def test_a_stale_delta_below_the_base_is_ignored_and_a_torn_line_skipped(tmp_path: Path) -> None:
@@ -45,10 +48,10 @@ def test_a_stale_delta_below_the_base_is_ignored_and_a_torn_line_skipped(tmp_pat
     state = StateDir(tmp_path, print)
     state.open()
     state.save(_checkpoint([1, 1]))
+    base = json.loads((tmp_path / CHECKPOINT).read_text())
     state.save(_checkpoint([4, 1]))
     stale = (tmp_path / DELTA).read_bytes()
     state.close()
-    base = json.loads((tmp_path / CHECKPOINT).read_text())
     base["seq"] += 1  # as if a newer base was written and the crash came before the truncate
     (tmp_path / CHECKPOINT).write_text(json.dumps(base))
     (tmp_path / DELTA).write_bytes(stale + b'{"seq": 99, "files": {"1:1": {')
