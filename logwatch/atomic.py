@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import BinaryIO, Literal, TextIO
 
 PRIVATE = 0o600  # state files hold alert text, which can hold what a training script printed
 
@@ -30,3 +31,20 @@ def write_atomic(path: Path, data: bytes, *, mode: int = PRIVATE) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def open_private(path: Path, mode: Literal["a", "a+"] = "a") -> TextIO:
+    """Open a state file for appending ("a") or reading and appending ("a+"), created 0600 and
+    never through a symlink planted in its place (a link would send alert text elsewhere)."""
+    access = os.O_RDWR if mode == "a+" else os.O_WRONLY
+    flags = access | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+    fd = os.open(path, flags, PRIVATE)
+    if mode == "a+":
+        return open(fd, "a+", encoding="utf-8")
+    return open(fd, "a", encoding="utf-8")
+
+
+def open_private_bytes(path: Path) -> BinaryIO:
+    """`open_private` for appending raw bytes (a copy of damaged records, kept as they were)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+    return open(os.open(path, flags, PRIVATE), "ab")

@@ -344,6 +344,7 @@ def tail_cmd(
 ) -> None:
     """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
     from logwatch.drivers.runner import run_tail
+    from logwatch.drivers.statesafe import secure_state_dir
     from logwatch.drivers.tail import StartMode, TailOptions
     from logwatch.sources.follow import FollowOptions
 
@@ -351,6 +352,7 @@ def tail_cmd(
         raise click.UsageError("--from-beginning and --from-end exclude each other; pick one")
     config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
     state_dir = state_dir or default_state_dir()
+    secure_state_dir(state_dir)  # before the Slack sink reads silences and its spool there
     start = (
         StartMode.BEGINNING if from_beginning else StartMode.END if from_end else StartMode.CATCH_UP
     )

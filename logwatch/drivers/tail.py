@@ -86,7 +86,11 @@ class TailDriver:
         self.clock = clock or SystemClock()
         self.options = options or TailOptions()
         self.status = status
-        self.state = StateDir(state_dir, status) if state_dir is not None else None
+        self.state = (
+            StateDir(state_dir, status, retry_s=self.options.checkpoint_interval_s)
+            if state_dir is not None
+            else None
+        )
         self._wake, self._cv = threading.Event(), threading.Condition()
         self.files = FileSet(
             patterns,
@@ -410,6 +414,7 @@ class TailDriver:
         files = [f.position() for f in followers]
         sources = {f.source: self.engine.export_state(f.source) for f in followers}
         extras = {p.name: state for p in self.plugins if (state := p.export_state()) is not None}
-        self.state.save(Checkpoint(files, sources, extras))
+        if not self.state.save(Checkpoint(files, sources, extras)):
+            self._dirty = True  # kept in memory: the next round that is due tries again
         for key in self._replayed:  # still needed until every re-read line is behind us
             self.state.record_emitted(key)

@@ -19,7 +19,12 @@ from typing import Any
 
 import polars as pl
 
-from logwatch.sources.framing import DEFAULT_MAX_LINE_BYTES, LineFramer, lines_to_series
+from logwatch.sources.framing import (
+    DEFAULT_MAX_LINE_BYTES,
+    TRUNCATION_MARKER,
+    LineFramer,
+    lines_to_series,
+)
 
 PREFIX_BYTES = 1024
 """Identity = (device, inode) + a hash of up to this many first bytes, growing with the file."""
@@ -66,7 +71,10 @@ class Position:
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed file entry: {exc!r}") from None
         ints = (pos.dev, pos.ino, pos.prefix_len, pos.offset, pos.line, pos.generation)
-        counts = all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in ints)
+        counts = all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 62 for v in ints
+        )
+        counts = counts and pos.prefix_len <= PREFIX_BYTES  # else a read of exabytes at resume
         texts = all(isinstance(v, str) for v in (pos.source, pos.path, pos.prefix_sha))
         end = pos.evaluated_end
         end_ok = end is None or (isinstance(end, int) and not isinstance(end, bool) and end >= 0)
@@ -191,6 +199,8 @@ class Follower:
             size = min(pos.evaluated_end - pos.offset, self.options.max_line_bytes)
             done = os.pread(self.fd, size, pos.evaluated_end - size)
             self.flushed = collapse_redraws(done)
+            dropped = pos.evaluated_end - pos.offset - size
+            self.framer.continue_line(len(self.flushed), dropped)
             self.read_offset = pos.evaluated_end
             self.line += 1
 
@@ -243,9 +253,8 @@ class Follower:
     def finish(self, result: PollResult) -> None:
         """The file is done (closed after rotation or deletion): hand out its unfinished line."""
         start = self.read_offset - self.framer.pending_bytes
-        raw = self.framer.flush()
-        if raw:
-            self._emit_partial(raw[:-1], start, result)
+        if self.framer.pending_bytes:
+            self._emit_partial(*self.framer.take(), start, result)
 
     def _check_truncation(self, now: float, result: PollResult) -> None:
         size = os.fstat(self.fd).st_size
@@ -308,17 +317,19 @@ class Follower:
         self.finish(result)
         self.last_flush = now
 
-    def _emit_partial(self, content: bytes, start: int, result: PollResult) -> None:
+    def _emit_partial(self, content: bytes, dropped: int, start: int, result: PollResult) -> None:
+        # The framer kept at most what the line has room for, so `whole` stays within the bound.
         if self.flushed is None:
             self.line_start = start
-            self._batch(content + b"\n", self.line, result)
+            number, whole = self.line, content
             self.line += 1
             result.lines += 1
-            self.flushed = collapse_redraws(content)
         else:
-            whole = self.flushed + content
-            self._batch(whole + b"\n", self.line - 1, result)
-            self.flushed = collapse_redraws(whole)
+            number, whole = self.line - 1, self.flushed + content
+        marker = TRUNCATION_MARKER.format(dropped=dropped).encode() if dropped else b""
+        self._batch(whole + marker + b"\n", number, result)
+        self.flushed = collapse_redraws(whole)
+        self.framer.continue_line(len(self.flushed), dropped)
 
     def _batch(self, data: bytes, first_line: int, result: PollResult) -> None:
         text = lines_to_series(data, self.options.max_line_bytes)

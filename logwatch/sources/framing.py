@@ -52,6 +52,8 @@ class LineFramer:
         self.max_line_bytes = max_line_bytes
         self._pending = bytearray()
         self._dropped = 0  # bytes dropped from the current over-long line
+        self._held = 0  # bytes of the current line kept elsewhere (an evaluated partial line)
+        self._before = 0  # bytes dropped from it before that
 
     @property
     def pending_bytes(self) -> int:
@@ -66,7 +68,7 @@ class LineFramer:
             return b""
         head, tail = data[: cut + 1], data[cut + 1 :]
         first_nl = head.find(b"\n")
-        if self._pending or self._dropped:
+        if self._pending or self._dropped or self._held or self._before:
             finished = self._finish_pending(head[:first_nl])
             out = finished + head[first_nl:]
         else:
@@ -80,8 +82,21 @@ class LineFramer:
             return b""
         return self._finish_pending(b"") + b"\n"
 
+    def take(self) -> tuple[bytes, int]:
+        """Hand out the unfinished line as it stands: (kept bytes, bytes dropped from the line so
+        far, also before `continue_line`); the framer then holds nothing."""
+        kept, dropped = bytes(self._pending), self._dropped + self._before
+        self._pending.clear()
+        self._dropped = self._held = self._before = 0
+        return kept, dropped
+
+    def continue_line(self, held: int, dropped: int) -> None:
+        """The current line goes on after `held` bytes kept elsewhere and `dropped` dropped: what
+        comes next is kept only up to `max_line_bytes` for the whole line."""
+        self._held, self._before = held, dropped
+
     def _hold(self, data: bytes) -> None:
-        room = self.max_line_bytes - len(self._pending)
+        room = self.max_line_bytes - self._held - len(self._pending)
         if room >= len(data):
             self._pending += data
         else:
@@ -91,10 +106,10 @@ class LineFramer:
     def _finish_pending(self, rest: bytes) -> bytes:
         self._hold(rest)
         line = bytes(self._pending)
-        if self._dropped:
-            line += TRUNCATION_MARKER.format(dropped=self._dropped).encode()
+        if self._dropped:  # counting what an earlier part dropped, but only if more came
+            line += TRUNCATION_MARKER.format(dropped=self._dropped + self._before).encode()
         self._pending.clear()
-        self._dropped = 0
+        self._dropped = self._held = self._before = 0
         return line
 
 

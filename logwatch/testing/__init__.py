@@ -11,11 +11,13 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from logwatch.alerts import Severity
+from logwatch.drivers.statesafe import RealStateFS
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import Transition
 
@@ -224,3 +226,30 @@ class UnavailableWatcher:
 
 from logwatch.testing.slack import FakeSlack as FakeSlack  # noqa: E402 - re-exported here
 from logwatch.testing.slack import Fault as Fault  # noqa: E402 - re-exported here
+
+
+class FailingStateFS(RealStateFS):
+    """The real state file system, except that every write fails with errno `fail` while it is
+    set (ENOSPC, EROFS: what a test cannot make a real disk do)."""
+
+    def __init__(self, fail: int | None = None) -> None:
+        self.fail = fail
+
+    def _check(self, what: object) -> None:
+        if self.fail is not None:
+            raise OSError(self.fail, os.strerror(self.fail), str(what))
+
+    def replace(self, path: Path, data: bytes) -> None:
+        """Fail, or replace `path` for real."""
+        self._check(path)
+        super().replace(path, data)
+
+    def append(self, fd: int, data: bytes) -> None:
+        """Fail, or append for real."""
+        self._check(fd)
+        super().append(fd, data)
+
+    def truncate(self, fd: int) -> None:
+        """Fail, or truncate for real."""
+        self._check(fd)
+        super().truncate(fd)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from logwatch.atomic import open_private
 from logwatch.redact import redact, stderr_line
 from logwatch.sinks.slack.spool import UPDATE, Job, MessageRef, Spool, job_problem
 from logwatch.sinks.slack.transport import (
@@ -232,8 +233,8 @@ class DeliveryWorker:
         entry: dict[str, object] = {"error": code, "time": time.time(), "job": asdict(job)}
         if why is not None:
             entry["why"] = why
-        self.dead_letter.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.dead_letter, "a", encoding="utf-8") as out:
+        self.dead_letter.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with open_private(self.dead_letter) as out:
             out.write(json.dumps(entry, ensure_ascii=False, default=repr) + "\n")
         self.spool.record("dead", job.id, error=code)
         self.stats.dead += 1

@@ -23,6 +23,7 @@ from logwatch.alerts import FIRING, AlertEvent, Severity, event_from_json
 from logwatch.atomic import write_atomic
 from logwatch.clock import Clock
 from logwatch.config import AlertsConfig
+from logwatch.drivers.statesafe import write_failure
 from logwatch.durations import format_duration
 from logwatch.redact import stderr_line
 from logwatch.sinks.slack import messages
@@ -76,6 +77,7 @@ class Notifier:
         self.pending: dict[str, Notice] = {}
         self.posted: dict[str, Notice] = {}
         self._dirty = False
+        self._save_failing: str | None = None  # why the last save failed, until one works
         self._load()
 
     # --- the Sink protocol ---------------------------------------------------------------------
@@ -231,8 +233,18 @@ class Notifier:
             "pending": [_notice_json(n) for n in self.pending.values()],
             "posted": [_notice_json(n) for n in self.posted.values()],
         }
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.state_path, json.dumps(data).encode())
+        try:
+            self.state_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            write_atomic(self.state_path, json.dumps(data).encode())
+        except OSError as exc:  # said once per cause; the state stays here, tried each tick
+            cause = exc.strerror or str(exc)
+            if cause != self._save_failing:
+                self._save_failing = cause
+                self.report(write_failure(self.state_path.parent, STATE_FILE, exc, 1.0))
+            return
+        if self._save_failing is not None:
+            self._save_failing = None
+            self.report(f"{self.state_path}: writes work again; Slack state saved")
         self._dirty = False  # only now: a failed save is tried again at the next tick
 
     def _load(self) -> None:

@@ -17,7 +17,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from logwatch.atomic import write_atomic
+from logwatch.atomic import open_private, write_atomic
 from logwatch.errors import SilenceError, SilencesUnreadable
 from logwatch.redact import stderr_line
 
@@ -138,8 +138,8 @@ class SilenceStore:
 
     def _update(self, change: Any) -> None:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path.with_suffix(".lock"), "a") as lock:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with open_private(self.path.with_suffix(".lock")) as lock:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
                 self._stamp = None
                 items = change(self.all())

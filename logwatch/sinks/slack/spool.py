@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from logwatch.atomic import write_atomic
+from logwatch.atomic import open_private, open_private_bytes, write_atomic
 from logwatch.errors import SpoolLockedError
 from logwatch.redact import stderr_line
 
@@ -69,7 +69,7 @@ class Spool:
     def __init__(
         self, directory: Path, *, sync: bool = True, report: Callable[[str], None] = stderr_line
     ) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path = directory / JOURNAL
         self.sync, self.report = sync, report
         self._lock_file = _take_lock(directory / LOCK)
@@ -79,7 +79,7 @@ class Spool:
         self._seq = 0
         self._replay()
         self._compact()
-        self._out: TextIO = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - lives with the spool
+        self._out: TextIO = open_private(self.path)  # lives with the spool
 
     def _replay(self) -> None:
         if not self.path.exists():
@@ -108,7 +108,7 @@ class Spool:
     def _set_aside(self, bad: list[tuple[int, bytes, str]], *, cut_last: bool) -> None:
         """Keep records it cannot apply next to the journal (compaction drops them), say so once."""
         aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
-        with open(aside, "ab") as out:
+        with open_private_bytes(aside) as out:  # byte for byte: the damage is the evidence
             out.writelines(raw for _, raw, _ in bad)
         number, _, problem = bad[0]
         damaged = sum(1 for _, _, why in bad if why.startswith(_DAMAGED))
@@ -269,7 +269,7 @@ def _invalid(record: Any) -> str | None:
 
 
 def _take_lock(path: Path) -> TextIO:
-    stream = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the spool's lifetime
+    stream = open_private(path, "a+")  # held for the spool's lifetime
     try:
         fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
