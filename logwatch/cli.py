@@ -76,7 +76,8 @@ CONFIG_OPTION = click.option(
     "config_path",
     metavar="PATH",
     default=None,
-    help="Config file (TOML); default ./logwatch.toml when present.",
+    help="Config file (TOML) [default: $LOGWATCH_CONFIG, else ./logwatch.toml, else "
+    "$XDG_CONFIG_HOME/logwatch/config.toml, when present].",
 )
 STATE_DIR_OPTION = click.option(
     "--state-dir",
