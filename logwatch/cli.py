@@ -344,7 +344,8 @@ def tail_cmd(
     verbose: bool,
 ) -> None:
     """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
-    from logwatch.drivers.runner import run_tail
+    from logwatch.drivers.runner import check_patterns, run_tail
+    from logwatch.drivers.startup import startup_lines
     from logwatch.drivers.tail import StartMode, TailOptions
     from logwatch.sources.follow import FollowOptions
 
@@ -361,14 +362,18 @@ def tail_cmd(
         follow=FollowOptions(partial_flush_s=partial_flush, max_line_bytes=max_line_bytes),
     )
     status = _status_line
+    check_patterns(patterns)
+    gpu_line: list[str] = []  # said last in the startup block, once the sinks are open too
     gpu = start_gpu_link(
         gpu_mode or config.gpu.mode,
         gpu_interval if gpu_interval is not None else config.gpu.interval_s,
         specs,
-        status,
+        gpu_line.append,
     )
     terminal = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
     sinks = open_sinks(terminal, config, state_dir)
+    for line in [*startup_lines(patterns, specs, state_dir, config), *gpu_line]:
+        status(line)
     with _logging(verbose):
         run_tail(
             patterns,
@@ -525,8 +530,11 @@ def start_gpu_link(
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--gpu / --gpu-interval") from None
     started = start_gpu(settings, NvmlReader())
-    if started.status is not None:
-        status(started.status.line())
+    status(
+        f"GPUs: {started.status.line()}"
+        if started.status
+        else "GPUs: off (--gpu off or [gpu] mode)"
+    )
     if settings.mode == "off":
         return None
     return GpuLink(started, specs)
