@@ -26,6 +26,7 @@ from logwatch.sinks.registry import open_sinks
 from logwatch.sinks.render import summary_lines
 from logwatch.sinks.slack.silences import SilenceStore, check_rule
 from logwatch.sinks.slack.sink import send_digest
+from logwatch.sinks.terminal import TerminalSink, wants_colour
 from logwatch.sources.framing import DEFAULT_MAX_LINE_BYTES
 
 SEVERITIES = click.Choice([s.label for s in Severity], case_sensitive=False)
@@ -204,7 +205,7 @@ def replay_cmd(
 ) -> None:
     """Run the rules over finished log files and print a timeline of what went wrong."""
     config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
-    sink = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
+    sink = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and wants_colour(sys.stdout))
     progress = _Progress()
     try:
         result = replay(
@@ -370,7 +371,7 @@ def tail_cmd(
         specs,
         gpu_line.append,
     )
-    terminal = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
+    terminal = TerminalSink(sys.stdout, fmt=fmt, silences=SilenceStore(state_dir, report=status))
     sinks = open_sinks(terminal, config, state_dir)
     for line in [*startup_lines(patterns, specs, state_dir, config), *gpu_line]:
         status(line)
