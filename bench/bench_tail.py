@@ -1,10 +1,14 @@
 """`logwatch tail` speed, against `tail -F | grep` measured in the same run, on the same files.
 
 Usage: python bench/bench_tail.py [--files 50] [--samples 300] [--quiet-s 20] [--rate 200000]
-                                  [--seconds 20]
+                                  [--seconds 20] [--sparse-runs 4] [--sparse-appends 20]
+                                  [--only sparse|idle]
 
 (1) latency: 50 files followed; a probe line is appended to a random one; the time from its
     write() to its alert on the follower's stdout (p50 / p99).
+(1b) sparse: the same 50 files; a step line then a NaN line appended to a random one at
+    jittered intervals of about 0.35 s, 4 runs x 20 (p50 / p99 / max): the stalls (1) cannot
+    see, as it writes a continuous stream.
 (2) idle CPU: the follower's CPU time (all threads, /proc) while the 50 files stay quiet.
 (3) throughput: one file appended at --rate lines/s for --seconds, a probe every 0.5 s; the lag
     of each probe (first third vs last third: does it grow?), and peak RSS.
@@ -134,6 +138,51 @@ def latency(follower: Follower, files: list[Path], samples: int, first_id: int) 
     return out
 
 
+NAN = STEP.replace("loss 2.1182", "loss nan")
+
+
+def sparse(
+    follower: Follower, files: list[Path], appends: int, first_id: int, seed: int
+) -> list[float]:
+    """write()-to-stdout seconds of NaN lines appended one at a time, each after an ordinary
+    step line, to a random file, at jittered intervals of about 0.35 s (a training run's rhythm:
+    the follower is idle between appends, so stalls on its round path show)."""
+    rng = random.Random(seed)
+    out = []
+    for probe in range(first_id, first_id + appends):
+        time.sleep(rng.uniform(0.2, 0.5))
+        fd = os.open(rng.choice(files), os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, STEP.format(n=probe).encode())
+            time.sleep(rng.uniform(0.0, 0.03))
+            start = time.perf_counter()
+            os.write(fd, NAN.format(n=probe).replace("\n", f" ALERT id={probe}\n").encode())
+        finally:
+            os.close(fd)
+        out.append(follower.wait_for(probe) - start)
+    return out
+
+
+def sparse_rows(folder: Path, files: list[Path], state: Path, runs: int, appends: int) -> None:
+    """Print p50 / p99 / max of the sparse appends, baseline and logwatch, `runs` runs each."""
+    print(f"\n(1b) sparse: {len(files)} files, {runs} runs x {appends} jittered NaN appends")
+    print("| follower | p50 | p99 | max | appends over 100 ms |\n|---|---|---|---|---|")
+    for name in ("tail -F | grep", "logwatch tail"):
+        lat: list[float] = []
+        for run in range(runs):
+            follower = baseline(files) if name.startswith("tail") else logwatch(folder, state)
+            try:
+                first = warm_up(follower, files, 1_000_000 * (run + 1))
+                lat += sparse(follower, files, appends, first, seed=run)
+            finally:
+                follower.stop()
+        slow = sum(1 for v in lat if v > 0.1)
+        print(
+            f"| {name.replace('|', chr(92) + '|')} | {pct(lat, 50) * 1e3:.1f} ms | "
+            f"{pct(lat, 99) * 1e3:.1f} ms | {max(lat) * 1e3:.1f} ms | {slow} of {len(lat)} |"
+        )
+
+
 def idle_cpu(follower: Follower, seconds: float) -> float:
     """Share of one core the follower uses while nothing is written."""
     time.sleep(1.0)
@@ -188,6 +237,11 @@ def main() -> None:
     parser.add_argument("--quiet-s", type=float, default=20.0)
     parser.add_argument("--rate", type=int, default=200_000)
     parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--sparse-runs", type=int, default=4)
+    parser.add_argument("--sparse-appends", type=int, default=20)
+    parser.add_argument(
+        "--only", choices=["sparse", "idle"], help="run only (1b) sparse, or only (2) idle CPU"
+    )
     args = parser.parse_args()
     print(f"# {platform.node()} {os.cpu_count()} cores, Python {platform.python_version()}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -196,6 +250,17 @@ def main() -> None:
         files = [folder / f"run{i:02d}.log" for i in range(args.files)]
         for f in files:
             f.write_bytes(STEP.format(n=0).encode() * 10)
+        if args.only == "sparse":
+            sparse_rows(folder, files, Path(tmp) / "state", args.sparse_runs, args.sparse_appends)
+            return
+        if args.only == "idle":
+            follower = logwatch(folder, Path(tmp) / "state")
+            try:
+                warm_up(follower, files, 1)
+                print(f"idle CPU: {idle_cpu(follower, args.quiet_s) * 100:.2f} % of one core")
+            finally:
+                follower.stop()
+            return
         rows = []
         for name, start in (("tail -F | grep", baseline), ("logwatch tail", None)):
             follower = start(files) if start else logwatch(folder, Path(tmp) / "state")
@@ -214,6 +279,7 @@ def main() -> None:
             )
         base, lw = rows
         print(f"ratio logwatch / baseline: p50 {lw[1] / base[1]:.1f}x, p99 {lw[2] / base[2]:.1f}x")
+        sparse_rows(folder, files, Path(tmp) / "state", args.sparse_runs, args.sparse_appends)
 
         for name in ("tail -F | grep", "logwatch tail"):
             flood_dir = Path(tmp) / f"flood-{name[:4]}"

@@ -26,6 +26,7 @@ from logwatch.sinks.registry import open_sinks
 from logwatch.sinks.render import summary_lines, visible
 from logwatch.sinks.slack.silences import SilenceStore, check_rule
 from logwatch.sinks.slack.sink import send_digest
+from logwatch.sinks.terminal import TerminalSink, wants_colour
 from logwatch.sources.framing import DEFAULT_MAX_LINE_BYTES
 
 SEVERITIES = click.Choice([s.label for s in Severity], case_sensitive=False)
@@ -76,7 +77,8 @@ CONFIG_OPTION = click.option(
     "config_path",
     metavar="PATH",
     default=None,
-    help="Config file (TOML); default ./logwatch.toml when present.",
+    help="Config file (TOML) [default: $LOGWATCH_CONFIG, else ./logwatch.toml, else "
+    "$XDG_CONFIG_HOME/logwatch/config.toml, when present].",
 )
 STATE_DIR_OPTION = click.option(
     "--state-dir",
@@ -203,7 +205,7 @@ def replay_cmd(
 ) -> None:
     """Run the rules over finished log files and print a timeline of what went wrong."""
     config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
-    sink = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
+    sink = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and wants_colour(sys.stdout))
     progress = _Progress()
     try:
         result = replay(
@@ -343,7 +345,8 @@ def tail_cmd(
     verbose: bool,
 ) -> None:
     """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
-    from logwatch.drivers.runner import run_tail
+    from logwatch.drivers.runner import check_patterns, run_tail
+    from logwatch.drivers.startup import startup_lines
     from logwatch.drivers.statesafe import secure_state_dir
     from logwatch.drivers.tail import StartMode, TailOptions
     from logwatch.sources.follow import FollowOptions
@@ -362,14 +365,18 @@ def tail_cmd(
         follow=FollowOptions(partial_flush_s=partial_flush, max_line_bytes=max_line_bytes),
     )
     status = _status_line
+    check_patterns(patterns)
+    gpu_line: list[str] = []  # said last in the startup block, once the sinks are open too
     gpu = start_gpu_link(
         gpu_mode or config.gpu.mode,
         gpu_interval if gpu_interval is not None else config.gpu.interval_s,
         specs,
-        status,
+        gpu_line.append,
     )
-    terminal = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and sys.stdout.isatty())
+    terminal = TerminalSink(sys.stdout, fmt=fmt, silences=SilenceStore(state_dir, report=status))
     sinks = open_sinks(terminal, config, state_dir)
+    for line in [*startup_lines(patterns, specs, state_dir, config), *gpu_line]:
+        status(line)
     with _logging(verbose):
         run_tail(
             patterns,
@@ -527,8 +534,11 @@ def start_gpu_link(
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--gpu / --gpu-interval") from None
     started = start_gpu(settings, NvmlReader())
-    if started.status is not None:
-        status(started.status.line())
+    status(
+        f"GPUs: {started.status.line()}"
+        if started.status
+        else "GPUs: off (--gpu off or [gpu] mode)"
+    )
     if settings.mode == "off":
         return None
     return GpuLink(started, specs)

@@ -118,11 +118,18 @@ def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "logwatch"
 
 
-def find_config(path: str | None) -> Path | None:
-    """The config to read: the given path, else ./logwatch.toml when present, else none."""
+def find_config(path: str | None, env: Mapping[str, str] | None = None) -> Path | None:
+    """The config to read: the given path, else $LOGWATCH_CONFIG, else ./logwatch.toml, else
+    $XDG_CONFIG_HOME/logwatch/config.toml (~/.config by default) when present, else none."""
+    env = os.environ if env is None else env
     if path is not None:
         return Path(path)
-    return DEFAULT_CONFIG if DEFAULT_CONFIG.is_file() else None
+    if env.get("LOGWATCH_CONFIG"):
+        return Path(env["LOGWATCH_CONFIG"])  # named explicitly: a missing one is an error
+    if DEFAULT_CONFIG.is_file():
+        return DEFAULT_CONFIG
+    user = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "logwatch" / "config.toml"
+    return user if user.is_file() else None
 
 
 def load_config(path: str | Path | None, env: Mapping[str, str] | None = None) -> Config:

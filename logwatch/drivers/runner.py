@@ -38,12 +38,10 @@ def rule_error_reporter(status: Status) -> Callable[[str, str, Exception], None]
 
 
 def check_patterns(patterns: Sequence[str]) -> None:
-    """InputError for an argument tail can never follow: standard input, a directory, or an
-    existing path that is not a regular file (a FIFO, a device); a missing file is waited for."""
+    """InputError for an argument tail can never follow: a directory, or an existing path that
+    is not a regular file (a FIFO, a device); a missing file is waited for."""
     for pattern in patterns:
-        if pattern == "-":
-            raise InputError("standard input cannot be tailed; use `logwatch replay -`")
-        if is_glob(pattern):
+        if pattern == "-" or is_glob(pattern):  # "-": standard input, read by a pipe source
             continue
         if os.path.isdir(pattern):
             raise InputError(

@@ -171,7 +171,9 @@ class TailDriver:
             with self._cv:
                 self._finished, self._more = round_id, more
                 self._cv.notify_all()
-            if not more:
+            if self.files.finished:
+                self._stopping = True  # standard input ended: nothing left to follow
+            elif not more:
                 self._wake.wait(self.options.poll_interval_s)
 
     def stop(self) -> None:
@@ -257,9 +259,8 @@ class TailDriver:
         result = PollResult()
         follower.finish(result)
         self._handle(follower, result)
-        self.status(
-            f"{follower.path}: old file read to its end ({follower.line - 1} lines); closed"
-        )
+        ended = "old file read to its end" if follower.checkpointed else "input ended"
+        self.status(f"{follower.path}: {ended} ({follower.line - 1} lines); closed")
         self._drop(follower)
 
     def _drop(self, follower: Follower) -> None:
@@ -410,7 +411,7 @@ class TailDriver:
         self._last_checkpoint, self._dirty = self.clock.monotonic(), False
         if self.state is None:
             return
-        followers = self.files.followers.values()
+        followers = [f for f in self.files.followers.values() if f.checkpointed]
         files = [f.position() for f in followers]
         sources = {f.source: self.engine.export_state(f.source) for f in followers}
         extras = {p.name: state for p in self.plugins if (state := p.export_state()) is not None}

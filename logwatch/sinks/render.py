@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Mapping
+from datetime import datetime
 
 from logwatch.alerts import FIRING, AlertEvent, Severity
 from logwatch.engine import SourceStats, format_value
@@ -30,17 +32,51 @@ def visible(text: str) -> str:
     return _CONTROL.sub(_escaped, text)
 
 
-def timeline_line(event: AlertEvent, *, colour: bool = False) -> str:
-    """One event as a timeline row (time, severity, rule, file:line, summary), plus its fix."""
+FIX_INDENT = " " * 27
+"""Where a row's continuation lines (its wrapped summary, its `fix:`) start."""
+
+
+def timeline_line(
+    event: AlertEvent,
+    *,
+    colour: bool = False,
+    width: int | None = None,
+    arrived: datetime | None = None,
+    silenced: bool = False,
+) -> str:
+    """One event as a timeline row (time, severity, rule, file:line, summary), plus its fix;
+    `width`: wrapped at word boundaries to fit; `arrived`: the time column of a line without a
+    timestamp; `silenced`: marked so."""
     when = event.ts.isoformat(sep=" ", timespec="seconds") if event.ts else "-" * 19
+    if event.ts is None and arrived is not None:
+        when = f"{arrived:%H:%M:%S} (arrived) "
     tag = _SEVERITY_TAG[event.severity] if event.status == FIRING else "OK  "
-    if colour:
-        tag = (_COLOUR[event.severity] if event.status == FIRING else _GREEN) + tag + _RESET
-    rule, source, summary = visible(event.rule), visible(event.source), visible(event.summary)
-    row = f"{when}  {tag}  {rule:<20} {source}:{event.line}  {summary}"
+    summary = visible(event.summary) + (" (silenced)" if silenced else "")
+    rule, source = visible(event.rule), visible(event.source)
+    head = f"{when}  {tag}  {rule:<20} {source}:{event.line}  "
+    rows = _wrap(head, summary, FIX_INDENT, width)
     if event.status == FIRING and event.fix:
-        row += f"\n{'':21}      fix: {visible(event.fix)}"
-    return row
+        rows += _wrap(FIX_INDENT + "fix: ", visible(event.fix), FIX_INDENT + "     ", width)
+    if colour:
+        shade = _COLOUR[event.severity] if event.status == FIRING else _GREEN
+        rows[0] = rows[0].replace(f"  {tag}  ", f"  {shade}{tag}{_RESET}  ", 1)
+    return "\n".join(rows)
+
+
+def _wrap(head: str, text: str, indent: str, width: int | None) -> list[str]:
+    """`head + text` as one line, or wrapped at spaces to `width` (words are never split)."""
+    if width is None or len(head) + len(text) <= width:
+        return [head + text]
+    if len(head) > width - 20:  # a long path: the text goes under it
+        return [head.rstrip(), *_wrap(indent, text, indent, width)]
+    return textwrap.wrap(
+        text,
+        width,
+        initial_indent=head,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def summary_lines(stats: Mapping[str, SourceStats]) -> list[str]:

@@ -14,9 +14,11 @@ import glob
 import os
 import stat
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from logwatch.sources.follow import Follower, FollowOptions
-from logwatch.sources.sniff import UTF16_BOMS, file_kind, utf16_note
+from logwatch.sources.pipe import PIPE, PipeSource
+from logwatch.sources.sniff import HEAD_BYTES, MAGIC, UTF16_BOMS, file_kind, sniff, utf16_note
 from logwatch.sources.watch import (
     NETWORK_FS,
     WatchdogWatcher,
@@ -44,6 +46,7 @@ class FileSet:
         watcher_factory: WatcherFactory | None = WatchdogWatcher,
         wake: Callable[[], None] = lambda: None,
         status: Callable[[str], None] = lambda message: None,
+        stdin: int = 0,
     ) -> None:
         self.patterns = list(patterns)
         self.follow = follow or FollowOptions()
@@ -55,11 +58,19 @@ class FileSet:
         self._watcher_factory = watcher_factory
         self._last_rescan = float("-inf")
         self._said: set[tuple[str, object]] = set()  # one-time notes: (kind, path or key)
+        self._open_failed: dict[str, tuple[object, ...]] = {}  # path -> what its failure was
+        self._compressed: set[FileKey] = set()
+        self._stdin = stdin
+        self._pipe: PipeSource | None = None  # standard input, when "-" is a pattern
 
     # --- life cycle ----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the file-event watcher (or say why there is none and poll)."""
+        """Follow standard input when asked to; start the file-event watcher (or say why there
+        is none and poll)."""
+        if PIPE in self.patterns and self._pipe is None:
+            self._pipe = PipeSource(self._stdin, self.follow, 0.0, self._wake)
+            self.followers[self._pipe.key] = self._pipe
         if self._watcher_factory is None:
             return
         try:
@@ -100,7 +111,8 @@ class FileSet:
         for key, paths in self._matches_by_file().items():
             follower = self.followers.get(key)
             if follower is None:
-                new.append(paths[0])
+                if not self._is_compressed(key, paths[0]):
+                    new.append(paths[0])
                 continue
             if follower.path not in paths:  # several names (a `latest.log` link) is no rename
                 self.status(f"{follower.path}: renamed to {paths[0]}; still following it")
@@ -114,8 +126,12 @@ class FileSet:
         try:
             follower = Follower.open(path, path, self.follow, now)
         except OSError as exc:
-            self.status(f"{path}: cannot open ({exc.strerror}); will retry")
+            failure = (exc.errno, *_permissions(path))
+            if self._open_failed.get(path) != failure:  # said once per change, not per retry
+                self._open_failed[path] = failure
+                self.status(f"{path}: cannot open ({exc.strerror}); will retry")
             return None
+        self._open_failed.pop(path, None)
         self.followers[follower.key] = follower
         return follower
 
@@ -126,7 +142,9 @@ class FileSet:
 
     def expired(self, follower: Follower, now: float) -> bool:
         """After a poll: whether the file is gone from its path (rotated, deleted) long enough,
-        with no growth, that its follower should read to the end and close."""
+        with no growth, that its follower should read to the end and close (a pipe: ended)."""
+        if isinstance(follower, PipeSource):
+            return follower.ended
         self._check_encoding(follower)
         if follower.detached_at is None:
             why = follower.check_path()
@@ -141,6 +159,9 @@ class FileSet:
         """The regular files the patterns match now, each once, sorted."""
         paths: set[str] = set()
         for pattern in self.patterns:
+            if pattern == PIPE:
+                continue
+            self._check_directory(pattern)
             matches = glob.glob(pattern, recursive=True) if is_glob(pattern) else [pattern]
             for path in matches:
                 try:
@@ -171,6 +192,34 @@ class FileSet:
                 )
         return by_file
 
+    def _check_directory(self, pattern: str) -> None:
+        """Say once when the fixed directory above a glob does not exist."""
+        if not is_glob(pattern):
+            return
+        parts = Path(pattern).parts
+        fixed = next(i for i, part in enumerate(parts) if is_glob(part))
+        directory = Path(*parts[:fixed]) if fixed else Path(".")
+        if not directory.is_dir() and self._first("no-dir", pattern):
+            self.status(f"{pattern}: directory {directory} does not exist (yet); waiting for it")
+
+    def _is_compressed(self, key: FileKey, path: str) -> bool:
+        """Whether a new match is compressed (said once, remembered by inode): not followed."""
+        if key in self._compressed:
+            return True
+        try:
+            with open(path, "rb") as file:
+                kind = sniff(file.read(HEAD_BYTES))
+        except OSError:
+            return False  # opening it will say why
+        if kind not in MAGIC:
+            return False
+        self._compressed.add(key)
+        self.status(
+            f"skipping {path}: {kind}-compressed; tail follows plain text "
+            "(read it with `logwatch replay`)"
+        )
+        return True
+
     def _check_encoding(self, follower: Follower) -> None:
         """Say once per file that a UTF-16 one is followed as bytes (its lines will not match)."""
         if follower.prefix[:2] in UTF16_BOMS and self._first("utf16", follower.key):
@@ -185,6 +234,11 @@ class FileSet:
 
     # --- the watcher ---------------------------------------------------------------------
 
+    @property
+    def finished(self) -> bool:
+        """Standard input was all there was to follow, and it has ended."""
+        return self.patterns == [PIPE] and self._pipe is not None and not self.followers
+
     def _supervise_watcher(self) -> None:
         if self.watcher is None or self.watcher.is_alive():
             return
@@ -198,7 +252,7 @@ class FileSet:
         if self.watcher is None:
             return
         dirs: dict[str, bool] = {}
-        for directory, recursive in watch_roots(self.patterns):
+        for directory, recursive in watch_roots(p for p in self.patterns if p != PIPE):
             kind = fs_type(directory)
             if kind in NETWORK_FS:
                 if self._first("network", directory):
@@ -222,3 +276,12 @@ class FileSet:
             f"{self.poll_interval_s:g}s instead (raise fs.inotify.max_user_watches / "
             "max_user_instances to get events back)"
         )
+
+
+def _permissions(path: str) -> tuple[int, ...]:
+    """What decides whether `path` can be opened: its file, mode and owner (empty if gone)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ()
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid)

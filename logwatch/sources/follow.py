@@ -123,6 +123,8 @@ def collapse_redraws(line: bytes) -> bytes:
 class Follower:
     """Reads one file from an open handle; see the module docstring."""
 
+    checkpointed = True  # False for a pipe: nothing to resume it by
+
     def __init__(self, path: str, source: str, fd: int, options: FollowOptions, now: float) -> None:
         st = os.fstat(fd)
         self.path, self.source, self.fd, self.options = path, source, fd, options

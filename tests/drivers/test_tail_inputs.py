@@ -35,12 +35,11 @@ def tail_cli(tmp_path: Path, *args: str) -> tuple[int, str]:
     return done.returncode, done.stderr
 
 
-def test_standard_input_is_refused_with_the_command_that_reads_it(tmp_path: Path) -> None:
-    """`logwatch tail -` exits 2 pointing at `logwatch replay -` instead of waiting forever."""
-    assert tail_cli(tmp_path, "-") == (
-        2,
-        "Error: standard input cannot be tailed; use `logwatch replay -`\n",
-    )
+def test_standard_input_that_is_empty_ends_tail_with_exit_0(tmp_path: Path) -> None:
+    """`logwatch tail -` follows standard input (see test_tail_stdin); empty, it exits 0."""
+    code, err = tail_cli(tmp_path, "-")
+    assert code == 0, err
+    assert "logwatch: <stdin>: input ended (0 lines); closed\n" in err
 
 
 def test_a_fifo_argument_is_refused(tmp_path: Path) -> None:

@@ -180,7 +180,7 @@ def test_cli_tail_with_working_nvml_enriches_the_slammed4_alert(tmp_path: Path) 
     shutil.copy(SLAMMED4, logs / "train_slammed4.log")
     code, events, err = run_tail(logs, working_nvml(tmp_path), wait_for="following it")
     assert code == 0, err
-    assert "logwatch: NVML: ok, 8x NVIDIA H200, driver 580.65.06\n" in err
+    assert "logwatch: GPUs: NVML: ok, 8x NVIDIA H200, driver 580.65.06\n" in err
     assert [(e["rule"], e["line"]) for e in events] == [("nvml-disabled", 3)]
     assert "NVML works here: 8x" in events[0]["summary"]
     assert "uv pip install nvidia-ml-py" in events[0]["fix"]
@@ -201,7 +201,10 @@ def test_cli_tail_without_nvml_says_why_once(tmp_path: Path) -> None:
     assert [(e["rule"], e["severity"]) for e in events] == [("logwatch-gpu-unavailable", "info")]
     nvml_lines = [line for line in err.splitlines() if "NVML" in line]
     assert len(nvml_lines) == 1
-    assert nvml_lines[0].startswith("logwatch: NVML unavailable: ") and "; fix: " in nvml_lines[0]
+    assert (
+        nvml_lines[0].startswith("logwatch: GPUs: NVML unavailable: ")
+        and "; fix: " in nvml_lines[0]
+    )
 
 
 @no_real_nvml
