@@ -375,8 +375,7 @@ def tail_cmd(
     )
     terminal = TerminalSink(sys.stdout, fmt=fmt, silences=SilenceStore(state_dir, report=status))
     sinks = open_sinks(terminal, config, state_dir)
-    for line in [*startup_lines(patterns, specs, state_dir, config), *gpu_line]:
-        status(line)
+    startup = [*startup_lines(patterns, specs, state_dir, config), *gpu_line]
     with _logging(verbose):
         run_tail(
             patterns,
@@ -386,6 +385,7 @@ def tail_cmd(
             options=options,
             status=status,
             plugins=[gpu] if gpu is not None else [],
+            startup=startup,
         )
 
 

@@ -67,8 +67,11 @@ def run_tail(
     options: TailOptions,
     status: Status,
     plugins: Sequence[TailPlugin] = (),
+    startup: Sequence[str] = (),
 ) -> None:
-    """The `logwatch tail` command: follow until SIGTERM / SIGINT, then checkpoint and return."""
+    """The `logwatch tail` command: follow until SIGTERM / SIGINT, then checkpoint and return.
+    `startup` lines are said once the signals are ours: a SIGTERM right after them (a supervisor
+    that waited for tail to speak) still ends in a checkpoint and exit 0."""
     try:
         check_patterns(patterns)
     except InputError:
@@ -91,6 +94,8 @@ def run_tail(
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
+        for line in startup:
+            status(line)
         with driver:  # closes the sink, then the plugins
             driver.run()
     finally:
