@@ -129,9 +129,15 @@ class Engine:
     ) -> list[AlertEvent]:
         """A new run began in the same source: close what the old run left firing, reset state."""
         first = segment.row(0, named=True)
-        ended = state.alerts.end_all(
-            line=line, ts=first["ts"], why=f"the run restarted at line {line}"
+        return self.restart(
+            source, line=line, ts=first["ts"], why=f"the run restarted at line {line}"
         )
+
+    def restart(self, source: str, *, line: int, ts: datetime | None, why: str) -> list[AlertEvent]:
+        """A source starts over (a new run, a truncated file): end what fires (reason
+        `restarted`), reset its rules; its stats go on."""
+        state = self.state_of(source)
+        ended = state.alerts.end_all(line=line, ts=ts, why=why)
         state.rule_states.clear()
         state.last_step = None
         return ended

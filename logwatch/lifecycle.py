@@ -11,7 +11,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from logwatch.alerts import FIRING, RESOLVED, AlertEvent, event_from_json
+from logwatch.alerts import FIRING, RESOLVED, AlertEvent, EndReason, event_from_json
 from logwatch.durations import format_duration
 
 if TYPE_CHECKING:
@@ -58,7 +58,8 @@ class Lifecycle:
         return replace(event, summary=_since_note(event, firing))
 
     def end_all(self, *, line: int, ts: datetime | None, why: str) -> list[AlertEvent]:
-        """Resolve everything firing (in firing order), each as `<rule>: ended, <why>`."""
+        """End everything firing (in firing order), each as `<rule>: ended, <why>`, with reason
+        `restarted`: the run that raised them is gone, nothing was fixed."""
         ended = [
             replace(
                 event,
@@ -67,6 +68,7 @@ class Lifecycle:
                 ts=ts,
                 step=None,
                 summary=f"{event.rule}: ended, {why}",
+                reason=EndReason.RESTARTED,
             )
             for event in self._firing.values()
         ]

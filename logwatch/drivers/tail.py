@@ -231,12 +231,21 @@ class TailDriver:
             self.status(note)
         self._dirty |= bool(result.batches or result.notes)
         events: list[AlertEvent] = []
-        for batch in result.batches:
+        for index, batch in enumerate(result.batches):
+            if index == result.truncated_at:
+                events.extend(self._truncated(follower))
             events.extend(self._process(follower, batch))
+        if result.truncated_at == len(result.batches):
+            events.extend(self._truncated(follower))
         if result.batches:
             self._last_line[follower.source] = follower.line - 1
         if emit:
             self._emit(events, follower.gen_id)
+
+    def _truncated(self, follower: Follower) -> list[AlertEvent]:
+        """A truncated file starts over like a restarted run: its alerts end, fixed by nothing."""
+        why = "the file was truncated (read again from its start)"
+        return self.engine.restart(follower.source, line=1, ts=None, why=why)
 
     def _process(self, follower: Follower, batch: Batch) -> list[AlertEvent]:
         frame = parse_lines(

@@ -92,6 +92,7 @@ class PollResult:
     grew: bool = False
     more: bool = False  # the budget ran out before the end of the file
     lines: int = 0
+    truncated_at: int | None = None  # batches from this index on are the file's new content
 
 
 def sha(data: bytes) -> str:
@@ -253,6 +254,7 @@ class Follower:
             return
         why = "shrank below the read offset" if size < self.read_offset else "first bytes changed"
         self.finish(result)
+        result.truncated_at = len(result.batches)
         generation = self.generation + 1
         self._reset(now)
         self.generation = generation

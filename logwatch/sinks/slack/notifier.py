@@ -134,12 +134,16 @@ class Notifier:
     def _close_notice(self, notice: Notice) -> None:
         firing_s = _firing_seconds(notice, self._now())
         first = min((e.ts for e in notice.members.values() if e.ts is not None), default=None)
+        restarted = all(e.restarted for e in notice.resolved.values())
         text, blocks = messages.resolved_message(
-            notice.rule, list(notice.members.values()), firing_s, first
+            notice.rule, list(notice.members.values()), firing_s, first, restarted=restarted
         )
         self._send(UPDATE, text, blocks, parent=notice.id)
+        took = format_duration(firing_s)
         reply, reply_blocks = messages.reply_message(
-            f"✅ resolved after {format_duration(firing_s)}"
+            f"{messages.ENDED} after {took}: nothing was fixed"
+            if restarted
+            else f"✅ resolved after {took}"
         )
         self._send(REPLY, reply, reply_blocks, parent=notice.id)
         del self.posted[notice.id]
