@@ -27,6 +27,7 @@ from logwatch.rules.log import StallRule, WallClockRule
 from logwatch.sinks.base import Sink
 from logwatch.sources.fileset import FileSet
 from logwatch.sources.follow import Batch, Follower, FollowOptions, PollResult, Position
+from logwatch.sources.rotated import rotated_name
 from logwatch.sources.watch import WatchdogWatcher, WatcherFactory
 
 Status = Callable[[str], None]
@@ -291,8 +292,10 @@ class TailDriver:
         if follower is None:
             return
         self._dirty = True
+        self._separate(follower)
         if self._resume(follower):
             return
+        self._forget_previous(follower)
         if not initial or self._saved is not None:
             self.status(f"{path}: new file; following it from its first byte")
         elif self.options.start == StartMode.END:
@@ -300,6 +303,29 @@ class TailDriver:
             self.status(f"{path}: following from its end (line {follower.line})")
         else:
             self._catch_up(follower)
+
+    def _separate(self, new: Follower) -> None:
+        """A new file under the name of a file still followed (rename rotation): the old file
+        becomes its own source (`rotated_name`), so their lines and rule states never mix."""
+        for other in list(self.files.followers.values()):
+            if other is not new and other.source == new.source:
+                self._rename_source(other, rotated_name(other))
+
+    def _rename_source(self, follower: Follower, name: str) -> None:
+        old, follower.source = follower.source, name
+        line = self._last_line.pop(old, 0)
+        self._last_line[name] = line
+        self.status(f"{old}: a new file took this name; the old file is now the source {name}")
+        why = f"{old} is a new file now (the old one goes on as {name})"
+        self._emit(self.engine.rename_source(old, name, line=line, why=why), follower.gen_id)
+
+    def _forget_previous(self, follower: Follower) -> None:
+        """A new file under a name an earlier, closed file left state under: that run is over."""
+        if follower.source in self.engine.sources:
+            why = f"{follower.path} is a new file"
+            self._last_line.pop(follower.source, None)
+            events = self.engine.restart(follower.source, line=1, ts=None, why=why)
+            self._emit(events, follower.gen_id)
 
     def _resume(self, follower: Follower) -> bool:
         saved = (self._saved or {}).pop(follower.key, None)
