@@ -31,6 +31,8 @@ from logwatch.sources.rotated import rotated_name
 from logwatch.sources.watch import WatchdogWatcher, WatcherFactory
 
 Status = Callable[[str], None]
+CLOSED_KEPT = 256
+"""How many closed files' positions are kept in case the same file comes back."""
 
 
 class StartMode(StrEnum):
@@ -100,6 +102,7 @@ class TailDriver:
         )
         self._saved: dict[tuple[int, int], Position] | None = None
         self._replayed: set[str] = set()  # alerts a crashed run emitted past its checkpoint
+        self._closed: dict[tuple[int, int], Position] = {}  # retired files, should they return
         self._arrived: set[str] = set()
         self._last_line: dict[str, int] = {}
         self._wallclock = any(isinstance(s.rule, WallClockRule) for s in engine.rules)
@@ -266,6 +269,9 @@ class TailDriver:
         self.status(
             f"{follower.path}: old file read to its end ({follower.line - 1} lines); closed"
         )
+        self._closed[follower.key] = follower.position()
+        while len(self._closed) > CLOSED_KEPT:
+            del self._closed[next(iter(self._closed))]
         self._drop(follower)
 
     def _drop(self, follower: Follower) -> None:
@@ -330,7 +336,7 @@ class TailDriver:
     def _resume(self, follower: Follower) -> bool:
         saved = (self._saved or {}).pop(follower.key, None)
         if saved is None:
-            return False
+            return self._reattach(follower)
         size = os.fstat(follower.fd).st_size
         if follower.matches(saved) and size >= (saved.evaluated_end or saved.offset):
             follower.source = saved.source
@@ -343,6 +349,20 @@ class TailDriver:
         )
         self.engine.sources.pop(follower.source, None)
         return False
+
+    def _reattach(self, follower: Follower) -> bool:
+        """A file closed because its path named nothing for rotate_wait (its folder renamed or
+        unreadable a while) is back, same inode, same first bytes, not shorter: go on from where
+        it was instead of reading it again."""
+        pos = self._closed.pop(follower.key, None)
+        if pos is None or not follower.matches(pos):
+            return False
+        if os.fstat(follower.fd).st_size < (pos.evaluated_end or pos.offset):
+            return False
+        follower.source = pos.source
+        follower.resume(pos)
+        self.status(f"{follower.path}: the same file is back; continuing at line {pos.line}")
+        return True
 
     def _catch_up(self, follower: Follower) -> None:
         """Run a file's history through the engine silently, then emit what is still firing."""

@@ -44,8 +44,10 @@ class FileSet:
         watcher_factory: WatcherFactory | None = WatchdogWatcher,
         wake: Callable[[], None] = lambda: None,
         status: Callable[[str], None] = lambda message: None,
+        stat: Callable[[str], os.stat_result] = os.stat,
     ) -> None:
         self.patterns = list(patterns)
+        self._stat = stat  # injected: tests make it fail as EACCES would (root ignores modes)
         self.follow = follow or FollowOptions()
         self.poll_interval_s, self.rotate_wait_s = poll_interval_s, rotate_wait_s
         self.status, self._wake = status, wake
@@ -129,7 +131,15 @@ class FileSet:
         with no growth, that its follower should read to the end and close."""
         self._check_encoding(follower)
         if follower.detached_at is None:
-            why = follower.check_path()
+            try:
+                why = follower.check_path(self._stat)
+            except OSError as exc:  # e.g. its folder chmod 000 for a while: keep it as it is
+                if self._first("stat", follower.key):
+                    self.status(
+                        f"{follower.path}: cannot be stat()ed ({exc.strerror}); "
+                        "still reading the open file"
+                    )
+                return False
             if why is not None:
                 follower.detached_at = now
                 self.rescan_due = True

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -216,14 +217,13 @@ class Follower:
         """Release the handle."""
         os.close(self.fd)
 
-    def check_path(self) -> str | None:
-        """Why the path no longer names the open file ('deleted' / 'replaced'), or None."""
+    def check_path(self, stat_path: Callable[[str], os.stat_result] = os.stat) -> str | None:
+        """Why the path no longer names the open file ('deleted' / 'replaced'), or None;
+        OSError when it cannot be stat()ed for another reason (EACCES: it may come back)."""
         try:
-            st = os.stat(self.path)
+            st = stat_path(self.path)
         except FileNotFoundError:
             return "deleted"
-        except OSError as exc:
-            return f"unreadable ({exc.strerror})"
         if (st.st_dev, st.st_ino) != self.key:
             return "replaced by a new file"
         if os.fstat(self.fd).st_nlink == 0:

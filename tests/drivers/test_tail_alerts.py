@@ -114,3 +114,34 @@ def test_a_truncation_ends_the_files_alerts_as_restarted(tmp_path: Path) -> None
         ("resolved", EndReason.RESTARTED, 1),
     ]
     assert "truncated" in nan[1].summary
+
+
+def test_a_folder_gone_for_a_while_continues_its_files_instead_of_rereading(
+    tmp_path: Path,
+) -> None:
+    """logs/ renamed away past rotate_wait and back (ENOENT, then the same inode, as an
+    unreadable folder would be for a moment): the file goes on from its offset; nothing is read
+    or fired twice."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    tail = Tail(tmp_path, rules=BUILTIN, patterns=("logs/*.log",), rotate_wait_s=5.0)
+    log = logs / "train.log"
+    with running(tail.driver) as driver:
+        log.write_bytes(NAN + _step(1404, "nan"))
+        driver.sync()
+        os.rename(logs, tmp_path / "away")
+        driver.sync()
+        tail.clock.advance(6.0)
+        driver.sync()
+        assert driver.files.followers == {}  # closed: its path named nothing for too long
+        os.rename(tmp_path / "away", logs)
+        driver.sync()
+        with open(log, "ab") as out:
+            out.write(_step(1405, "2.5"))
+        driver.sync()
+    assert [(e.rule, e.status, e.line) for e in tail.sink.events] == [
+        ("nan-loss", "firing", 1),
+        ("nan-loss", "resolved", 3),
+    ]
+    assert [line for _, line, _ in tail.rec.seen] == [1, 2, 3]
+    assert tail.said("continuing at line 3") == 1
