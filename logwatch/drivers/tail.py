@@ -136,7 +136,9 @@ class TailDriver:
                 self.status(f"no file matches {patterns} yet; waiting for one")
             self._checkpoint()
             for plugin in self.plugins:
-                self._send(plugin.start_events())
+                notices = list(plugin.start_events())
+                self._dirty |= bool(notices)  # what was said must reach the next checkpoint
+                self._send(notices)
         except BaseException:
             self.close(checkpoint=False)
             raise

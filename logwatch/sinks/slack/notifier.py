@@ -67,9 +67,11 @@ class Notifier:
         state_dir: Path | None = None,
         new_id: Callable[[], str] = lambda: secrets.token_hex(8),
         report: Callable[[str], None] = stderr_line,
+        ignore_rules: frozenset[str] = frozenset(),
     ) -> None:
         self.outbox, self.channel, self.settings, self.clock = outbox, channel, settings, clock
         self.silences, self.new_id, self.report = silences, new_id, report
+        self.ignore_rules = ignore_rules  # host notices the config keeps out of Slack
         self.state_path = state_dir / STATE_FILE if state_dir is not None else None
         self.firing: dict[str, AlertEvent] = {}
         self.held: dict[str, AlertEvent] = {}
@@ -81,7 +83,9 @@ class Notifier:
     # --- the Sink protocol ---------------------------------------------------------------------
 
     def emit(self, event: AlertEvent) -> None:
-        """Take one event from the engine."""
+        """Take one event from the engine (rules in `ignore_rules` are not Slack's business)."""
+        if event.rule in self.ignore_rules:
+            return
         if event.status == FIRING:
             self._fire(event)
         else:
