@@ -27,6 +27,13 @@ FIRING = Status.FIRING
 RESOLVED = Status.RESOLVED
 
 
+class EndReason(StrEnum):
+    """Why an alert stopped firing; the value is what JSON says."""
+
+    RECOVERED = "recovered"  # the condition cleared: something was fixed or got better
+    RESTARTED = "restarted"  # the run restarted (or its log was truncated): nothing was fixed
+
+
 class Severity(IntEnum):
     """Alert severities, ordered so that `>=` means 'at least as bad'."""
 
@@ -65,6 +72,19 @@ class AlertEvent:
     fix: str = ""
     text: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
+    reason: EndReason | None = None  # RESOLVED only; None there means RECOVERED
+
+    def __post_init__(self) -> None:
+        # Every resolve says why it ended, so consumers never have to guess from the summary.
+        if self.status == Status.RESOLVED and self.reason is None:
+            object.__setattr__(self, "reason", EndReason.RECOVERED)
+        elif self.status == Status.FIRING and self.reason is not None:
+            object.__setattr__(self, "reason", None)
+
+    @property
+    def restarted(self) -> bool:
+        """Whether this event ends an alert because its run restarted (not a recovery)."""
+        return self.reason == EndReason.RESTARTED
 
     @property
     def fingerprint(self) -> str:
@@ -77,6 +97,7 @@ class AlertEvent:
             "rule": self.rule,
             "severity": self.severity.label,
             "status": self.status,
+            "reason": self.reason,
             "source": self.source,
             "line": self.line,
             "ts": self.ts.isoformat() if self.ts is not None else None,
@@ -132,6 +153,12 @@ def event_from_json(data: Mapping[str, Any]) -> AlertEvent:
             fix=str(data.get("fix", "")),
             text=str(data.get("text", "")),
             labels={str(k): str(v) for k, v in dict(data.get("labels", {})).items()},
+            reason=_reason(data.get("reason")),
         )
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"malformed alert event: {exc!r}") from None
+
+
+def _reason(raw: Any) -> EndReason | None:
+    """A saved reason; absent (checkpoints and spools written before it existed) is None."""
+    return None if raw is None else EndReason(raw)

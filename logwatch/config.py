@@ -24,7 +24,7 @@ DEFAULT_INHIBIT = (("nvml-disabled", "gpu-metrics-missing"),)
 _TOP_KEYS = {"slack", "rules", "alerts", "gpu", "rule_packs", "builtin_rules"}
 _SLACK_KEYS = {"channel", "base_url", "token_file", "webhook_url_env", "timeout"}
 _ALERT_KEYS = {"group_wait", "repeat_interval", "inhibit"}
-_GPU_KEYS = {"mode", "interval"}
+_GPU_KEYS = {"mode", "interval", "notify_unavailable"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -59,6 +59,7 @@ class GpuConfig:
 
     mode: GpuMode = GpuMode.AUTO
     interval_s: float = 5.0
+    notify_unavailable: bool = False  # `logwatch-gpu-unavailable` to Slack too, not only stdout
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,7 +364,8 @@ class _Reader:
         interval = self.duration("gpu", data, "interval", 5.0)
         if interval <= 0:
             raise self.fail(self.key_line("gpu", "interval"), "'interval' must be more than 0s")
-        return GpuConfig(mode=GpuMode(mode), interval_s=interval)
+        notify = self.typed("gpu", data, "notify_unavailable", bool, False)
+        return GpuConfig(mode=GpuMode(mode), interval_s=interval, notify_unavailable=notify)
 
     def rules(self, data: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
         """The `[rules.<id>]` tables, checked as far as they can be without the rule packs (the

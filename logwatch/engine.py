@@ -129,12 +129,28 @@ class Engine:
     ) -> list[AlertEvent]:
         """A new run began in the same source: close what the old run left firing, reset state."""
         first = segment.row(0, named=True)
-        ended = state.alerts.end_all(
-            line=line, ts=first["ts"], why=f"the run restarted at line {line}"
+        return self.restart(
+            source, line=line, ts=first["ts"], why=f"the run restarted at line {line}"
         )
+
+    def restart(self, source: str, *, line: int, ts: datetime | None, why: str) -> list[AlertEvent]:
+        """A source starts over (a new run, a truncated file): end what fires (reason
+        `restarted`), reset its rules; its stats go on."""
+        state = self.state_of(source)
+        ended = state.alerts.end_all(line=line, ts=ts, why=why)
         state.rule_states.clear()
         state.last_step = None
         return ended
+
+    def rename_source(self, old: str, new: str, *, line: int, why: str) -> list[AlertEvent]:
+        """`old`'s state is `new`'s from now on (a rotated file): its alerts end under the old
+        name and fire under the new one (see `Lifecycle.move`)."""
+        state = self.sources.pop(old, None)
+        if state is None:
+            return []
+        self.sources[new] = state
+        self._failed |= {(rule, new) for rule, source in self._failed if source == old}
+        return state.alerts.move(new, line=line, why=why)
 
     def _evaluate(self, source: str, state: SourceState, frame: pl.DataFrame) -> list[AlertEvent]:
         frame = frame.with_columns(

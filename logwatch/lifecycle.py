@@ -11,7 +11,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from logwatch.alerts import FIRING, RESOLVED, AlertEvent, event_from_json
+from logwatch.alerts import FIRING, RESOLVED, AlertEvent, EndReason, event_from_json
 from logwatch.durations import format_duration
 
 if TYPE_CHECKING:
@@ -58,7 +58,8 @@ class Lifecycle:
         return replace(event, summary=_since_note(event, firing))
 
     def end_all(self, *, line: int, ts: datetime | None, why: str) -> list[AlertEvent]:
-        """Resolve everything firing (in firing order), each as `<rule>: ended, <why>`."""
+        """End everything firing (in firing order), each as `<rule>: ended, <why>`, with reason
+        `restarted`: the run that raised them is gone, nothing was fixed."""
         ended = [
             replace(
                 event,
@@ -67,11 +68,21 @@ class Lifecycle:
                 ts=ts,
                 step=None,
                 summary=f"{event.rule}: ended, {why}",
+                reason=EndReason.RESTARTED,
             )
             for event in self._firing.values()
         ]
         self._firing.clear()
         return ended
+
+    def move(self, source: str, *, line: int, why: str) -> list[AlertEvent]:
+        """The firing alerts now belong to `source` (the file they came from was renamed): they
+        end under the old name (reason `restarted`: that name is a new file now) and fire under
+        the new one; both returned, ends first."""
+        moved = [replace(event, source=source) for event in self._firing.values()]
+        ended = self.end_all(line=line, ts=None, why=why)
+        self._firing = {event.fingerprint: event for event in moved}
+        return [*ended, *moved]
 
     def export_json(self) -> list[dict[str, Any]]:
         """The firing alerts as JSON-able objects (checkpoints), in firing order."""

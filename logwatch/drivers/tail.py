@@ -27,9 +27,12 @@ from logwatch.rules.log import StallRule, WallClockRule
 from logwatch.sinks.base import Sink
 from logwatch.sources.fileset import FileSet
 from logwatch.sources.follow import Batch, Follower, FollowOptions, PollResult, Position
+from logwatch.sources.rotated import rotated_name
 from logwatch.sources.watch import WatchdogWatcher, WatcherFactory
 
 Status = Callable[[str], None]
+CLOSED_KEPT = 256
+"""How many closed files' positions are kept in case the same file comes back."""
 
 
 class StartMode(StrEnum):
@@ -103,6 +106,7 @@ class TailDriver:
         )
         self._saved: dict[tuple[int, int], Position] | None = None
         self._replayed: set[str] = set()  # alerts a crashed run emitted past its checkpoint
+        self._closed: dict[tuple[int, int], Position] = {}  # retired files, should they return
         self._arrived: set[str] = set()
         self._last_line: dict[str, int] = {}
         self._wallclock = any(isinstance(s.rule, WallClockRule) for s in engine.rules)
@@ -136,7 +140,9 @@ class TailDriver:
                 self.status(f"no file matches {patterns} yet; waiting for one")
             self._checkpoint()
             for plugin in self.plugins:
-                self._send(plugin.start_events())
+                notices = list(plugin.start_events())
+                self._dirty |= bool(notices)  # what was said must reach the next checkpoint
+                self._send(notices)
         except BaseException:
             self.close(checkpoint=False)
             raise
@@ -237,12 +243,21 @@ class TailDriver:
             self.status(note)
         self._dirty |= bool(result.batches or result.notes)
         events: list[AlertEvent] = []
-        for batch in result.batches:
+        for index, batch in enumerate(result.batches):
+            if index == result.truncated_at:
+                events.extend(self._truncated(follower))
             events.extend(self._process(follower, batch))
+        if result.truncated_at == len(result.batches):
+            events.extend(self._truncated(follower))
         if result.batches:
             self._last_line[follower.source] = follower.line - 1
         if emit:
             self._emit(events, follower.gen_id)
+
+    def _truncated(self, follower: Follower) -> list[AlertEvent]:
+        """A truncated file starts over like a restarted run: its alerts end, fixed by nothing."""
+        why = "the file was truncated (read again from its start)"
+        return self.engine.restart(follower.source, line=1, ts=None, why=why)
 
     def _process(self, follower: Follower, batch: Batch) -> list[AlertEvent]:
         frame = parse_lines(
@@ -261,6 +276,10 @@ class TailDriver:
         self._handle(follower, result)
         ended = "old file read to its end" if follower.checkpointed else "input ended"
         self.status(f"{follower.path}: {ended} ({follower.line - 1} lines); closed")
+        if follower.checkpointed:
+            self._closed[follower.key] = follower.position()
+            while len(self._closed) > CLOSED_KEPT:
+                del self._closed[next(iter(self._closed))]
         self._drop(follower)
 
     def _drop(self, follower: Follower) -> None:
@@ -287,8 +306,10 @@ class TailDriver:
         if follower is None:
             return
         self._dirty = True
+        self._separate(follower)
         if self._resume(follower):
             return
+        self._forget_previous(follower)
         if not initial or self._saved is not None:
             self.status(f"{path}: new file; following it from its first byte")
         elif self.options.start == StartMode.END:
@@ -297,10 +318,33 @@ class TailDriver:
         else:
             self._catch_up(follower)
 
+    def _separate(self, new: Follower) -> None:
+        """A new file under the name of a file still followed (rename rotation): the old file
+        becomes its own source (`rotated_name`), so their lines and rule states never mix."""
+        for other in list(self.files.followers.values()):
+            if other is not new and other.source == new.source:
+                self._rename_source(other, rotated_name(other))
+
+    def _rename_source(self, follower: Follower, name: str) -> None:
+        old, follower.source = follower.source, name
+        line = self._last_line.pop(old, 0)
+        self._last_line[name] = line
+        self.status(f"{old}: a new file took this name; the old file is now the source {name}")
+        why = f"{old} is a new file now (the old one goes on as {name})"
+        self._emit(self.engine.rename_source(old, name, line=line, why=why), follower.gen_id)
+
+    def _forget_previous(self, follower: Follower) -> None:
+        """A new file under a name an earlier, closed file left state under: that run is over."""
+        if follower.source in self.engine.sources:
+            why = f"{follower.path} is a new file"
+            self._last_line.pop(follower.source, None)
+            events = self.engine.restart(follower.source, line=1, ts=None, why=why)
+            self._emit(events, follower.gen_id)
+
     def _resume(self, follower: Follower) -> bool:
         saved = (self._saved or {}).pop(follower.key, None)
         if saved is None:
-            return False
+            return self._reattach(follower)
         size = os.fstat(follower.fd).st_size
         if follower.matches(saved) and size >= (saved.evaluated_end or saved.offset):
             follower.source = saved.source
@@ -313,6 +357,20 @@ class TailDriver:
         )
         self.engine.sources.pop(follower.source, None)
         return False
+
+    def _reattach(self, follower: Follower) -> bool:
+        """A file closed because its path named nothing for rotate_wait (its folder renamed or
+        unreadable a while) is back, same inode, same first bytes, not shorter: go on from where
+        it was instead of reading it again."""
+        pos = self._closed.pop(follower.key, None)
+        if pos is None or not follower.matches(pos):
+            return False
+        if os.fstat(follower.fd).st_size < (pos.evaluated_end or pos.offset):
+            return False
+        follower.source = pos.source
+        follower.resume(pos)
+        self.status(f"{follower.path}: the same file is back; continuing at line {pos.line}")
+        return True
 
     def _catch_up(self, follower: Follower) -> None:
         """Run a file's history through the engine silently, then emit what is still firing."""

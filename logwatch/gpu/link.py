@@ -9,12 +9,13 @@ state and emits the sampler's own alerts, `start_events` are what starting NVML 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from logwatch.alerts import RESOLVED, AlertEvent
+from logwatch.alerts import RESOLVED, AlertEvent, event_from_json
 from logwatch.clock import Clock, SystemClock
 from logwatch.gpu.enrich import NvmlDiagnosis, RunInfo, RunTracker
 from logwatch.gpu.monitor import GpuMonitor
@@ -40,6 +41,7 @@ class GpuLink:
         self.trackers: dict[str, RunTracker] = {}
         self.clock = clock or SystemClock()
         self._closed = False
+        self.announced: dict[str, AlertEvent] = {}  # start notices already alerted, by fingerprint
 
     def observe(self, frame: pl.DataFrame) -> None:
         """Fold a parsed batch into its source's run facts."""
@@ -78,8 +80,20 @@ class GpuLink:
         return [*events, *sampler.drain_events()]
 
     def start_events(self) -> list[AlertEvent]:
-        """What starting NVML had to say (e.g. `logwatch-gpu-unavailable`)."""
-        return list(self.started.events)
+        """What starting NVML had to say (e.g. `logwatch-gpu-unavailable`), as a lifecycle over
+        starts: a notice fires once per state directory while it stays true, and resolves when
+        a later start no longer says it."""
+        now = {event.fingerprint: event for event in self.started.events}
+        fired = [event for fp, event in now.items() if fp not in self.announced]
+        over = [
+            replace(
+                event, status=RESOLVED, ts=self.clock.now(), summary=f"{event.rule}: no longer true"
+            )
+            for fp, event in self.announced.items()
+            if fp not in now
+        ]
+        self.announced = now
+        return [*over, *fired]
 
     def _stalled_since(self, driver: TailDriver) -> datetime | None:
         """When the run's logs went quiet: the latest stall among followed logs, only when every
@@ -102,6 +116,7 @@ class GpuLink:
             "monitor": self.monitor.export_state(),
             "runs": {source: _run_json(t.info) for source, t in self.trackers.items()},
             "said": sorted(self.diagnosis.said),
+            "announced": [event.to_json() for event in self.announced.values()],
         }
 
     def import_state(self, data: Any) -> None:
@@ -110,12 +125,14 @@ class GpuLink:
             runs = {str(source): _run_info(raw) for source, raw in dict(data["runs"]).items()}
             said = {str(source) for source in data["said"]}
             monitor = data["monitor"]
+            announced = [event_from_json(raw) for raw in data.get("announced", [])]
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ValueError(f"malformed GPU state: {exc!r}") from None
         self.monitor.import_state(monitor)
         for source, info in runs.items():
             self.trackers.setdefault(source, RunTracker()).info = info
         self.diagnosis.said = said
+        self.announced = {event.fingerprint: event for event in announced}
 
     def close(self) -> None:
         """Stop the sampler; idempotent (the driver closes its plugins, so may the caller)."""

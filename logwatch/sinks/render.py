@@ -12,7 +12,9 @@ from logwatch.engine import SourceStats, format_value
 
 _SEVERITY_TAG = {Severity.CRITICAL: "CRIT", Severity.WARNING: "WARN", Severity.INFO: "INFO"}
 _COLOUR = {Severity.CRITICAL: "\x1b[1;31m", Severity.WARNING: "\x1b[33m", Severity.INFO: "\x1b[36m"}
-_GREEN, _RESET = "\x1b[32m", "\x1b[0m"
+_GREEN, _DIM, _RESET = "\x1b[32m", "\x1b[2m", "\x1b[0m"
+ENDED_TAG = "ENDED (run restarted)"
+"""The tag of an alert ended by a restart: not `OK`, nothing was fixed."""
 # C0 controls but tab, DEL, the C1 block (U+0080-U+009F: 8-bit CSI, OSC, DCS) and the bidi
 # overrides/isolates that reorder what a terminal shows.
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -51,6 +53,7 @@ def timeline_line(
     if event.ts is None and arrived is not None:
         when = f"{arrived:%H:%M:%S} (arrived) "
     tag = _SEVERITY_TAG[event.severity] if event.status == FIRING else "OK  "
+    tag = ENDED_TAG if event.restarted else tag
     summary = visible(event.summary) + (" (silenced)" if silenced else "")
     rule, source = visible(event.rule), visible(event.source)
     head = f"{when}  {tag}  {rule:<20} {source}:{event.line}  "
@@ -58,7 +61,8 @@ def timeline_line(
     if event.status == FIRING and event.fix:
         rows += _wrap(FIX_INDENT + "fix: ", visible(event.fix), FIX_INDENT + "     ", width)
     if colour:
-        shade = _COLOUR[event.severity] if event.status == FIRING else _GREEN
+        done = _DIM if event.restarted else _GREEN
+        shade = _COLOUR[event.severity] if event.status == FIRING else done
         rows[0] = rows[0].replace(f"  {tag}  ", f"  {shade}{tag}{_RESET}  ", 1)
     return "\n".join(rows)
 

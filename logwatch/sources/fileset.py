@@ -47,8 +47,10 @@ class FileSet:
         wake: Callable[[], None] = lambda: None,
         status: Callable[[str], None] = lambda message: None,
         stdin: int = 0,
+        stat: Callable[[str], os.stat_result] = os.stat,
     ) -> None:
         self.patterns = list(patterns)
+        self._stat = stat  # injected: tests make it fail as EACCES would (root ignores modes)
         self.follow = follow or FollowOptions()
         self.poll_interval_s, self.rotate_wait_s = poll_interval_s, rotate_wait_s
         self.status, self._wake = status, wake
@@ -147,7 +149,15 @@ class FileSet:
             return follower.ended
         self._check_encoding(follower)
         if follower.detached_at is None:
-            why = follower.check_path()
+            try:
+                why = follower.check_path(self._stat)
+            except OSError as exc:  # e.g. its folder chmod 000 for a while: keep it as it is
+                if self._first("stat", follower.key):
+                    self.status(
+                        f"{follower.path}: cannot be stat()ed ({exc.strerror}); "
+                        "still reading the open file"
+                    )
+                return False
             if why is not None:
                 follower.detached_at = now
                 self.rescan_due = True

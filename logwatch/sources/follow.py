@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -100,6 +101,7 @@ class PollResult:
     grew: bool = False
     more: bool = False  # the budget ran out before the end of the file
     lines: int = 0
+    truncated_at: int | None = None  # batches from this index on are the file's new content
 
 
 def sha(data: bytes) -> str:
@@ -227,14 +229,13 @@ class Follower:
         """Release the handle."""
         os.close(self.fd)
 
-    def check_path(self) -> str | None:
-        """Why the path no longer names the open file ('deleted' / 'replaced'), or None."""
+    def check_path(self, stat_path: Callable[[str], os.stat_result] = os.stat) -> str | None:
+        """Why the path no longer names the open file ('deleted' / 'replaced'), or None;
+        OSError when it cannot be stat()ed for another reason (EACCES: it may come back)."""
         try:
-            st = os.stat(self.path)
+            st = stat_path(self.path)
         except FileNotFoundError:
             return "deleted"
-        except OSError as exc:
-            return f"unreadable ({exc.strerror})"
         if (st.st_dev, st.st_ino) != self.key:
             return "replaced by a new file"
         if os.fstat(self.fd).st_nlink == 0:
@@ -264,6 +265,7 @@ class Follower:
             return
         why = "shrank below the read offset" if size < self.read_offset else "first bytes changed"
         self.finish(result)
+        result.truncated_at = len(result.batches)
         generation = self.generation + 1
         self._reset(now)
         self.generation = generation

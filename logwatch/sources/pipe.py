@@ -75,7 +75,7 @@ class PipeSource(Follower):
             self._flush_partial(now, result)
         return result
 
-    def check_path(self) -> str | None:
+    def check_path(self, stat_path: Callable[[str], os.stat_result] = os.stat) -> str | None:
         """A pipe has no path to lose."""
         return None
 

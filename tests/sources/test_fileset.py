@@ -144,3 +144,26 @@ def test_without_inotify_it_says_it_polls(tmp_path: Path) -> None:
     assert files.changes(0.0) == [str(tmp_path / "a.log")]
     assert len(said) == 1 and "file events unavailable" in said[0]
     assert "polling every 2s instead" in said[0]
+
+
+def test_a_path_that_cannot_be_stat_ed_keeps_its_follower_as_it_is(tmp_path: Path) -> None:
+    """stat() failing with EACCES (a folder chmod 000 for a while; injected, since root ignores
+    permission bits) neither detaches nor closes the follower, past rotate_wait."""
+    path = str(tmp_path / "a.log")
+    (tmp_path / "a.log").write_bytes(b"x\n")
+    denied = threading.Event()
+
+    def stat(name: str) -> os.stat_result:
+        if denied.is_set() and name == path:
+            raise PermissionError(13, "Permission denied", name)
+        return os.stat(name)
+
+    files, said = fileset(tmp_path, rotate_wait_s=5.0, stat=stat)
+    follower = files.open(files.rescan(0.0)[0], 0.0)
+    assert follower is not None
+    denied.set()
+    assert [files.expired(follower, now) for now in (1.0, 10.0, 20.0)] == [False] * 3
+    assert follower.detached_at is None and list(files.followers) == [follower.key]
+    assert said == [f"{path}: cannot be stat()ed (Permission denied); still reading the open file"]
+    denied.clear()
+    assert files.expired(follower, 30.0) is False and files.rescan(30.0) == []

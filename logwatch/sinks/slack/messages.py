@@ -16,6 +16,8 @@ BLOCKS_MAX = 50
 MARK = "…(truncated, full text in logwatch log)"
 _ICON = {Severity.CRITICAL: "🔴", Severity.WARNING: "🟠", Severity.INFO: "🔵"}
 Block = dict[str, Any]
+ENDED = "⏹️ ENDED (run restarted)"
+"""How a group ended by a restart is shown: nothing was fixed, so no ✅."""
 
 
 def escape(text: str) -> str:
@@ -106,16 +108,24 @@ def firing_message(
 
 
 def resolved_message(
-    rule: str, events: Sequence[AlertEvent], firing_s: float, first_seen: datetime | None
+    rule: str,
+    events: Sequence[AlertEvent],
+    firing_s: float,
+    first_seen: datetime | None,
+    *,
+    restarted: bool = False,
 ) -> tuple[str, list[Block]]:
-    """What the firing message becomes once every alert of its group resolved."""
+    """What the firing message becomes once every alert of its group resolved, or (`restarted`)
+    ended because the run restarted: that is no recovery, so it is not shown as one."""
     where = events[0].source if len(events) == 1 else f"{len(events)} sources"
     took = format_duration(firing_s)
-    title = f"✅ RESOLVED {rule} — {where} (after {took})"
-    blocks = [header(title), section(f"~{escape(events[0].summary)}~\nresolved after {took}")]
+    verb = ENDED if restarted else "resolved"
+    head = ENDED if restarted else "✅ RESOLVED"
+    title = f"{head} {rule} — {where} (after {took})"
+    blocks = [header(title), section(f"~{escape(events[0].summary)}~\n{verb} after {took}")]
     blocks += list_sections([member_line(e) for e in events], BLOCKS_MAX - 3)
-    blocks.append(context(f"first seen {when(first_seen)} · resolved after {took} · logwatch"))
-    text = f"✅ RESOLVED {escape(rule)} on {escape(where)} after {took} (first seen {when(first_seen)})"
+    blocks.append(context(f"first seen {when(first_seen)} · {verb} after {took} · logwatch"))
+    text = f"{head} {escape(rule)} on {escape(where)} after {took} (first seen {when(first_seen)})"
     return cut(text, TEXT_MAX), blocks[:BLOCKS_MAX]
 
 

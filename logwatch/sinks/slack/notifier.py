@@ -68,9 +68,11 @@ class Notifier:
         state_dir: Path | None = None,
         new_id: Callable[[], str] = lambda: secrets.token_hex(8),
         report: Callable[[str], None] = stderr_line,
+        ignore_rules: frozenset[str] = frozenset(),
     ) -> None:
         self.outbox, self.channel, self.settings, self.clock = outbox, channel, settings, clock
         self.silences, self.new_id, self.report = silences, new_id, report
+        self.ignore_rules = ignore_rules  # host notices the config keeps out of Slack
         self.state_path = state_dir / STATE_FILE if state_dir is not None else None
         self.firing: dict[str, AlertEvent] = {}
         self.held: dict[str, AlertEvent] = {}
@@ -83,7 +85,9 @@ class Notifier:
     # --- the Sink protocol ---------------------------------------------------------------------
 
     def emit(self, event: AlertEvent) -> None:
-        """Take one event from the engine."""
+        """Take one event from the engine (rules in `ignore_rules` are not Slack's business)."""
+        if event.rule in self.ignore_rules:
+            return
         if event.status == FIRING:
             self._fire(event)
         else:
@@ -136,12 +140,16 @@ class Notifier:
     def _close_notice(self, notice: Notice) -> None:
         firing_s = _firing_seconds(notice, self._now())
         first = min((e.ts for e in notice.members.values() if e.ts is not None), default=None)
+        restarted = all(e.restarted for e in notice.resolved.values())
         text, blocks = messages.resolved_message(
-            notice.rule, list(notice.members.values()), firing_s, first
+            notice.rule, list(notice.members.values()), firing_s, first, restarted=restarted
         )
         self._send(UPDATE, text, blocks, parent=notice.id)
+        took = format_duration(firing_s)
         reply, reply_blocks = messages.reply_message(
-            f"✅ resolved after {format_duration(firing_s)}"
+            f"{messages.ENDED} after {took}: nothing was fixed"
+            if restarted
+            else f"✅ resolved after {took}"
         )
         self._send(REPLY, reply, reply_blocks, parent=notice.id)
         del self.posted[notice.id]

@@ -88,6 +88,13 @@ class SlackSink:
         self.spool.close()
 
 
+def slack_ignored_rules(config: Config) -> frozenset[str]:
+    """Rules kept off Slack: the no-NVML host notice, unless `[gpu] notify_unavailable`."""
+    from logwatch.gpu.sampler import GPU_UNAVAILABLE
+
+    return frozenset() if config.gpu.notify_unavailable else frozenset({GPU_UNAVAILABLE})
+
+
 def open_slack_sink(
     config: Config,
     state_dir: Path,
@@ -119,6 +126,7 @@ def open_slack_sink(
         silences=SilenceStore(state_dir, report=report),
         state_dir=state_dir,
         report=report,
+        ignore_rules=slack_ignored_rules(config),
     )
     return SlackSink(notifier, worker, spool, tick_s=tick_s, report=report)
 
