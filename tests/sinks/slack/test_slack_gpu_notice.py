@@ -70,7 +70,8 @@ def test_the_notice_alerts_once_per_state_dir_and_not_in_slack(tmp_path: Path) -
     assert alerts == [[GPU_UNAVAILABLE], [], []]
     for _, err in runs:
         assert (
-            sum(line.startswith("logwatch: NVML unavailable: ") for line in err.splitlines()) == 1
+            sum(line.startswith("logwatch: GPUs: NVML unavailable: ") for line in err.splitlines())
+            == 1
         )
     assert not any(GPU_UNAVAILABLE in text for text in texts)
 
