@@ -9,6 +9,7 @@ Time comes from the injected Clock, so tests move it instead of sleeping.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -81,13 +82,19 @@ class Notifier:
     # --- the Sink protocol ---------------------------------------------------------------------
 
     def emit(self, event: AlertEvent) -> None:
-        """Take one event from the engine."""
+        """Take one event from the engine; durable (state fsync'd) when this returns."""
         if event.status == FIRING:
             self._fire(event)
         else:
             self._resolve(event)
         self._dirty = True
         self._advance()
+        # Saved here, not at the next tick: once emit returns, the tail driver's journal and
+        # checkpoint treat the event as delivered, so a kill -9 before a tick lost the waiting
+        # group for good. One fsync per alert event (rare: fire once, resolve once) is cheaper
+        # than a flush step in every sink and driver, and keeps the contract in the sink.
+        with contextlib.suppress(OSError):  # still dirty: the next tick retries and says why
+            self._save()
 
     def close(self) -> None:
         """Send every group still waiting, then persist."""
