@@ -67,7 +67,7 @@ def kept(follower: list[str], rate: int, seconds: float) -> float:
         return len(seen) / int(rate * seconds)
 
 
-def drain(out_path: Path, quiet_s: float = 2.0, limit_s: float = 90.0) -> None:
+def drain(out_path: Path, quiet_s: float = 5.0, limit_s: float = 120.0) -> None:
     """Wait until the follower's output stopped growing for `quiet_s` (its backlog is done)."""
     deadline, size, since = time.monotonic() + limit_s, -1, time.monotonic()
     while time.monotonic() < deadline:
