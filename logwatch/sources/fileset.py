@@ -13,6 +13,7 @@ from __future__ import annotations
 import glob
 import os
 import stat
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from logwatch.sources.watch import (
     WatcherFactory,
     fs_type,
     is_glob,
+    may_match,
     watch_roots,
 )
 
@@ -64,6 +66,11 @@ class FileSet:
         self._compressed: set[FileKey] = set()
         self._stdin = stdin
         self._pipe: PipeSource | None = None  # standard input, when "-" is a pattern
+        # Files opened from their create event, oldest first: (path, fd). Holding the fd at
+        # once is what keeps a fast-rotating file readable after it was renamed past the
+        # pattern or deleted, before the driver's next round gets to it.
+        self._held: list[tuple[str, int]] = []
+        self._held_lock = threading.Lock()
 
     # --- life cycle ----------------------------------------------------------------------
 
@@ -85,16 +92,37 @@ class FileSet:
         for follower in self.followers.values():
             follower.close()
         self.followers.clear()
+        with self._held_lock:
+            held, self._held = self._held, []
+        for _, fd in held:
+            os.close(fd)
         if self.watcher is not None:
             self.watcher.stop()
             self.watcher = None
 
-    def on_event(self, structural: bool) -> None:
-        """A file event (from the watcher's thread): rescan next round when files may have come
-        or gone, and end the driver's wait."""
+    def on_event(self, structural: bool, created: str | None = None) -> None:
+        """A file event (from the watcher's thread): hold a created file that the patterns
+        match open, rescan next round when files may have come or gone, end the driver's wait."""
+        if created is not None and any(may_match(created, p) for p in self.patterns):
+            self._hold(created)
         if structural:
             self.rescan_due = True
         self._wake()
+
+    def _hold(self, path: str) -> None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return  # gone already, or unreadable: the rescan says why
+        try:
+            regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        except OSError:
+            regular = False
+        if not regular:
+            os.close(fd)
+            return
+        with self._held_lock:
+            self._held.append((path, fd))
 
     # --- what changed --------------------------------------------------------------------
 
@@ -109,11 +137,12 @@ class FileSet:
         """Match the patterns again: known files get their current name back (a rename is said),
         a detached one that is there again is attached; the paths of files not followed yet."""
         self.rescan_due, self._last_rescan = False, now
-        new: list[str] = []
+        held = self._adopt_held()
+        new = [path for path, _ in held.values()]
         for key, paths in self._matches_by_file().items():
             follower = self.followers.get(key)
             if follower is None:
-                if not self._is_compressed(key, paths[0]):
+                if key not in held and not self._is_compressed(key, paths[0]):
                     new.append(paths[0])
                 continue
             if follower.path not in paths:  # several names (a `latest.log` link) is no rename
@@ -123,19 +152,52 @@ class FileSet:
         self._watch()
         return new
 
+    def _adopt_held(self) -> dict[FileKey, tuple[str, int]]:
+        """The held files not followed yet, by identity, oldest first; the fds of files already
+        followed (a rename into the glob of a file we read) or held twice are closed."""
+        with self._held_lock:
+            held, self._held = self._held, []
+        keep: dict[FileKey, tuple[str, int]] = {}
+        for path, fd in held:
+            st = os.fstat(fd)
+            key = (st.st_dev, st.st_ino)
+            if key in self.followers or key in keep or self._is_compressed(key, path):
+                os.close(fd)
+            else:
+                keep[key] = (path, fd)
+        with self._held_lock:
+            self._held[:0] = keep.values()  # `open` takes them by path, in this order
+        return keep
+
     def open(self, path: str, now: float) -> Follower | None:
         """Start following `path` (from its first byte); None, said, when it cannot be opened."""
         try:
-            follower = Follower.open(path, path, self.follow, now)
+            follower = self._open_held(path, now) or Follower.open(path, path, self.follow, now)
         except OSError as exc:
             failure = (exc.errno, *_permissions(path))
             if self._open_failed.get(path) != failure:  # said once per change, not per retry
                 self._open_failed[path] = failure
                 self.status(f"{path}: cannot open ({exc.strerror}); will retry")
             return None
+        if follower.key in self.followers:  # the name moved on to a file already followed
+            follower.close()
+            return None
         self._open_failed.pop(path, None)
         self.followers[follower.key] = follower
         return follower
+
+    def _open_held(self, path: str, now: float) -> Follower | None:
+        """The oldest held file first created under `path`, as a follower; None if none."""
+        with self._held_lock:
+            index = next((i for i, (p, _) in enumerate(self._held) if p == path), None)
+            if index is None:
+                return None
+            _, fd = self._held.pop(index)
+        try:
+            return Follower(path, path, fd, self.follow, now)
+        except BaseException:
+            os.close(fd)
+            raise
 
     def drop(self, follower: Follower) -> None:
         """Stop following a file."""

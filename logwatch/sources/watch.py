@@ -8,13 +8,19 @@ restarts an observer whose thread died.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-OnEvent = Callable[[bool], None]
-"""Called from the watcher's thread; True when the event may change which files exist."""
+
+class OnEvent(Protocol):
+    """Called from the watcher's thread: `structural` when the event may change which files
+    exist; `created` names a file that was just created or renamed into place."""
+
+    def __call__(self, structural: bool, created: str | None = None) -> None: ...
+
 
 NETWORK_FS = frozenset(
     {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "gpfs"}
@@ -48,6 +54,7 @@ class WatchdogWatcher:
     def __init__(self, on_event: OnEvent) -> None:
         from watchdog.observers import Observer  # a thread per watch: only when tailing
 
+        _no_move_pairing_delay()
         self._handler = _Handler(on_event)
         self._observer: Any = Observer()
         self._observer.start()
@@ -79,6 +86,7 @@ class _Handler:
     """watchdog calls `dispatch`; it only wakes the driver and can never raise."""
 
     _STRUCTURAL = frozenset({"created", "moved", "deleted"})
+    _NAMING = frozenset({"created", "moved"})
 
     def __init__(self, on_event: OnEvent) -> None:
         self._on_event = on_event
@@ -86,7 +94,23 @@ class _Handler:
     def dispatch(self, event: Any) -> None:
         # A raising handler would end watchdog's observer thread without a word.
         with contextlib.suppress(Exception):
-            self._on_event(event.event_type in self._STRUCTURAL or event.is_directory)
+            kind = event.event_type
+            created = event.dest_path if kind == "moved" else event.src_path
+            self._on_event(
+                kind in self._STRUCTURAL or event.is_directory,
+                os.fsdecode(created) if kind in self._NAMING and not event.is_directory else None,
+            )
+
+
+def _no_move_pairing_delay() -> None:
+    """Stop watchdog holding each rename's first half for up to 0.5 s to pair it: its queue is
+    FIFO, so every later event (the new `train.log` of a rotation) waits behind it, and a file
+    rotated 20 times a second is created, renamed and deleted before we hear of it. We use events
+    only as hints (the rescan finds renames by inode), so unpaired halves cost nothing."""
+    with contextlib.suppress(ImportError):
+        from watchdog.observers import inotify_move_event_grouper as grouper
+
+        grouper.InotifyMoveEventGrouper.delay = 0.0
 
 
 def fs_type(path: str, mounts_file: str = "/proc/self/mounts") -> str | None:
@@ -114,6 +138,19 @@ _MAGIC = frozenset("*?[")
 def is_glob(pattern: str) -> bool:
     """Whether a path argument is a glob pattern."""
     return any(ch in _MAGIC for ch in pattern)
+
+
+def may_match(path: str, pattern: str) -> bool:
+    """Whether `pattern` (a path, or a glob without `**`) expands to `path` when it exists."""
+    got, want = Path(os.path.abspath(path)).parts, Path(os.path.abspath(pattern)).parts
+    if "**" in want or len(got) != len(want):
+        return False
+    for name, part in zip(got, want, strict=True):
+        if name.startswith(".") and not part.startswith("."):
+            return False  # glob's `*` skips hidden names; fnmatch's would not
+        if not fnmatch.fnmatchcase(name, part):
+            return False
+    return True
 
 
 def watch_roots(patterns: Iterable[str]) -> list[tuple[str, bool]]:

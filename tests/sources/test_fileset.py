@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from logwatch.sources.fileset import FileSet
-from logwatch.sources.watch import WatchdogWatcher
+from logwatch.sources.watch import WatchdogWatcher, may_match
 from logwatch.testing import UnavailableWatcher
 from tests.tailkit import wait_until
 
@@ -167,3 +167,12 @@ def test_a_path_that_cannot_be_stat_ed_keeps_its_follower_as_it_is(tmp_path: Pat
     assert said == [f"{path}: cannot be stat()ed (Permission denied); still reading the open file"]
     denied.clear()
     assert files.expired(follower, 30.0) is False and files.rescan(30.0) == []
+
+
+def test_a_created_name_is_held_only_when_a_pattern_can_expand_to_it(tmp_path: Path) -> None:
+    """`may_match` follows glob's rules per path part: no `/` in `*`, no hidden names."""
+    log = str(tmp_path / "train.log")
+    assert may_match(log, log) and may_match(log + ".3", str(tmp_path / "train.log*"))
+    assert not may_match(log + ".3", log)
+    assert not may_match(str(tmp_path / "sub" / "a.log"), str(tmp_path / "*.log"))
+    assert not may_match(str(tmp_path / ".a.log"), str(tmp_path / "*.log"))

@@ -9,6 +9,7 @@ Time comes from the injected Clock, so tests move it instead of sleeping.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -31,6 +32,8 @@ from logwatch.sinks.slack.silences import SilenceStore
 from logwatch.sinks.slack.spool import POST, REPLY, UPDATE, Job
 
 STATE_FILE = "notify-state.json"
+EVENTS_FILE = "notify-events.jsonl"
+"""Events emitted since the last full save of STATE_FILE, one JSON object a line."""
 
 
 class Outbox(Protocol):
@@ -74,6 +77,8 @@ class Notifier:
         self.silences, self.new_id, self.report = silences, new_id, report
         self.ignore_rules = ignore_rules  # host notices the config keeps out of Slack
         self.state_path = state_dir / STATE_FILE if state_dir is not None else None
+        self.journal_path = state_dir / EVENTS_FILE if state_dir is not None else None
+        self._journal_fd: int | None = None
         self.firing: dict[str, AlertEvent] = {}
         self.held: dict[str, AlertEvent] = {}
         self.pending: dict[str, Notice] = {}
@@ -85,7 +90,8 @@ class Notifier:
     # --- the Sink protocol ---------------------------------------------------------------------
 
     def emit(self, event: AlertEvent) -> None:
-        """Take one event from the engine (rules in `ignore_rules` are not Slack's business)."""
+        """Take one event from the engine (rules in `ignore_rules` are not Slack's business);
+        durable (journalled and fsynced) when this returns."""
         if event.rule in self.ignore_rules:
             return
         if event.status == FIRING:
@@ -94,12 +100,32 @@ class Notifier:
             self._resolve(event)
         self._dirty = True
         self._advance()
+        # Durable here, not at the next tick: once emit returns, the tail driver's journal and
+        # checkpoint treat the event as delivered, so a kill -9 before a tick lost the waiting
+        # group for good. One fsync'd append per event (the full state is rewritten at ticks
+        # only: rewriting it per event is quadratic in a burst), replayed by `_load`; chosen
+        # over a flush step in every sink and driver, it keeps the contract in the sink.
+        with contextlib.suppress(OSError):  # still dirty: the next tick saves it and says why
+            self._journal(event)
 
     def close(self) -> None:
         """Send every group still waiting, then persist."""
         for rule in list(self.pending):
             self._flush(rule)
         self._save()
+        if self._journal_fd is not None:
+            os.close(self._journal_fd)
+            self._journal_fd = None
+
+    def _journal(self, event: AlertEvent) -> None:
+        """Append one event to the journal the next full save empties, fsync'd."""
+        if self.journal_path is None:
+            return
+        if self._journal_fd is None:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+            self._journal_fd = os.open(self.journal_path, flags, 0o600)
+        os.write(self._journal_fd, (json.dumps(_event_json(event)) + "\n").encode())
+        os.fsync(self._journal_fd)
 
     # --- transitions ---------------------------------------------------------------------------
 
@@ -253,11 +279,16 @@ class Notifier:
         if self._save_failing is not None:
             self._save_failing = None
             self.report(f"{self.state_path}: writes work again; Slack state saved")
+        if self._journal_fd is not None:
+            os.ftruncate(self._journal_fd, 0)  # after the state is durable: replay is idempotent
         self._dirty = False  # only now: a failed save is tried again at the next tick
 
     def _load(self) -> None:
         """Read the saved state; a file that is not one is set aside (said once) and we start afresh."""
-        if self.state_path is None or not self.state_path.exists():
+        if self.state_path is None:
+            return
+        if not self.state_path.exists():
+            self._replay_journal()
             return
         try:
             data = json.loads(self.state_path.read_text(encoding="utf-8"))
@@ -269,6 +300,23 @@ class Notifier:
             self._set_aside(f"{type(exc).__name__}: {exc}")
             return
         self.firing, self.held, self.pending, self.posted = firing, held, pending, posted
+        self._replay_journal()
+
+    def _replay_journal(self) -> None:
+        """Apply events emitted after the last full save (a crash left them); a torn last
+        line is skipped (that emit never returned)."""
+        if self.journal_path is None or not self.journal_path.exists():
+            return
+        for raw in self.journal_path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                event = event_from_json(json.loads(raw))
+            except (ValueError, TypeError, KeyError, AttributeError):
+                continue
+            if event.status == FIRING:
+                self._fire(event)
+            else:
+                self._resolve(event)
+            self._dirty = True
 
     def _set_aside(self, reason: str) -> None:
         assert self.state_path is not None

@@ -26,6 +26,8 @@ from logwatch.redact import stderr_line
 POST, UPDATE, REPLY = "post", "update", "reply"
 JOURNAL = "slack-spool.jsonl"
 LOCK = "slack-spool.lock"
+KEEP_SENT = 5000
+"""Refs of messages no later job can need (edited to resolved) kept on compaction, newest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,15 +69,21 @@ class Spool:
     """Pending jobs per channel, in enqueue order, persisted before they are attempted."""
 
     def __init__(
-        self, directory: Path, *, sync: bool = True, report: Callable[[str], None] = stderr_line
+        self,
+        directory: Path,
+        *,
+        sync: bool = True,
+        report: Callable[[str], None] = stderr_line,
+        keep_sent: int = KEEP_SENT,
     ) -> None:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path = directory / JOURNAL
-        self.sync, self.report = sync, report
+        self.sync, self.report, self.keep_sent = sync, report, keep_sent
         self._lock_file = _take_lock(directory / LOCK)
         self._cond = threading.Condition()
         self._pending: dict[str, _JobState] = {}
         self._sent: dict[str, MessageRef] = {}
+        self._open: set[str] = set()  # posted messages not edited to resolved yet
         self._seq = 0
         self._replay()
         self._compact()
@@ -134,6 +142,7 @@ class Spool:
         elif op == "done":
             self._sent[job_id] = MessageRef(record["channel"], record["ts"])
             self._pending.pop(job_id, None)
+            self._track_open(job_id, state, record)
         elif op == "dead":
             self._pending.pop(job_id, None)
         elif state is not None and op == "attempt":
@@ -141,11 +150,25 @@ class Spool:
         elif state is not None and op == "settled":
             state.in_doubt = False
 
+    def _track_open(self, job_id: str, state: _JobState | None, record: dict[str, Any]) -> None:
+        """A posted message stays open (its ref pinned) until an edit of it was accepted: the
+        notifier edits a message only to close it (resolved), and until then a repeat or the
+        resolve may come after any number of later messages or restarts."""
+        if record.get("open") or (state is not None and state.job.kind == POST):
+            self._open.add(job_id)
+        if state is not None and state.job.kind == UPDATE and state.job.parent:
+            self._open.discard(state.job.parent)
+
     def _compact(self) -> None:
-        """Rewrite the journal with only what is still needed: pending jobs and sent refs."""
+        """Rewrite the journal with only what is still needed: pending jobs, the refs of open
+        messages and of pending jobs' parents, and the newest `keep_sent` other refs."""
+        needed = self._open | {s.job.parent for s in self._pending.values() if s.job.parent}
+        others = [job_id for job_id in self._sent if job_id not in needed]
+        keep = needed | set(others[len(others) - self.keep_sent :] if self.keep_sent else [])
         lines = [
-            json.dumps({"op": "done", "id": job_id, **asdict(ref)})
-            for job_id, ref in list(self._sent.items())[-5000:]
+            json.dumps({"op": "done", "id": job_id, **asdict(ref), "open": job_id in self._open})
+            for job_id, ref in self._sent.items()
+            if job_id in keep
         ]
         for state in sorted(self._pending.values(), key=lambda s: s.seq):
             lines.append(json.dumps({"op": "job", "id": state.job.id, "job": asdict(state.job)}))

@@ -1,0 +1,77 @@
+"""Fast rotation (issue 13): a real RotatingFileHandler writer, a real `logwatch tail`, no loss."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.tailkit import wait_until
+
+RATE, SECONDS = 2500, 2.0
+PACK = """
+[[rule]]
+id = "each-line"
+type = "match"
+severity = "info"
+pattern = 'step seq=(?P<seq>\\d+)'
+summary = "{text}"
+"""
+
+
+def follow_rotating_writer(folder: Path, pattern: str) -> list[int]:
+    """Run `logwatch tail PATTERN` (one alert per line) while a writer subprocess logs RATE
+    numbered lines/s through a 10 KiB RotatingFileHandler (5 backups) for SECONDS; the seq
+    numbers of the alerts it printed."""
+    (folder / "pack.toml").write_text(PACK, encoding="utf-8")
+    args = [str(folder / pattern), "--format", "jsonl", "--no-builtin-rules", "--gpu", "off"]
+    args += ["--rules", str(folder / "pack.toml"), "--state-dir", str(folder / "state")]
+    tail = subprocess.Popen(
+        [sys.executable, "-m", "logwatch", "tail", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out: list[str] = []
+    err: list[str] = []
+    pumps = [
+        threading.Thread(target=lambda: out.extend(iter(tail.stdout.readline, b"")), daemon=True),  # type: ignore[union-attr]
+        threading.Thread(target=lambda: err.extend(iter(tail.stderr.readline, b"")), daemon=True),  # type: ignore[union-attr]
+    ]
+    for pump in pumps:
+        pump.start()
+    try:
+        wait_until(lambda: bool(err))  # "no file matches ... yet": the watch is set up
+        writer = [sys.executable, "-m", "logwatch.testing.rotating", str(folder / "train.log")]
+        subprocess.run([*writer, "--rate", str(RATE), "--seconds", str(SECONDS)], check=True)
+        total = int(RATE * SECONDS)
+        # A generous hang bound, not a timing assertion: what is lost never comes.
+        with contextlib.suppress(AssertionError):
+            wait_until(lambda: len(out) >= total, timeout_s=20.0)
+    finally:
+        tail.send_signal(signal.SIGTERM)
+        tail.wait(timeout=30)
+        for pump in pumps:
+            pump.join(timeout=10)
+        tail.stdout.close()  # type: ignore[union-attr]
+        tail.stderr.close()  # type: ignore[union-attr]
+    return [int(json.loads(line)["labels"]["seq"]) for line in out]
+
+
+@pytest.mark.parametrize("pattern", ["train.log", "train.log*"])
+def test_fast_rotation_loses_and_repeats_no_line(tmp_path: Path, pattern: str) -> None:
+    """Every numbered line of a writer rotating ~20 times a second is alerted on exactly once,
+    whether the rotated names match the pattern or not (a renamed file is known by its inode)."""
+    seen = follow_rotating_writer(tmp_path, pattern)
+    total = int(RATE * SECONDS)
+    missing = sorted(set(range(1, total + 1)) - set(seen))
+    twice = sorted(n for n, count in collections.Counter(seen).items() if count > 1)
+    assert (len(missing), twice[:10]) == (0, []), f"first missing: {missing[:10]}"
