@@ -142,15 +142,15 @@ class Engine:
         state.last_step = None
         return ended
 
-    def rename_source(self, old: str, new: str, *, line: int, why: str) -> list[AlertEvent]:
-        """`old`'s state is `new`'s from now on (a rotated file): its alerts end under the old
-        name and fire under the new one (see `Lifecycle.move`)."""
+    def rename_source(self, old: str, new: str) -> None:
+        """`old`'s state is `new`'s from now on (a rotated file), its firing alerts included
+        (`Lifecycle.move`: they go on, nothing is emitted)."""
         state = self.sources.pop(old, None)
         if state is None:
-            return []
+            return
         self.sources[new] = state
         self._failed |= {(rule, new) for rule, source in self._failed if source == old}
-        return state.alerts.move(new, line=line, why=why)
+        state.alerts.move(new)
 
     def _evaluate(self, source: str, state: SourceState, frame: pl.DataFrame) -> list[AlertEvent]:
         frame = frame.with_columns(

@@ -75,14 +75,12 @@ class Lifecycle:
         self._firing.clear()
         return ended
 
-    def move(self, source: str, *, line: int, why: str) -> list[AlertEvent]:
-        """The firing alerts now belong to `source` (the file they came from was renamed): they
-        end under the old name (reason `restarted`: that name is a new file now) and fire under
-        the new one; both returned, ends first."""
+    def move(self, source: str) -> None:
+        """The firing alerts now belong to `source` (the file they came from was renamed, a new
+        file took its name). Nothing is emitted: the alert goes on, nothing ended and nothing new
+        fired; re-announcing it would repeat every firing alert at every log rotation."""
         moved = [replace(event, source=source) for event in self._firing.values()]
-        ended = self.end_all(line=line, ts=None, why=why)
         self._firing = {event.fingerprint: event for event in moved}
-        return [*ended, *moved]
 
     def export_json(self) -> list[dict[str, Any]]:
         """The firing alerts as JSON-able objects (checkpoints), in firing order."""

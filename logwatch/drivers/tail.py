@@ -329,9 +329,11 @@ class TailDriver:
         old, follower.source = follower.source, name
         line = self._last_line.pop(old, 0)
         self._last_line[name] = line
-        self.status(f"{old}: a new file took this name; the old file is now the source {name}")
-        why = f"{old} is a new file now (the old one goes on as {name})"
-        self._emit(self.engine.rename_source(old, name, line=line, why=why), follower.gen_id)
+        self.status(
+            f"{old}: a new file took this name; the old file is now the source {name} "
+            "(its firing alerts go on under that name)"
+        )
+        self.engine.rename_source(old, name)
 
     def _forget_previous(self, follower: Follower) -> None:
         """A new file under a name an earlier, closed file left state under: that run is over."""

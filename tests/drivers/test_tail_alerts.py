@@ -64,16 +64,16 @@ def _lines_in_order(tail: Tail) -> dict[str, list[int]]:
 
 def test_a_renamed_file_and_its_successor_are_two_sources(tmp_path: Path) -> None:
     """`mv train.log train.log.old` while the old run writes NaN and a new train.log is
-    written: the old file becomes source train.log.old (found by inode), nan-loss fires there
-    once and never flaps; train.log's alert ends as restarted; each source numbers its own
-    lines."""
+    written: the old file becomes source train.log.old (found by inode); nan-loss fired once
+    (under train.log, the name the file had then) and goes on firing under train.log.old without
+    flapping or being repeated; the new train.log has its own state; each source numbers its
+    own lines."""
     old = tmp_path / "train.log.old"
     tail = _rotate_while_both_write(tmp_path, old, ("train.log",))
     new_name, old_name = str(tmp_path / "train.log"), str(old)
-    assert _by_source(tail, "nan-loss") == {
-        new_name: [("firing", None), ("resolved", "restarted")],
-        old_name: [("firing", None)],
-    }
+    assert _by_source(tail, "nan-loss") == {new_name: [("firing", None)]}
+    assert [e.rule for e in tail.driver.engine.active_alerts(old_name)] == ["nan-loss"]
+    assert tail.driver.engine.active_alerts(new_name) == []
     lines = _lines_in_order(tail)
     # Until the new train.log is seen, the renamed file is still train.log: its first k lines
     # (line 1, and any the old run wrote before that) go by that name, the rest by the new one.
@@ -87,14 +87,14 @@ def test_a_renamed_file_and_its_successor_are_two_sources(tmp_path: Path) -> Non
 
 def test_a_file_moved_out_of_sight_is_named_rotated(tmp_path: Path) -> None:
     """A rotated file whose new name cannot be found (moved to another folder) is the source
-    `train.log (rotated)`, with its own rule state."""
+    `train.log (rotated)`, with its own rule state and the alert it had."""
     (tmp_path / "archive").mkdir()
     tail = _rotate_while_both_write(tmp_path, tmp_path / "archive" / "train.log", ("train.log",))
     new_name = str(tmp_path / "train.log")
-    assert _by_source(tail, "nan-loss") == {
-        new_name: [("firing", None), ("resolved", "restarted")],
-        f"{new_name} (rotated)": [("firing", None)],
-    }
+    assert _by_source(tail, "nan-loss") == {new_name: [("firing", None)]}
+    rotated = tail.driver.engine.active_alerts(f"{new_name} (rotated)")
+    assert [e.rule for e in rotated] == ["nan-loss"]
+    assert tail.driver.engine.active_alerts(new_name) == []
 
 
 def test_a_truncation_ends_the_files_alerts_as_restarted(tmp_path: Path) -> None:

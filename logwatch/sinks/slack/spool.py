@@ -156,13 +156,15 @@ class Spool:
         resolve may come after any number of later messages or restarts."""
         if record.get("open") or (state is not None and state.job.kind == POST):
             self._open.add(job_id)
-        if state is not None and state.job.kind == UPDATE and state.job.parent:
+        if state is not None and state.job.kind == UPDATE and isinstance(state.job.parent, str):
             self._open.discard(state.job.parent)
 
     def _compact(self) -> None:
         """Rewrite the journal with only what is still needed: pending jobs, the refs of open
         messages and of pending jobs' parents, and the newest `keep_sent` other refs."""
-        needed = self._open | {s.job.parent for s in self._pending.values() if s.job.parent}
+        # isinstance: a wrong-typed record is still pending until delivery dead-letters it
+        parents = {s.job.parent for s in self._pending.values() if isinstance(s.job.parent, str)}
+        needed = self._open | {parent for parent in parents if parent}
         others = [job_id for job_id in self._sent if job_id not in needed]
         keep = needed | set(others[len(others) - self.keep_sent :] if self.keep_sent else [])
         lines = [
