@@ -85,9 +85,13 @@ class Spool:
         self._sent: dict[str, MessageRef] = {}
         self._open: set[str] = set()  # posted messages not edited to resolved yet
         self._seq = 0
-        self._replay()
-        self._compact()
-        self._out: TextIO = open_private(self.path)  # lives with the spool
+        try:
+            self._replay()
+            self._compact()
+            self._out: TextIO = open_private(self.path)  # lives with the spool
+        except BaseException:
+            self._lock_file.close()  # a spool that failed to open holds no lock
+            raise
 
     def _replay(self) -> None:
         if not self.path.exists():
