@@ -115,7 +115,7 @@ def test_new_secret_shapes_never_reach_replay_output_or_slack(write_log) -> None
     events = [event_from_json(json.loads(raw)) for raw in jsonl.stdout.splitlines()]
     firing = [e for e in events if e.status == "firing"]
     assert firing and MASK in firing[0].text
-    slack_text, blocks = messages.firing_message(firing[0].rule, firing[0].severity, firing)
+    slack_text, blocks = messages.firing_message(firing[0].severity, firing)
     posted = slack_text + json.dumps(blocks, ensure_ascii=False)
     for output in (text.stdout, text.stderr, jsonl.stdout, jsonl.stderr, posted):
         assert not [s for s in secrets if s in output]

@@ -60,11 +60,28 @@ def when(ts: datetime | None) -> str:
     return ts.isoformat(sep=" ", timespec="seconds") if ts is not None else "?"
 
 
-def member_line(event: AlertEvent) -> str:
-    """One alert of a group as a list item."""
+def rule_names(events: Sequence[AlertEvent]) -> str:
+    """The rules of a group, in firing order, each once: `nan-loss + nan-grad`."""
+    return " + ".join(dict.fromkeys(e.rule for e in events))
+
+
+def member_line(event: AlertEvent, *, with_rule: bool = False) -> str:
+    """One alert of a group as a list item (naming its rule when the group has several)."""
     step = f" step {event.step}" if event.step is not None else ""
     source, summary = escape(event.source), escape(event.summary)
-    return cut(f"• `{source}`:{event.line}{step} — {summary}", 600, "…")
+    rule = f"*{escape(event.rule)}* " if with_rule else ""
+    return cut(f"• {rule}`{source}`:{event.line}{step} — {summary}", 600, "…")
+
+
+def member_lines(events: Sequence[AlertEvent]) -> list[str]:
+    """A group's alerts as list items; each names its rule when the group has several."""
+    several = len({e.rule for e in events}) > 1
+    return [member_line(e, with_rule=several) for e in events]
+
+
+def _where(events: Sequence[AlertEvent]) -> str:
+    sources = list(dict.fromkeys(e.source for e in events))
+    return sources[0] if len(sources) == 1 else f"{len(sources)} sources"
 
 
 def list_sections(lines: Sequence[str], max_blocks: int) -> list[Block]:
@@ -87,18 +104,16 @@ def list_sections(lines: Sequence[str], max_blocks: int) -> list[Block]:
     return blocks
 
 
-def firing_message(
-    rule: str, severity: Severity, events: Sequence[AlertEvent]
-) -> tuple[str, list[Block]]:
-    """The top-level message for a group of alerts of one rule."""
+def firing_message(severity: Severity, events: Sequence[AlertEvent]) -> tuple[str, list[Block]]:
+    """The top-level message for a group of alerts (one rule, or several rules on one line)."""
     first = events[0]
     icon = _ICON[severity]
-    where = first.source if len(events) == 1 else f"{len(events)} sources"
+    rule, where = rule_names(events), _where(events)
     title = f"{icon} FIRING {rule} ({severity.label}) — {where}"
     blocks = [header(title), section(f"*{escape(first.summary)}*")]
     if first.text:
         blocks.append(section("```" + cut(escape(first.text), SECTION_MAX - 6) + "```"))
-    blocks += list_sections([member_line(e) for e in events], BLOCKS_MAX - len(blocks) - 2)
+    blocks += list_sections(member_lines(events), BLOCKS_MAX - len(blocks) - 2)
     if first.fix:
         blocks.append(section(f"*Fix:* {escape(first.fix)}"))
     blocks.append(context(f"first seen {when(first.ts)} · logwatch"))
@@ -108,7 +123,6 @@ def firing_message(
 
 
 def resolved_message(
-    rule: str,
     events: Sequence[AlertEvent],
     firing_s: float,
     first_seen: datetime | None,
@@ -117,13 +131,13 @@ def resolved_message(
 ) -> tuple[str, list[Block]]:
     """What the firing message becomes once every alert of its group resolved, or (`restarted`)
     ended because the run restarted: that is no recovery, so it is not shown as one."""
-    where = events[0].source if len(events) == 1 else f"{len(events)} sources"
+    rule, where = rule_names(events), _where(events)
     took = format_duration(firing_s)
     verb = ENDED if restarted else "resolved"
     head = ENDED if restarted else "✅ RESOLVED"
     title = f"{head} {rule} — {where} (after {took})"
     blocks = [header(title), section(f"~{escape(events[0].summary)}~\n{verb} after {took}")]
-    blocks += list_sections([member_line(e) for e in events], BLOCKS_MAX - 3)
+    blocks += list_sections(member_lines(events), BLOCKS_MAX - 3)
     blocks.append(context(f"first seen {when(first_seen)} · {verb} after {took} · logwatch"))
     text = f"{head} {escape(rule)} on {escape(where)} after {took} (first seen {when(first_seen)})"
     return cut(text, TEXT_MAX), blocks[:BLOCKS_MAX]

@@ -1,7 +1,7 @@
 """The alert lifecycle between the engine and Slack: grouping, inhibition, silences, repeats, resolve.
 
 Alertmanager's model in one process. Firing alerts of one rule that arrive within `group_wait` are
-one message; a group's message gets at most one "still firing" thread reply per `repeat_interval`;
+one message, and so are several rules firing on the same source and line (one incident); a group's message gets at most one "still firing" thread reply per `repeat_interval`;
 when all its alerts resolved it is edited to RESOLVED and gets a thread reply. Inhibited or
 silenced alerts are held back (not dropped) and go out on the next tick once nothing mutes them.
 Time comes from the injected Clock, so tests move it instead of sleeping.
@@ -110,8 +110,8 @@ class Notifier:
 
     def close(self) -> None:
         """Send every group still waiting, then persist."""
-        for rule in list(self.pending):
-            self._flush(rule)
+        for key in list(self.pending):
+            self._flush(key)
         self._save()
         if self._journal_fd is not None:
             os.close(self._journal_fd)
@@ -140,22 +140,31 @@ class Notifier:
         self._join(event)
 
     def _join(self, event: AlertEvent) -> None:
-        notice = self.pending.get(event.rule)
+        notice = self._pending_for(event)
         if notice is None:
             notice = Notice(self.new_id(), event.rule, event.severity, self._now())
-            self.pending[event.rule] = notice
+            self.pending[notice.id] = notice
         notice.members[event.fingerprint] = event
         notice.severity = max(notice.severity, event.severity)
+
+    def _pending_for(self, event: AlertEvent) -> Notice | None:
+        """The waiting group an alert joins: one with its source and line (the same incident,
+        another rule), else one of its rule."""
+        waiting = list(self.pending.values())
+        for notice in waiting:
+            if any(_same_line(m, event) for m in notice.members.values()):
+                return notice
+        return next((n for n in waiting if n.rule == event.rule), None)
 
     def _resolve(self, event: AlertEvent) -> None:
         fp = event.fingerprint
         self.firing.pop(fp, None)
         self.held.pop(fp, None)
-        waiting = self.pending.get(event.rule)
-        if waiting is not None and waiting.members.pop(fp, None) is not None:
-            if not waiting.members:
-                del self.pending[event.rule]  # resolved within group_wait: nothing to say
-            return
+        for waiting in list(self.pending.values()):
+            if waiting.members.pop(fp, None) is not None:
+                if not waiting.members:
+                    del self.pending[waiting.id]  # resolved within group_wait: nothing to say
+                return
         for notice in self.posted.values():
             if fp in notice.members and fp not in notice.resolved:
                 notice.resolved[fp] = event
@@ -168,7 +177,7 @@ class Notifier:
         first = min((e.ts for e in notice.members.values() if e.ts is not None), default=None)
         restarted = all(e.restarted for e in notice.resolved.values())
         text, blocks = messages.resolved_message(
-            notice.rule, list(notice.members.values()), firing_s, first, restarted=restarted
+            list(notice.members.values()), firing_s, first, restarted=restarted
         )
         self._send(UPDATE, text, blocks, parent=notice.id)
         took = format_duration(firing_s)
@@ -195,20 +204,20 @@ class Notifier:
                 del self.held[fp]
                 self._join(event)
         now = self._now()
-        for rule, notice in list(self.pending.items()):
+        for key, notice in list(self.pending.items()):
             if now >= notice.opened_s + self.settings.group_wait_s:
-                self._flush(rule)
+                self._flush(key)
         for notice in list(self.posted.values()):
             self._maybe_repeat(notice, now)
 
-    def _flush(self, rule: str) -> None:
-        notice = self.pending.pop(rule)
+    def _flush(self, key: str) -> None:
+        notice = self.pending.pop(key)
         for fp, event in list(notice.members.items()):
             if self.muted_by(event) is not None:
                 self.held[fp] = notice.members.pop(fp)
         if not notice.members:
             return
-        text, blocks = messages.firing_message(rule, notice.severity, list(notice.members.values()))
+        text, blocks = messages.firing_message(notice.severity, list(notice.members.values()))
         self._send(POST, text, blocks, job_id=notice.id)
         notice.last_notified_s = self._now()
         self.posted[notice.id] = notice
@@ -294,7 +303,7 @@ class Notifier:
             data = json.loads(self.state_path.read_text(encoding="utf-8"))
             firing = {e.fingerprint: e for e in map(event_from_json, data["firing"])}
             held = {fp: firing[fp] for fp in data["held"] if fp in firing}
-            pending = {n.rule: n for n in map(_notice_from_json, data["pending"])}
+            pending = {n.id: n for n in map(_notice_from_json, data["pending"])}
             posted = {n.id: n for n in map(_notice_from_json, data["posted"])}
         except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError) as exc:
             self._set_aside(f"{type(exc).__name__}: {exc}")
@@ -328,6 +337,11 @@ class Notifier:
             f"{self.state_path}: not a logwatch notify state ({reason[:200]}); moved it to "
             f"{aside} and started afresh (alerts firing before the restart may be posted again)"
         )
+
+
+def _same_line(a: AlertEvent, b: AlertEvent) -> bool:
+    """Two alerts of one log line (a line number of 0 or less says none is known)."""
+    return a.source == b.source and a.line == b.line and a.line > 0
 
 
 def _firing_seconds(notice: Notice, now: float) -> float:

@@ -231,3 +231,33 @@ def test_corrupt_state_file_is_set_aside_and_started_afresh(tmp_path: Path, cont
     (said,) = reports
     assert said.startswith(f"{state}: not a logwatch notify state (") and str(aside) in said
     assert outbox.kinds() == ["post"] and "firing" in state.read_text()
+
+
+def test_rules_firing_on_one_line_are_one_message(tmp_path: Path) -> None:
+    """nan-loss and nan-grad on one log line post one message naming both; one edit resolves it."""
+    notifier, outbox, clock = make(tmp_path)
+    notifier.emit(alert("nan-loss", line=42))
+    notifier.emit(alert("nan-grad", line=42))
+    clock.advance(10)
+    notifier.tick()
+    (post,) = outbox.jobs
+    assert "nan-loss + nan-grad" in post.text
+    body = "\n".join(b["text"]["text"] for b in post.blocks if "text" in b)
+    assert "*nan-loss*" in body and "*nan-grad*" in body
+    notifier.emit(alert("nan-loss", status="resolved", line=42, at_s=60))
+    assert outbox.kinds() == ["post"]
+    notifier.emit(alert("nan-grad", status="resolved", line=42, at_s=60))
+    assert outbox.kinds() == ["post", "update", "reply"]
+    assert (
+        outbox.jobs[1].parent == post.id and "RESOLVED nan-loss + nan-grad" in outbox.jobs[1].text
+    )
+
+
+def test_rules_on_different_lines_stay_separate_messages(tmp_path: Path) -> None:
+    """Two rules on two different lines are two incidents: two messages."""
+    notifier, outbox, clock = make(tmp_path)
+    notifier.emit(alert("nan-loss", line=42))
+    notifier.emit(alert("nan-grad", line=43))
+    clock.advance(10)
+    notifier.tick()
+    assert outbox.kinds() == ["post", "post"]
