@@ -104,6 +104,12 @@ def list_sections(lines: Sequence[str], max_blocks: int) -> list[Block]:
     return blocks
 
 
+def fix_sections(events: Sequence[AlertEvent]) -> list[Block]:
+    """Each distinct fix of a group's alerts, once, as a `*Fix:*` section."""
+    fixes = dict.fromkeys(e.fix for e in events if e.fix)
+    return [section(f"*Fix:* {escape(fix)}") for fix in list(fixes)[:3]]
+
+
 def firing_message(severity: Severity, events: Sequence[AlertEvent]) -> tuple[str, list[Block]]:
     """The top-level message for a group of alerts (one rule, or several rules on one line)."""
     first = events[0]
@@ -114,8 +120,7 @@ def firing_message(severity: Severity, events: Sequence[AlertEvent]) -> tuple[st
     if first.text:
         blocks.append(section("```" + cut(escape(first.text), SECTION_MAX - 6) + "```"))
     blocks += list_sections(member_lines(events), BLOCKS_MAX - len(blocks) - 2)
-    if first.fix:
-        blocks.append(section(f"*Fix:* {escape(first.fix)}"))
+    blocks += fix_sections(events)
     blocks.append(context(f"first seen {when(first.ts)} · logwatch"))
     # The fallback text is mrkdwn too (notifications, old clients): escaped like the blocks.
     text = f"{icon} FIRING {escape(rule)} ({severity.label}) on {escape(where)}: {escape(first.summary)}"
@@ -137,7 +142,9 @@ def resolved_message(
     head = ENDED if restarted else "✅ RESOLVED"
     title = f"{head} {rule} — {where} (after {took})"
     blocks = [header(title), section(f"~{escape(events[0].summary)}~\n{verb} after {took}")]
-    blocks += list_sections(member_lines(events), BLOCKS_MAX - 3)
+    fixes = fix_sections(events)
+    blocks += list_sections(member_lines(events), BLOCKS_MAX - 3 - len(fixes))
+    blocks += fixes
     blocks.append(context(f"first seen {when(first_seen)} · {verb} after {took} · logwatch"))
     text = f"{head} {escape(rule)} on {escape(where)} after {took} (first seen {when(first_seen)})"
     return cut(text, TEXT_MAX), blocks[:BLOCKS_MAX]

@@ -1,0 +1,39 @@
+"""Slack messages as read on a phone: each fact once, the fix kept, the header says where."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from slackhelp import alert
+
+from logwatch.alerts import Severity
+from logwatch.sinks.slack import messages
+
+
+def shown(blocks: list[dict[str, Any]]) -> str:
+    """Every text a reader sees in the blocks (headers, sections, context lines), joined."""
+    texts = []
+    for block in blocks:
+        parts = [block.get("text") or {}, *block.get("elements", [])]
+        texts += [p["text"] for p in parts if "text" in p]
+    return "\n".join(texts)
+
+
+def test_resolved_edit_keeps_the_fix() -> None:
+    """The RESOLVED edit still shows the fix the firing message gave."""
+    event = replace(alert(), fix="lower the learning rate")
+    _, firing = messages.firing_message(Severity.CRITICAL, [event])
+    _, resolved = messages.resolved_message([event], 60.0, event.ts)
+    assert "*Fix:* lower the learning rate" in shown(firing)
+    assert "*Fix:* lower the learning rate" in shown(resolved)
+
+
+def test_each_rule_fix_is_shown_once() -> None:
+    """An incident of two rules shows both fixes, a fix they share once."""
+    loss = replace(alert("nan-loss"), fix="lower the learning rate")
+    grad = replace(alert("nan-grad"), fix="clip gradients")
+    again = replace(alert("nan-grad", source="run/other.log"), fix="clip gradients")
+    _, blocks = messages.firing_message(Severity.CRITICAL, [loss, grad, again])
+    text = shown(blocks)
+    assert text.count("lower the learning rate") == 1 and text.count("clip gradients") == 1
