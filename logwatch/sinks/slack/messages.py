@@ -65,18 +65,22 @@ def rule_names(events: Sequence[AlertEvent]) -> str:
     return " + ".join(dict.fromkeys(e.rule for e in events))
 
 
-def member_line(event: AlertEvent, *, with_rule: bool = False) -> str:
-    """One alert of a group as a list item (naming its rule when the group has several)."""
+def member_line(event: AlertEvent, *, with_rule: bool = False, headline: str = "") -> str:
+    """One alert of a group as a list item (naming its rule when the group has several; its
+    summary left out when it is the `headline` the message already shows)."""
     step = f" step {event.step}" if event.step is not None else ""
-    source, summary = escape(event.source), escape(event.summary)
+    source = escape(event.source)
+    summary = f" — {escape(event.summary)}" if event.summary != headline else ""
     rule = f"*{escape(event.rule)}* " if with_rule else ""
-    return cut(f"• {rule}`{source}`:{event.line}{step} — {summary}", 600, "…")
+    return cut(f"• {rule}`{source}`:{event.line}{step}{summary}", 600, "…")
 
 
 def member_lines(events: Sequence[AlertEvent]) -> list[str]:
-    """A group's alerts as list items; each names its rule when the group has several."""
+    """A group's alerts as list items; each names its rule when the group has several, and
+    none repeats the headline summary (the first alert's)."""
     several = len({e.rule for e in events}) > 1
-    return [member_line(e, with_rule=several) for e in events]
+    headline = events[0].summary
+    return [member_line(e, with_rule=several, headline=headline) for e in events]
 
 
 def _where(events: Sequence[AlertEvent]) -> str:
@@ -138,14 +142,13 @@ def resolved_message(
     ended because the run restarted: that is no recovery, so it is not shown as one."""
     rule, where = rule_names(events), _where(events)
     took = format_duration(firing_s)
-    verb = ENDED if restarted else "resolved"
     head = ENDED if restarted else "✅ RESOLVED"
     title = f"{head} {rule} — {where} (after {took})"
-    blocks = [header(title), section(f"~{escape(events[0].summary)}~\n{verb} after {took}")]
+    blocks = [header(title), section(f"~{escape(events[0].summary)}~")]
     fixes = fix_sections(events)
     blocks += list_sections(member_lines(events), BLOCKS_MAX - 3 - len(fixes))
     blocks += fixes
-    blocks.append(context(f"first seen {when(first_seen)} · {verb} after {took} · logwatch"))
+    blocks.append(context(f"first seen {when(first_seen)} · logwatch"))
     text = f"{head} {escape(rule)} on {escape(where)} after {took} (first seen {when(first_seen)})"
     return cut(text, TEXT_MAX), blocks[:BLOCKS_MAX]
 

@@ -37,3 +37,20 @@ def test_each_rule_fix_is_shown_once() -> None:
     _, blocks = messages.firing_message(Severity.CRITICAL, [loss, grad, again])
     text = shown(blocks)
     assert text.count("lower the learning rate") == 1 and text.count("clip gradients") == 1
+
+
+def test_summary_and_duration_are_shown_once() -> None:
+    """The summary appears once in the firing and the resolved message, the duration once."""
+    event = alert()
+    _, firing = messages.firing_message(Severity.CRITICAL, [event])
+    _, resolved = messages.resolved_message([event], 125.0, event.ts)
+    assert shown(firing).count(event.summary) == 1
+    assert shown(resolved).count(event.summary) == 1
+    assert shown(resolved).count("2m05s") == 1
+
+
+def test_member_lines_keep_summaries_that_differ() -> None:
+    """In a group, a member whose summary is not the headline still shows its own."""
+    first, other = alert(), alert(source="run/other.log")
+    _, blocks = messages.firing_message(Severity.CRITICAL, [first, other])
+    assert shown(blocks).count(first.summary) == 1 and other.summary in shown(blocks)
