@@ -20,6 +20,11 @@ ENDED = "⏹️ ENDED (run restarted)"
 """How a group ended by a restart is shown: nothing was fixed, so no ✅."""
 
 
+def icon(severity: Severity) -> str:
+    """The coloured dot a severity is shown with."""
+    return _ICON[severity]
+
+
 def escape(text: str) -> str:
     """Log- or config-derived text made inert in mrkdwn: `&`, `<`, `>` as Slack's entities.
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import secrets
 import threading
-from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -132,11 +131,30 @@ def open_slack_sink(
 
 
 def digest_lines(events: Sequence[AlertEvent]) -> list[str]:
-    """One line per rule and source of the alerts that fired."""
-    fired = [e for e in events if e.status == FIRING]
-    counts = Counter((e.rule, e.source) for e in fired)
-    esc = messages.escape
-    return [f"• *{esc(r)}* x{n} in `{esc(s)}`" for (r, s), n in sorted(counts.items())]
+    """A totals line (firing + resolved = all events), then one line per rule and source."""
+    if not events:
+        return []
+    groups: dict[tuple[str, str], list[AlertEvent]] = {}
+    for event in events:
+        groups.setdefault((event.rule, event.source), []).append(event)
+    fired = sum(e.status == FIRING for e in events)
+    total = f"*{fired} firing + {len(events) - fired} resolved = {len(events)} events*"
+    return [total, *(digest_line(group) for _, group in sorted(groups.items()))]
+
+
+def digest_line(group: Sequence[AlertEvent]) -> str:
+    """One rule on one source: severity, firing and resolved counts, first (and last) log time."""
+    esc, first = messages.escape, group[0]
+    severity = max(e.severity for e in group)
+    fired = sum(e.status == FIRING for e in group)
+    times = sorted(e.ts for e in group if e.ts is not None)
+    span = messages.when(times[0]) if times else "?"
+    if len(times) > 1 and times[-1] != times[0]:
+        span += f" to {messages.when(times[-1])}"
+    return (
+        f"• {messages.icon(severity)} *{esc(first.rule)}* ({severity.label}) in "
+        f"`{esc(first.source)}`: {fired} firing, {len(group) - fired} resolved · {span}"
+    )
 
 
 def send_digest(

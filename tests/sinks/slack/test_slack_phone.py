@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -9,6 +10,7 @@ from slackhelp import alert
 
 from logwatch.alerts import Severity
 from logwatch.sinks.slack import messages
+from logwatch.sinks.slack.sink import digest_lines
 
 
 def shown(blocks: list[dict[str, Any]]) -> str:
@@ -54,3 +56,26 @@ def test_member_lines_keep_summaries_that_differ() -> None:
     first, other = alert(), alert(source="run/other.log")
     _, blocks = messages.firing_message(Severity.CRITICAL, [first, other])
     assert shown(blocks).count(first.summary) == 1 and other.summary in shown(blocks)
+
+
+def test_digest_counts_add_up_and_lines_show_severity_and_time() -> None:
+    """The digest's firing and resolved counts add up to the events; each line has severity and time."""
+    events = [
+        alert(),
+        alert(status="resolved", at_s=30),
+        alert(at_s=60),
+        alert("slow-step", severity=Severity.WARNING, at_s=90),
+        alert("slow-step", status="resolved", severity=Severity.WARNING, at_s=120),
+    ]
+    total, *lines = digest_lines(events)
+    assert total == "*3 firing + 2 resolved = 5 events*"
+    counts = [re.search(r"(\d+) firing, (\d+) resolved", line) for line in lines]
+    assert sum(int(m[1]) + int(m[2]) for m in counts if m) == len(events) == 5
+    assert "(critical)" in lines[0] and "(warning)" in lines[1]
+    assert "2026-11-28 14:00:00 to 2026-11-28 14:01:00" in lines[0]
+    assert "2026-11-28 14:01:30 to 2026-11-28 14:02:00" in lines[1]
+
+
+def test_digest_of_nothing_says_no_alerts() -> None:
+    """No events: no lines (the digest then says `no alerts`)."""
+    assert digest_lines([]) == []
