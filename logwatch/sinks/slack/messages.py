@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import PurePath
 from typing import Any
 
 from logwatch.alerts import AlertEvent, Severity
@@ -119,12 +121,23 @@ def fix_sections(events: Sequence[AlertEvent]) -> list[Block]:
     return [section(f"*Fix:* {escape(fix)}") for fix in list(fixes)[:3]]
 
 
-def firing_message(severity: Severity, events: Sequence[AlertEvent]) -> tuple[str, list[Block]]:
-    """The top-level message for a group of alerts (one rule, or several rules on one line)."""
+def run_label(events: Sequence[AlertEvent], host: str | None = None) -> str:
+    """Where a group happened, for its header: `host · train.log` (or `host · N sources`)."""
+    sources = list(dict.fromkeys(e.source for e in events))
+    one = len(sources) == 1
+    run = (PurePath(sources[0]).name or sources[0]) if one else f"{len(sources)} sources"
+    return f"{host if host is not None else socket.gethostname()} · {run}"
+
+
+def firing_message(
+    severity: Severity, events: Sequence[AlertEvent], *, host: str | None = None
+) -> tuple[str, list[Block]]:
+    """The top-level message for a group of alerts (one rule, or several rules on one line);
+    its header names the host (default: this one) and the source file."""
     first = events[0]
     icon = _ICON[severity]
     rule, where = rule_names(events), _where(events)
-    title = f"{icon} FIRING {rule} ({severity.label}) — {where}"
+    title = f"{icon} FIRING {rule} ({severity.label}) — {run_label(events, host)}"
     blocks = [header(title), section(f"*{escape(first.summary)}*")]
     if first.text:
         blocks.append(section("```" + cut(escape(first.text), SECTION_MAX - 6) + "```"))
@@ -142,13 +155,14 @@ def resolved_message(
     first_seen: datetime | None,
     *,
     restarted: bool = False,
+    host: str | None = None,
 ) -> tuple[str, list[Block]]:
     """What the firing message becomes once every alert of its group resolved, or (`restarted`)
     ended because the run restarted: that is no recovery, so it is not shown as one."""
     rule, where = rule_names(events), _where(events)
     took = format_duration(firing_s)
     head = ENDED if restarted else "✅ RESOLVED"
-    title = f"{head} {rule} — {where} (after {took})"
+    title = f"{head} {rule} — {run_label(events, host)} (after {took})"
     blocks = [header(title), section(f"~{escape(events[0].summary)}~")]
     fixes = fix_sections(events)
     blocks += list_sections(member_lines(events), BLOCKS_MAX - 3 - len(fixes))

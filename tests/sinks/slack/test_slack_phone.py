@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import socket
 from dataclasses import replace
 from typing import Any
 
@@ -79,3 +80,18 @@ def test_digest_counts_add_up_and_lines_show_severity_and_time() -> None:
 def test_digest_of_nothing_says_no_alerts() -> None:
     """No events: no lines (the digest then says `no alerts`)."""
     assert digest_lines([]) == []
+
+
+def test_header_names_host_and_source_file() -> None:
+    """The firing and resolved headers carry the host and the log's file name."""
+    event = alert(source="/data/runs/llama/train-0412.log")
+    _, firing = messages.firing_message(Severity.CRITICAL, [event], host="gpu-node-07")
+    _, resolved = messages.resolved_message([event], 60.0, event.ts, host="gpu-node-07")
+    for blocks in (firing, resolved):
+        assert "gpu-node-07 · train-0412.log" in blocks[0]["text"]["text"]
+
+
+def test_header_defaults_to_this_host() -> None:
+    """Without a host given, the header names this machine (socket.gethostname())."""
+    _, blocks = messages.firing_message(Severity.CRITICAL, [alert()])
+    assert f"{socket.gethostname()} · train.log" in blocks[0]["text"]["text"]
