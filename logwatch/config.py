@@ -23,7 +23,7 @@ SLACK_API = "https://slack.com/api/"
 DEFAULT_INHIBIT = (("nvml-disabled", "gpu-metrics-missing"),)
 _TOP_KEYS = {"slack", "rules", "alerts", "gpu", "rule_packs", "builtin_rules"}
 _SLACK_KEYS = {"channel", "base_url", "token_file", "webhook_url_env", "timeout"}
-_ALERT_KEYS = {"group_wait", "repeat_interval", "inhibit"}
+_ALERT_KEYS = {"group_wait", "repeat_interval", "inhibit", "notify_on_resolve"}
 _GPU_KEYS = {"mode", "interval", "notify_unavailable"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -51,6 +51,7 @@ class AlertsConfig:
     group_wait_s: float = 10.0
     repeat_interval_s: float = 3600.0
     inhibit: tuple[tuple[str, str], ...] = DEFAULT_INHIBIT
+    notify_on_resolve: bool = False  # the resolve's thread reply broadcast to the channel (a ping)
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,7 +352,13 @@ class _Reader:
             raise self.fail(
                 self.key_line("alerts", "repeat_interval"), "'repeat_interval' must be more than 0s"
             )
-        return AlertsConfig(group_wait_s=group_wait, repeat_interval_s=repeat, inhibit=inhibit)
+        notify = self.typed("alerts", data, "notify_on_resolve", bool, False)
+        return AlertsConfig(
+            group_wait_s=group_wait,
+            repeat_interval_s=repeat,
+            inhibit=inhibit,
+            notify_on_resolve=notify,
+        )
 
     def gpu(self, data: Mapping[str, Any]) -> GpuConfig:
         self.check_keys("gpu", data, _GPU_KEYS)

@@ -192,3 +192,10 @@ def test_webhook_url_env_must_name_a_variable_and_is_not_echoed(tmp_path: Path, 
     (tmp_path / "a.log").write_text("step 1 | loss 2.0\n")
     result = CliRunner().invoke(cli, ["replay", str(tmp_path / "a.log"), "--config", str(path)])
     assert result.exit_code == 2 and value not in result.output
+
+
+def test_notify_on_resolve_defaults_off_and_reads_true(tmp_path: Path) -> None:
+    """[alerts] notify_on_resolve is false unless set; `true` turns it on."""
+    assert not load_config(write(tmp_path, "[alerts]\n"), {}).alerts.notify_on_resolve
+    config = load_config(write(tmp_path, "[alerts]\nnotify_on_resolve = true\n"), {})
+    assert config.alerts.notify_on_resolve

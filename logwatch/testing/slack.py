@@ -173,6 +173,7 @@ class FakeSlack:
             "text": params.get("text", ""),
             "blocks": params.get("blocks") or [],
             "thread_ts": params.get("thread_ts"),
+            "reply_broadcast": params.get("reply_broadcast"),
             "metadata": params.get("metadata"),
             "edits": [],
         }

@@ -186,7 +186,8 @@ class Notifier:
             if restarted
             else f"✅ resolved after {took}"
         )
-        self._send(REPLY, reply, reply_blocks, parent=notice.id)
+        broadcast = self.settings.notify_on_resolve
+        self._send(REPLY, reply, reply_blocks, parent=notice.id, broadcast=broadcast)
         del self.posted[notice.id]
 
     # --- time-driven work ----------------------------------------------------------------------
@@ -263,8 +264,11 @@ class Notifier:
         *,
         parent: str | None = None,
         job_id: str | None = None,
+        broadcast: bool = False,
     ) -> None:
-        self.outbox.enqueue(Job(job_id or self.new_id(), self.channel, kind, text, blocks, parent))
+        job_id = job_id or self.new_id()
+        job = Job(job_id, self.channel, kind, text, blocks, parent, broadcast=broadcast)
+        self.outbox.enqueue(job)
 
     def _save(self) -> None:
         if self.state_path is None:

@@ -42,6 +42,7 @@ class Job:
     parent: str | None = None
     metadata: dict[str, Any] | None = None
     created_s: float = 0.0
+    broadcast: bool = False  # a thread reply also shown in the channel (it notifies)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Job:

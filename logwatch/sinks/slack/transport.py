@@ -238,6 +238,7 @@ class BotTransport:
             text=job.text,
             blocks=job.blocks,
             thread_ts=thread,
+            reply_broadcast=bool(thread and job.broadcast),
             unfurl_links=False,
             metadata={"event_type": EVENT_TYPE, "event_payload": {"job": job.id}},
         )

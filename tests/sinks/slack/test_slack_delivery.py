@@ -385,3 +385,20 @@ def test_wrong_records_in_the_spool_are_set_aside_and_good_jobs_still_go(
     assert "skipped 3 such record(s)" in said
     (aside,) = tmp_path.glob("slack-spool.jsonl.corrupt-*")
     assert aside.read_text().splitlines() == bad and str(aside) in said
+
+
+@pytest.mark.parametrize("notify", [False, True])
+def test_resolve_reply_pings_only_with_notify_on_resolve(
+    fake: FakeSlack, tmp_path: Path, notify: bool
+) -> None:
+    """The resolve is an edit plus a quiet thread reply; notify_on_resolve broadcasts the reply."""
+    s = sink(fake, tmp_path, notify_on_resolve=notify)
+    s.emit(alert())
+    s.emit(alert(status="resolved", at_s=60))
+    s.close()
+    parent, reply = fake.posts(CH)
+    assert len(parent["edits"]) == 1 and reply["thread_ts"] == parent["ts"]
+    assert reply["reply_broadcast"] in (
+        (True, "true", "1") if notify else (False, None, "false", "0")
+    )
+    assert "<!" not in reply["text"] and "<@" not in reply["text"]
