@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from logwatch.redact import stderr_line
+
 
 class OnEvent(Protocol):
     """Called from the watcher's thread: `structural` when the event may change which files
@@ -107,10 +109,20 @@ def _no_move_pairing_delay() -> None:
     FIFO, so every later event (the new `train.log` of a rotation) waits behind it, and a file
     rotated 20 times a second is created, renamed and deleted before we hear of it. We use events
     only as hints (the rescan finds renames by inode), so unpaired halves cost nothing."""
-    with contextlib.suppress(ImportError):
+    try:
         from watchdog.observers import inotify_move_event_grouper as grouper
 
         grouper.InotifyMoveEventGrouper.delay = 0.0
+    except (ImportError, AttributeError) as exc:  # another watchdog: say so, never silently
+        if not _said_pairing:
+            _said_pairing.append(True)
+            stderr_line(
+                f"logwatch: this watchdog has no move-event pairing delay to switch off ({exc}); "
+                "fast log rotation may be seen up to 0.5 s late (pin watchdog 7.x to avoid it)"
+            )
+
+
+_said_pairing: list[bool] = []  # said once per process
 
 
 def fs_type(path: str, mounts_file: str = "/proc/self/mounts") -> str | None:
