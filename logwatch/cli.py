@@ -237,15 +237,20 @@ def replay_cmd(
             sys.exit(1)
 
 
+def _text_or_json(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--format text|json` (default text) for commands that print one document."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help=help_text,
+    )
+
+
 @cli.command("gpu")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: the NVML status line and a table; json: one JSON object.",
-)
+@_text_or_json("text: the NVML status line and a table; json: one JSON object.")
 def gpu_cmd(fmt: str) -> None:
     """Show one snapshot of this host's GPUs through NVML, the NVML status first (exit 1 when
     NVML does not work here)."""
@@ -474,14 +479,7 @@ def rules_group() -> None:
 @rules_group.command("list")
 @RULES_OPTION
 @NO_BUILTIN_OPTION
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: an aligned table; json: a JSON array of objects.",
-)
+@_text_or_json("text: an aligned table; json: a JSON array of objects.")
 @CONFIG_OPTION
 def rules_list(
     rule_paths: tuple[str, ...], no_builtin_rules: bool, fmt: str, config_path: str | None
