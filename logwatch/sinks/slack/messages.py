@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import PurePath
 from typing import Any
@@ -72,22 +72,43 @@ def rule_names(events: Sequence[AlertEvent]) -> str:
     return " + ".join(dict.fromkeys(e.rule for e in events))
 
 
-def member_line(event: AlertEvent, *, with_rule: bool = False, headline: str = "") -> str:
+def member_line(
+    event: AlertEvent,
+    *,
+    with_rule: bool = False,
+    headline: str = "",
+    ended: AlertEvent | None = None,
+) -> str:
     """One alert of a group as a list item (naming its rule when the group has several; its
-    summary left out when it is the `headline` the message already shows)."""
+    summary left out when it is the `headline` the message already shows); `ended`, the event
+    that resolved it while others of the group still fire, marks it as such."""
     step = f" step {event.step}" if event.step is not None else ""
     source = escape(event.source)
     summary = f" — {escape(event.summary)}" if event.summary != headline else ""
     rule = f"*{escape(event.rule)}* " if with_rule else ""
-    return cut(f"• {rule}`{source}`:{event.line}{step}{summary}", 600, "…")
+    mark = ""
+    if ended is not None:
+        mark = (
+            "⏹️ ended (run restarted): "
+            if ended.restarted
+            else f"✅ resolved at line {ended.line}: "
+        )
+    return cut(f"• {mark}{rule}`{source}`:{event.line}{step}{summary}", 600, "…")
 
 
-def member_lines(events: Sequence[AlertEvent]) -> list[str]:
-    """A group's alerts as list items; each names its rule when the group has several, and
-    none repeats the headline summary (the first alert's)."""
+def member_lines(
+    events: Sequence[AlertEvent], ended: Mapping[str, AlertEvent] | None = None
+) -> list[str]:
+    """A group's alerts as list items; each names its rule when the group has several, none
+    repeats the headline summary (the first alert's), and those in `ended` (by fingerprint:
+    resolved while the rest still fire) say so."""
     several = len({e.rule for e in events}) > 1
     headline = events[0].summary
-    return [member_line(e, with_rule=several, headline=headline) for e in events]
+    done = ended or {}
+    return [
+        member_line(e, with_rule=several, headline=headline, ended=done.get(e.fingerprint))
+        for e in events
+    ]
 
 
 def _where(events: Sequence[AlertEvent]) -> str:
@@ -130,10 +151,15 @@ def run_label(events: Sequence[AlertEvent], host: str | None = None) -> str:
 
 
 def firing_message(
-    severity: Severity, events: Sequence[AlertEvent], *, host: str | None = None
+    severity: Severity,
+    events: Sequence[AlertEvent],
+    *,
+    host: str | None = None,
+    ended: Mapping[str, AlertEvent] | None = None,
 ) -> tuple[str, list[Block]]:
     """The top-level message for a group of alerts (one rule, or several rules on one line);
-    its header names the host (default: this one) and the source file."""
+    its header names the host (default: this one) and the run. `ended`: members that resolved
+    while others still fire (the message is edited to show them; by fingerprint)."""
     first = events[0]
     icon = _ICON[severity]
     rule, where = rule_names(events), _where(events)
@@ -141,9 +167,11 @@ def firing_message(
     blocks = [header(title), section(f"*{escape(first.summary)}*")]
     if first.text:
         blocks.append(section("```" + cut(escape(first.text), SECTION_MAX - 6) + "```"))
-    blocks += list_sections(member_lines(events), BLOCKS_MAX - len(blocks) - 2)
+    blocks += list_sections(member_lines(events, ended), BLOCKS_MAX - len(blocks) - 2)
     blocks += fix_sections(events)
-    blocks.append(context(f"first seen {when(first.ts)} · logwatch"))
+    still = len(events) - len(ended or {})
+    partly = f" · {still} of {len(events)} still firing" if ended else ""
+    blocks.append(context(f"first seen {when(first.ts)}{partly} · logwatch"))
     # The fallback text is mrkdwn too (notifications, old clients): escaped like the blocks.
     text = f"{icon} FIRING {escape(rule)} ({severity.label}) on {escape(where)}: {escape(first.summary)}"
     return cut(text, TEXT_MAX), blocks[:BLOCKS_MAX]

@@ -170,7 +170,17 @@ class Notifier:
                 notice.resolved[fp] = event
                 if len(notice.resolved) == len(notice.members):
                     self._close_notice(notice)
+                else:
+                    self._show_partly_resolved(notice)
                 return
+
+    def _show_partly_resolved(self, notice: Notice) -> None:
+        """Edit a group's message to mark the alerts that resolved while others still fire
+        (an edit, so no ping: the thread reply and the channel hear of it when all resolved)."""
+        text, blocks = messages.firing_message(
+            notice.severity, list(notice.members.values()), ended=notice.resolved
+        )
+        self._send(UPDATE, text, blocks, parent=notice.id)
 
     def _close_notice(self, notice: Notice) -> None:
         firing_s = _firing_seconds(notice, self._now())

@@ -244,13 +244,37 @@ def test_rules_firing_on_one_line_are_one_message(tmp_path: Path) -> None:
     assert "nan-loss + nan-grad" in post.text
     body = "\n".join(b["text"]["text"] for b in post.blocks if "text" in b)
     assert "*nan-loss*" in body and "*nan-grad*" in body
-    notifier.emit(alert("nan-loss", status="resolved", line=42, at_s=60))
-    assert outbox.kinds() == ["post"]
-    notifier.emit(alert("nan-grad", status="resolved", line=42, at_s=60))
-    assert outbox.kinds() == ["post", "update", "reply"]
+    notifier.emit(alert("nan-loss", status="resolved", line=50, at_s=60))
+    assert outbox.kinds() == ["post", "update"]  # an edit: no ping, no thread reply yet
+    notifier.emit(alert("nan-grad", status="resolved", line=51, at_s=70))
+    assert outbox.kinds() == ["post", "update", "update", "reply"]
     assert (
-        outbox.jobs[1].parent == post.id and "RESOLVED nan-loss + nan-grad" in outbox.jobs[1].text
+        outbox.jobs[2].parent == post.id and "RESOLVED nan-loss + nan-grad" in outbox.jobs[2].text
     )
+
+
+def test_partly_resolved_incident_shows_which_rules_resolved(tmp_path: Path) -> None:
+    """When one rule of an incident resolves and another still fires, the message is edited to
+    mark the resolved one (with its line) and says how many still fire; the other is unmarked."""
+    notifier, outbox, clock = make(tmp_path)
+    notifier.emit(alert("nan-loss", line=42))
+    notifier.emit(alert("nan-grad", line=42))
+    clock.advance(10)
+    notifier.tick()
+    notifier.emit(alert("nan-grad", status="resolved", line=57, at_s=30))
+    post, update = outbox.jobs
+    assert (update.kind, update.parent) == ("update", post.id)
+    body = "\n".join(
+        e["text"]
+        for b in update.blocks
+        for e in [b.get("text") or {}, *b.get("elements", [])]
+        if "text" in e
+    )
+    (grad,) = [line for line in body.splitlines() if "*nan-grad*" in line]
+    (loss,) = [line for line in body.splitlines() if "*nan-loss*" in line]
+    assert "✅ resolved at line 57" in grad and "resolved" not in loss
+    assert "1 of 2 still firing" in body
+    assert "FIRING nan-loss + nan-grad" in update.text  # the incident is still open
 
 
 def test_rules_on_different_lines_stay_separate_messages(tmp_path: Path) -> None:
