@@ -73,6 +73,7 @@ class AlertEvent:
     text: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
     reason: EndReason | None = None  # RESOLVED only; None there means RECOVERED
+    run: str | None = None  # the run id its log announced (`run start: run_id=...`), if any
 
     def __post_init__(self) -> None:
         # Every resolve says why it ended, so consumers never have to guess from the summary.
@@ -107,6 +108,7 @@ class AlertEvent:
             "fix": self.fix,
             "text": self.text,
             "labels": dict(self.labels),
+            "run": self.run,
             "fingerprint": self.fingerprint,
         }
 
@@ -154,6 +156,7 @@ def event_from_json(data: Mapping[str, Any]) -> AlertEvent:
             text=str(data.get("text", "")),
             labels={str(k): str(v) for k, v in dict(data.get("labels", {})).items()},
             reason=_reason(data.get("reason")),
+            run=None if data.get("run") is None else str(data["run"]),
         )
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"malformed alert event: {exc!r}") from None

@@ -81,6 +81,16 @@ class SourceState:
     last_step: int | None = None
     alerts: Lifecycle = field(default_factory=lambda: Lifecycle(_summary))
     stats: SourceStats = field(default_factory=SourceStats)
+    run_id: str | None = None  # what the current run's `run start:` line calls it
+
+
+_RUN_ID = re.compile(r"\brun[_ -]?(?:id|name)\s*[=:]\s*['\"]?([\w.:/@+-]{1,80})")
+
+
+def run_id(text: str) -> str | None:
+    """The run id a `run start:` line announces (`run_id=slammed4`, `run_name: exp-3`), or None."""
+    found = _RUN_ID.search(text)
+    return found[1] if found else None
 
 
 class Engine:
@@ -121,6 +131,8 @@ class Engine:
         ):
             if restarted_at is not None:
                 events.extend(self._restart(source, state, segment, restarted_at))
+            if segment.item(0, "run_start"):
+                state.run_id = run_id(segment.item(0, "text"))
             events.extend(self._evaluate(source, state, segment))
         return events
 
@@ -192,6 +204,7 @@ class Engine:
             fix=spec.fix,
             text=redact(row["text"]),
             labels=dict(transition.labels),
+            run=state.run_id,
         )
         emitted = state.alerts.step(event, spec, row)
         if emitted is not None and emitted.status == FIRING:
@@ -248,6 +261,7 @@ class Engine:
             "last_step": state.last_step,
             "active": state.alerts.export_json(),
             "stats": stats,
+            "run_id": state.run_id,
         }
 
     def import_state(self, source: str, data: Mapping[str, Any]) -> None:
@@ -259,6 +273,7 @@ class Engine:
                 rule_states={str(k): dict(v) for k, v in dict(data["rule_states"]).items()},
                 last_step=None if data["last_step"] is None else int(data["last_step"]),
                 stats=SourceStats(**stats, fired=fired),
+                run_id=None if data.get("run_id") is None else str(data["run_id"]),
             )
             restored.alerts.import_json(data["active"])
         except (KeyError, TypeError, AttributeError) as exc:

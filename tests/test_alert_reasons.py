@@ -8,6 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from slackhelp import T0, ListOutbox, alert
 
+import logwatch
 from logwatch.alerts import RESOLVED, AlertEvent, EndReason, event_from_json
 from logwatch.cli import cli
 from logwatch.config import AlertsConfig
@@ -98,3 +99,24 @@ def test_slack_shows_a_group_ended_by_a_restart_as_ended_not_resolved(tmp_path: 
     assert outbox.kinds() == ["post", "update", "reply"]
     assert "ENDED (run restarted) nan-loss" in texts[1] and "RESOLVED" not in texts[1]
     assert "ENDED (run restarted)" in texts[2] and "✅" not in texts[2]
+
+
+def test_events_carry_the_run_id_each_run_announced(tmp_path: Path) -> None:
+    """Each alert names the run whose `run start:` line preceded it; the restart's ENDED event
+    belongs to the old run, the new run's alerts to the new one, and JSONL has the field."""
+    log = tmp_path / "train.log"
+    log.write_text(
+        "2026-11-28 14:00:00,000 INFO [train] run start: run_id=first pid=1 gpus=8\n"
+        "2026-11-28 14:00:01,000 INFO [train] step 1/10 | loss nan | grad_norm 1.0\n"
+        "2026-11-28 14:00:02,000 INFO [train] run start: run_id=second pid=2 gpus=8\n"
+        "2026-11-28 14:00:03,000 INFO [train] step 1/10 | loss nan | grad_norm 1.0\n"
+    )
+    result = logwatch.replay(log)
+    got = [(e.rule, e.status, e.line, e.run) for e in result.events]
+    assert got == [
+        ("nan-loss", "firing", 2, "first"),
+        ("nan-loss", "resolved", 3, "first"),
+        ("nan-loss", "firing", 4, "second"),
+    ]
+    assert result.events_frame().get_column("run").to_list() == ["first", "first", "second"]
+    assert json.loads(result.events[2].to_jsonl())["run"] == "second"

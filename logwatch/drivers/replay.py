@@ -192,6 +192,7 @@ EVENT_SCHEMA: dict[str, Any] = {
     "fix": pl.String,
     "text": pl.String,
     "labels": pl.List(pl.Struct({"key": pl.String, "value": pl.String})),
+    "run": pl.String,
     "fingerprint": pl.String,
 }
 """`ReplayResult.events_frame()`: JSONL's fields; `value` keeps NaN / inf as floats, and `labels`
@@ -214,6 +215,7 @@ def _event_row(event: AlertEvent) -> tuple[Any, ...]:
         event.fix,
         event.text,
         labels,
+        event.run,
         event.fingerprint,
     )
 

@@ -143,11 +143,15 @@ def fix_sections(events: Sequence[AlertEvent]) -> list[Block]:
 
 
 def run_label(events: Sequence[AlertEvent], host: str | None = None) -> str:
-    """Where a group happened, for its header: `host · train.log` (or `host · N sources`)."""
+    """Where a group happened, for its header: `host · run slammed4 (train.log)` when the log
+    announced its run id, else `host · train.log` (or `host · N sources`)."""
     sources = list(dict.fromkeys(e.source for e in events))
+    runs = list(dict.fromkeys(e.run for e in events if e.run))
     one = len(sources) == 1
-    run = (PurePath(sources[0]).name or sources[0]) if one else f"{len(sources)} sources"
-    return f"{host if host is not None else socket.gethostname()} · {run}"
+    where = (PurePath(sources[0]).name or sources[0]) if one else f"{len(sources)} sources"
+    if len(runs) == 1:
+        where = f"run {runs[0]} ({where})"
+    return f"{host if host is not None else socket.gethostname()} · {where}"
 
 
 def firing_message(

@@ -95,3 +95,10 @@ def test_header_defaults_to_this_host() -> None:
     """Without a host given, the header names this machine (socket.gethostname())."""
     _, blocks = messages.firing_message(Severity.CRITICAL, [alert()])
     assert f"{socket.gethostname()} · train.log" in blocks[0]["text"]["text"]
+
+
+def test_header_names_the_run_its_log_announced() -> None:
+    """A log that says `run start: run_id=...` has its run id in the header, file name kept."""
+    event = replace(alert(source="/data/runs/train.log"), run="slammed4")
+    _, blocks = messages.firing_message(Severity.CRITICAL, [event], host="gpu-node-07")
+    assert "gpu-node-07 · run slammed4 (train.log)" in blocks[0]["text"]["text"]
