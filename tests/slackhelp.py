@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import threading
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from logwatch.alerts import AlertEvent, Severity
 from logwatch.sinks.slack.spool import Job
+from logwatch.testing import FakeSlack
+from tests.conftest import ROOT
+from tests.tailkit import wait_until
+
+TOKEN = "plain-bot-token-SECRET-7781"
 
 T0 = datetime(2026, 11, 28, 14, 0, 0)
 
@@ -61,3 +71,51 @@ def slack_config(fake: object, *, webhook: bool = False, timeout_s: float = 2.0,
         webhook_url=fake.webhook_url if webhook else None,  # type: ignore[attr-defined]
     )
     return Config(slack=slack, alerts=AlertsConfig(**alerts))
+
+
+class SlackTail:
+    """`python -m logwatch tail DIR/*.log` with a Slack config, stdout and stderr collected."""
+
+    def __init__(
+        self, folder: Path, fake: FakeSlack, group_wait: str, *, timeout: str = "2s"
+    ) -> None:
+        config = folder / f"logwatch-{group_wait}.toml"
+        config.write_text(
+            f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake.base_url}"\ntimeout = "{timeout}"\n'
+            f'[alerts]\ngroup_wait = "{group_wait}"\n',
+            encoding="utf-8",
+        )
+        args = [str(folder / "*.log"), "--format", "jsonl", "--gpu", "off"]
+        args += ["--config", str(config), "--state-dir", str(folder / "state")]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "logwatch", "tail", *args],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "SLACK_BOT_TOKEN": TOKEN},
+        )
+        self.out: list[bytes] = []
+        self.err: list[bytes] = []
+        self._pumps = [
+            threading.Thread(target=self._pump, args=(self.proc.stdout, self.out), daemon=True),
+            threading.Thread(target=self._pump, args=(self.proc.stderr, self.err), daemon=True),
+        ]
+        for pump in self._pumps:
+            pump.start()
+        wait_until(lambda: bool(self.err))  # its first status line: files scanned
+
+    @staticmethod
+    def _pump(stream: object, into: list[bytes]) -> None:
+        into.extend(iter(stream.readline, b""))  # type: ignore[attr-defined]
+
+    def finish(self, sig: int, wait_s: float = 30.0) -> int:
+        """Signal it, wait (at most `wait_s`: a hang fails the test), close the pipes; its exit
+        status."""
+        self.proc.send_signal(sig)
+        self.proc.wait(timeout=wait_s)
+        for pump in self._pumps:
+            pump.join(timeout=10)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return self.proc.returncode

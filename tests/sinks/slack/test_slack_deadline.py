@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
-from slackhelp import T0, alert, slack_config
+from slackhelp import T0, TOKEN, SlackTail, alert, slack_config
 
 from logwatch.sinks.slack.delivery import DeliveryPolicy
 from logwatch.sinks.slack.sink import open_slack_sink
 from logwatch.sinks.slack.spool import Job, Spool
 from logwatch.sinks.slack.transport import BotTransport, Transient, WebhookTransport
 from logwatch.testing import FakeClock, FakeSlack, Fault
+from tests.tailkit import wait_until
 
 HANG_S = 15.0  # a hang check, not a timing assertion: the old code needed minutes
 
@@ -72,3 +75,26 @@ def test_close_with_a_trickling_server_is_prompt_and_keeps_the_job(tmp_path: Pat
         assert spool.pending_count() == 1
     finally:
         spool.close()
+
+
+def test_sigterm_of_tail_under_a_trickling_server_exits_promptly_and_posts_once(
+    tmp_path: Path,
+) -> None:
+    """`logwatch tail` mid-request to a server answering a byte a second (60 s request timeout)
+    exits on SIGTERM within the hang check, without a traceback; the next start, against a
+    healthy server, finds the message the cut-off request posted and does not post it again."""
+    with FakeSlack(token=TOKEN, rate_per_s=None) as fake:
+        fake.trickle_s = 1.0
+        tail = SlackTail(tmp_path, fake, "0s", timeout="60s")
+        (tmp_path / "run0.log").write_bytes(b"step 1 | loss nan\n")
+        wait_until(lambda: fake.seen("chat.postMessage"), timeout_s=20.0)
+        status = tail.finish(signal.SIGTERM, wait_s=HANG_S)
+        err = b"".join(tail.err).decode()
+        assert status in (0, -signal.SIGTERM, 128 + signal.SIGTERM), err
+        assert "Traceback" not in err and TOKEN not in err
+        fake.trickle_s = 0.0
+        again = SlackTail(tmp_path, fake, "0s")
+        time.sleep(2.0)  # a duplicate post would come in this time
+        again.finish(signal.SIGTERM)
+        posts = [str(p["blocks"]) for p in fake.posts()]
+    assert len([p for p in posts if "run0.log" in p]) == 1
