@@ -19,11 +19,11 @@ from logwatch.doctor import run_doctor
 from logwatch.drivers.replay import ReplayOptions, replay
 from logwatch.durations import parse_duration
 from logwatch.errors import LogwatchError
-from logwatch.redact import install_log_handler, redact, remove_log_handler
+from logwatch.redact import install_log_handler, redact, remove_log_handler, visible
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir, load_rules
 from logwatch.sinks.base import StreamSink
 from logwatch.sinks.registry import open_sinks
-from logwatch.sinks.render import summary_lines, visible
+from logwatch.sinks.render import summary_lines
 from logwatch.sinks.slack.silences import SilenceStore, check_rule
 from logwatch.sinks.slack.sink import send_digest
 from logwatch.sinks.terminal import TerminalSink, wants_colour
@@ -39,10 +39,9 @@ def load_rule_specs(extra: Sequence[str], builtin: bool = True) -> list[RuleSpec
 
 
 def _warn_rule_error(rule: str, source: str, exc: Exception) -> None:
-    click.echo(
-        f"logwatch: rule {rule!r} failed on {source} and is off for it: "
-        f"{type(exc).__name__}: {exc} (report this with the log line that triggered it)",
-        err=True,
+    _status_line(
+        f"rule {rule!r} failed on {source} and is off for it: "
+        f"{type(exc).__name__}: {exc} (report this with the log line that triggered it)"
     )
 
 
@@ -129,10 +128,7 @@ def _config_and_rules(
         specs = config_rules(config, rule_paths)
     for spec in specs:
         if spec.replaces is not None:
-            click.echo(
-                f"logwatch: {spec.origin}: rule {spec.id!r} replaces the one at {spec.replaces}",
-                err=True,
-            )
+            _status_line(f"{spec.origin}: rule {spec.id!r} replaces the one at {spec.replaces}")
     return config, specs
 
 

@@ -99,7 +99,7 @@ class RedactingFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        cleaned = redact(message)
+        cleaned = visible(redact(message))
         if cleaned != message or record.args:
             record.msg, record.args = cleaned, ()
         if record.exc_info and record.exc_info[1] is not None:
@@ -108,9 +108,29 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+# C0 controls but tab, DEL, the C1 block (U+0080-U+009F: 8-bit CSI, OSC, DCS) and the bidi
+# overrides/isolates that reorder what a terminal shows.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """Text from a log or a file name made safe for a terminal: every non-printing control as
+    `\\xNN` (`\\uNNNN` for bidi controls), so ESC, BEL, BS, CR, LF and C1 never reach it raw.
+
+    Tabs stay. Line breaks in output are only the ones logwatch writes itself (the `fix:` line).
+    """
+    return _CONTROL.sub(_escaped, text)
+
+
 def stderr_line(message: str) -> None:
-    """Say one line on stderr, redacted (the default `report` of the background workers)."""
-    print(redact(message), file=sys.stderr, flush=True)
+    """Say one line on stderr, redacted and with controls made visible (file names in it are
+    the user's); the default `report` of the background workers."""
+    print(visible(redact(message)), file=sys.stderr, flush=True)
 
 
 def install_log_handler(stream: TextIO, *, verbose: bool) -> logging.Handler:

@@ -2,38 +2,19 @@
 
 from __future__ import annotations
 
-import re
 import textwrap
 from collections.abc import Mapping
 from datetime import datetime
 
 from logwatch.alerts import FIRING, AlertEvent, Severity
 from logwatch.engine import SourceStats, format_value
+from logwatch.redact import visible
 
 _SEVERITY_TAG = {Severity.CRITICAL: "CRIT", Severity.WARNING: "WARN", Severity.INFO: "INFO"}
 _COLOUR = {Severity.CRITICAL: "\x1b[1;31m", Severity.WARNING: "\x1b[33m", Severity.INFO: "\x1b[36m"}
 _GREEN, _DIM, _RESET = "\x1b[32m", "\x1b[2m", "\x1b[0m"
 ENDED_TAG = "ENDED (run restarted)"
 """The tag of an alert ended by a restart: not `OK`, nothing was fixed."""
-# C0 controls but tab, DEL, the C1 block (U+0080-U+009F: 8-bit CSI, OSC, DCS) and the bidi
-# overrides/isolates that reorder what a terminal shows.
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def visible(text: str) -> str:
-    """Text from a log or a file name made safe for a terminal: every non-printing control as
-    `\\xNN` (`\\uNNNN` for bidi controls), so ESC, BEL, BS, CR, LF and C1 never reach it raw.
-
-    Tabs stay. Line breaks in output are only the ones logwatch writes itself (the `fix:` line).
-    """
-    return _CONTROL.sub(_escaped, text)
-
-
 FIX_INDENT = " " * 27
 """Where a row's continuation lines (its wrapped summary, its `fix:`) start."""
 

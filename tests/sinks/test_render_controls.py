@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from logwatch.cli import _status_line, cli
-from logwatch.sinks.render import visible
+from logwatch.redact import stderr_line, visible
 
 # ESC, BEL, BS, CR, DEL, the C1 block and bidi overrides: none may reach the terminal raw.
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -51,3 +52,30 @@ def test_visible_keeps_tabs_and_printable_text() -> None:
     """Tabs and ordinary (non-ASCII too) text pass; controls become \\xNN, bidi overrides \\uNNNN."""
     assert visible("a\tb é 步 ✓") == "a\tb é 步 ✓"
     assert visible("x\x1b[2Jy\r\n\u202e") == "x\\x1b[2Jy\\x0d\\x0a\\u202e"
+
+
+def test_background_reports_escape_controls_in_file_names(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What the watcher, the spool and the Slack workers say on stderr (`stderr_line`) names
+    the user's files with their controls escaped, as the status lines do."""
+    stderr_line(f"logwatch: cannot watch /runs/{HOSTILE}/train.log (Permission denied)")
+    err = capsys.readouterr().err
+    assert not CONTROL.search(err.rstrip("\n")) and "\\x1b]52;c;" in err
+
+
+def test_a_rule_pack_in_a_hostile_folder_is_named_escaped(tmp_path: Path) -> None:
+    """`rule ... replaces the one at ...` names the pack's path with its controls escaped."""
+    folder = tmp_path / "pack\x1b]0;pwned\x07"
+    folder.mkdir()
+    pack = folder / "mine.toml"
+    pack.write_text(
+        '[[rule]]\nid = "nan-loss"\ntype = "nonfinite"\nseverity = "warning"\ncolumn = "loss"\n'
+        'summary = "mine"\n'
+    )
+    log = tmp_path / "train.log"
+    log.write_text("step 1 loss 2.0\n")
+    result = CliRunner().invoke(cli, ["replay", str(log), "--rules", str(pack)])
+    assert result.exit_code == 0, result.output
+    assert "replaces the one at" in result.stderr and "pack\\x1b]0;pwned\\x07" in result.stderr
+    assert not CONTROL.search(result.stderr.replace("\n", ""))
