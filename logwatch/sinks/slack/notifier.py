@@ -180,7 +180,7 @@ class Notifier:
         text, blocks = messages.firing_message(
             notice.severity, list(notice.members.values()), ended=notice.resolved
         )
-        self._send(UPDATE, text, blocks, parent=notice.id)
+        self._send(UPDATE, text, blocks, parent=notice.id, closes=False)
 
     def _close_notice(self, notice: Notice) -> None:
         firing_s = _firing_seconds(notice, self._now())
@@ -275,9 +275,12 @@ class Notifier:
         parent: str | None = None,
         job_id: str | None = None,
         broadcast: bool = False,
+        closes: bool = True,
     ) -> None:
         job_id = job_id or self.new_id()
-        job = Job(job_id, self.channel, kind, text, blocks, parent, broadcast=broadcast)
+        job = Job(
+            job_id, self.channel, kind, text, blocks, parent, broadcast=broadcast, closes=closes
+        )
         self.outbox.enqueue(job)
 
     def _save(self) -> None:

@@ -178,7 +178,11 @@ def send_digest(
             spool, make_transport(config.slack), dead_letter=state_dir / DEAD_LETTER, report=report
         )
         try:
-            spool.enqueue(Job(secrets.token_hex(8), config.slack.channel, POST, text, blocks))
+            # keep_open=False: nothing edits or answers a digest, so its ref need not be kept
+            job = Job(
+                secrets.token_hex(8), config.slack.channel, POST, text, blocks, keep_open=False
+            )
+            spool.enqueue(job)
             return worker.drain(timeout_s)
         finally:
             worker.close()

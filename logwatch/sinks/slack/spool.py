@@ -43,6 +43,8 @@ class Job:
     metadata: dict[str, Any] | None = None
     created_s: float = 0.0
     broadcast: bool = False  # a thread reply also shown in the channel (it notifies)
+    keep_open: bool = True  # a post: its ref is kept until an edit that `closes` it
+    closes: bool = True  # an edit: the last one of its message (its ref may be let go)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Job:
@@ -156,13 +158,15 @@ class Spool:
             state.in_doubt = False
 
     def _track_open(self, job_id: str, state: _JobState | None, record: dict[str, Any]) -> None:
-        """A posted message stays open (its ref pinned) until an edit of it was accepted: the
-        notifier edits a message only to close it (resolved), and until then a repeat or the
-        resolve may come after any number of later messages or restarts."""
-        if record.get("open") or (state is not None and state.job.kind == POST):
+        """A posted alert message stays open (its ref pinned) until the edit that closes it
+        (resolved) was accepted: until then an edit, a repeat or the resolve may come after any
+        number of later messages or restarts. A post nothing will edit (the replay digest) is
+        not pinned, and an edit that leaves the message open (partly resolved) unpins nothing."""
+        job = state.job if state is not None else None
+        if record.get("open") or (job is not None and job.kind == POST and job.keep_open):
             self._open.add(job_id)
-        if state is not None and state.job.kind == UPDATE and isinstance(state.job.parent, str):
-            self._open.discard(state.job.parent)
+        if job is not None and job.kind == UPDATE and job.closes and isinstance(job.parent, str):
+            self._open.discard(job.parent)
 
     def _compact(self) -> None:
         """Rewrite the journal with only what is still needed: pending jobs, the refs of open

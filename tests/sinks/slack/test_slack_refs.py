@@ -69,3 +69,51 @@ def test_refs_of_resolved_messages_age_out(tmp_path: Path) -> None:
     finally:
         spool.close()
     assert kept and 0 not in kept  # the newest CAP refs (edits count too), no pin
+
+
+def _kept(tmp_path: Path, ids: list[str]) -> list[str]:
+    """Which of `ids` still have a ref after a compaction and a restart."""
+    Spool(tmp_path, keep_sent=CAP).close()  # compacts the journal
+    spool = Spool(tmp_path, keep_sent=CAP)
+    try:
+        return [i for i in ids if spool.sent(i) is not None]
+    finally:
+        spool.close()
+
+
+def test_a_digest_ref_is_not_pinned(tmp_path: Path) -> None:
+    """A replay digest (a post nothing edits) ages out under the cap like any sent ref; an
+    alert post of the same age stays pinned."""
+    spool = Spool(tmp_path, keep_sent=CAP)
+    spool.enqueue(Job("digest01", CH, POST, "replay digest", keep_open=False))
+    spool.record("done", "digest01", channel=CH, ts="1.0001")
+    spool.enqueue(Job("alert01", CH, POST, "FIRING"))
+    spool.record("done", "alert01", channel=CH, ts="1.0002")
+    for n in range(10):
+        spool.enqueue(Job(f"reply{n}", CH, "reply", "still firing", parent="alert01"))
+        spool.record("done", f"reply{n}", channel=CH, ts=f"2.{n:04d}")
+    spool.close()
+    assert _kept(tmp_path, ["digest01", "alert01"]) == ["alert01"]
+
+
+def test_an_edit_that_leaves_the_incident_open_keeps_the_pin(tmp_path: Path) -> None:
+    """A partly resolved incident's edit (closes=False) keeps its message pinned for the final
+    resolve; the edit that closes it lets it go."""
+    spool = Spool(tmp_path, keep_sent=CAP)
+    spool.enqueue(Job("alert01", CH, POST, "FIRING a + b"))
+    spool.record("done", "alert01", channel=CH, ts="1.0001")
+    spool.enqueue(Job("partly01", CH, UPDATE, "FIRING a + b", parent="alert01", closes=False))
+    spool.record("done", "partly01", channel=CH, ts="1.0001")
+    for n in range(10):
+        spool.enqueue(Job(f"other{n}", CH, "reply", "x", parent="elsewhere"))
+        spool.record("done", f"other{n}", channel=CH, ts=f"2.{n:04d}")
+    spool.close()
+    assert _kept(tmp_path, ["alert01"]) == ["alert01"]
+    spool = Spool(tmp_path, keep_sent=CAP)
+    spool.enqueue(Job("final01", CH, UPDATE, "RESOLVED a + b", parent="alert01"))
+    spool.record("done", "final01", channel=CH, ts="1.0001")
+    for n in range(10):
+        spool.enqueue(Job(f"more{n}", CH, "reply", "x", parent="elsewhere"))
+        spool.record("done", f"more{n}", channel=CH, ts=f"3.{n:04d}")
+    spool.close()
+    assert _kept(tmp_path, ["alert01"]) == []
