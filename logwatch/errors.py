@@ -18,6 +18,10 @@ class ConfigError(LogwatchError):
     """The configuration file is broken; the message starts with `file:line:`."""
 
 
+class RuleTestError(LogwatchError):
+    """A `logwatch test` file is broken; the message starts with `file:line:`."""
+
+
 class SpoolLockedError(LogwatchError):
     """Another logwatch process delivers from this state directory."""
 

@@ -6,24 +6,26 @@ from pathlib import Path
 
 import pytest
 
+from logwatch.ruletest import load_test_file
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 
 
+def sample_test_file(log: Path) -> Path:
+    """The `logwatch test` file of a sample log: `X.log` has `X.test.toml` beside it."""
+    return log.with_suffix(".test.toml")
+
+
 def sample_logs() -> list[Path]:
-    """Every annotated sample log (one with an `.expect` file beside it)."""
-    return sorted(p for p in SAMPLES.rglob("*.log") if p.with_name(p.name + ".expect").exists())
+    """Every annotated sample log (one with a `.test.toml` file beside it)."""
+    return sorted(p for p in SAMPLES.rglob("*.log") if sample_test_file(p).exists())
 
 
 def expected_alerts(log: Path) -> list[tuple[int, str, str]]:
-    """The (line, rule, status) triples a sample's `.expect` file lists, in file order."""
-    out = []
-    for raw in log.with_name(log.name + ".expect").read_text(encoding="utf-8").splitlines():
-        body = raw.split("#", 1)[0].strip()
-        if body:
-            line, rule, status = body.split()[:3]
-            out.append((int(line), rule, status))
-    return out
+    """The (line, rule, status) triples a sample's test file expects, in file order."""
+    (test,) = load_test_file(sample_test_file(log)).tests
+    return [(e.line, e.rule, str(e.status)) for e in test.expect]
 
 
 @pytest.fixture

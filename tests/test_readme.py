@@ -5,7 +5,11 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
+from click.testing import CliRunner
+
+from logwatch.cli import cli
 from tests.conftest import ROOT
 
 
@@ -23,3 +27,22 @@ def test_readme_python_example_runs() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("nan-loss firing 111 loss is nan at step 1403 (line 111)\n")
+
+
+def test_readme_rule_test_example_passes_as_shown(tmp_path: Path) -> None:
+    """The README's own pack and its `logwatch test` file, copied as written, give the output
+    the README shows (exit 0); a wrong line in it fails with exit 1."""
+    text = (ROOT / "README.md").read_text("utf-8")
+    blocks = {
+        name: re.search(rf"<!-- ruletest-{name} -->\n```toml\n(.*?)```", text, re.S)
+        for name in ("pack", "tests")
+    }
+    shown = re.search(r"```\n\$ logwatch test my-rules\.test\.toml\n(.*?)```", text, re.S)
+    assert blocks["pack"] and blocks["tests"] and shown, "README lacks the logwatch test example"
+    (tmp_path / "my-rules.toml").write_text(blocks["pack"].group(1), "utf-8")
+    tests = tmp_path / "my-rules.test.toml"
+    tests.write_text(blocks["tests"].group(1), "utf-8")
+    result = CliRunner().invoke(cli, ["test", str(tests)])
+    assert (result.exit_code, result.output) == (0, shown.group(1))
+    tests.write_text(blocks["tests"].group(1).replace("line = 2", "line = 3"), "utf-8")
+    assert CliRunner().invoke(cli, ["test", str(tests)]).exit_code == 1

@@ -1,4 +1,5 @@
-"""Every annotated sample replays to exactly its expected alerts, whole and in tiny chunks."""
+"""Every annotated sample and every built-in pack's own tests pass `logwatch test` (whole and in
+1- and 4096-byte blocks), and together they cover each built-in rule firing and resolving."""
 
 from __future__ import annotations
 
@@ -9,43 +10,58 @@ import pytest
 from click.testing import CliRunner
 
 from logwatch.cli import cli
-from logwatch.drivers.replay import ReplayOptions, replay
 from logwatch.rules.gpu import needs_nvml
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.rules.log import WallClockRule
-from tests.conftest import ROOT, expected_alerts, sample_logs
+from logwatch.ruletest import load_test_file
+from tests.conftest import ROOT, SAMPLES, expected_alerts, sample_logs
 
 RULES = load_rules([builtin_rules_dir()])
+PACK_TESTS = sorted((builtin_rules_dir() / "tests").glob("*.toml"))
+SAMPLE_TESTS = sorted(SAMPLES.rglob("*.test.toml"))
 
 
-def test_there_are_samples_for_every_builtin_rule() -> None:
-    """Each built-in rule a log can show is exercised by at least one annotated sample (rules
-    that need live NVML are covered by tests/test_gpu_live.py; wall-clock rules cannot fire in
-    replay, tests/test_tail_rules.py drives them through `tail`)."""
-    covered = {rule for log in sample_logs() for _, rule, _ in expected_alerts(log)}
+@pytest.mark.parametrize("tests", PACK_TESTS + SAMPLE_TESTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_logwatch_test_passes(tests: Path) -> None:
+    """`logwatch test` on the file exits 0: every expected alert at its line, nothing else of the
+    rules it names (of any rule for the strict sample tests), the same in every block size."""
+    result = CliRunner().invoke(cli, ["test", str(tests)])
+    assert result.exit_code == 0, result.output
+    assert result.output.endswith(" failed\n") and ", 0 failed" in result.output
+
+
+def test_the_tests_cover_every_builtin_rule_firing_and_resolving() -> None:
+    """Each built-in rule a log can show fires and resolves in some test (rules that need live
+    NVML are covered by tests/test_gpu_live.py; wall-clock rules cannot fire in replay,
+    tests/drivers/test_tail_rules.py drives them through `tail`)."""
+    seen = {
+        (e.rule, str(e.status))
+        for path in PACK_TESTS + SAMPLE_TESTS
+        for test in load_test_file(path).tests
+        for e in test.expect
+    }
     replayable = {
         spec.id
         for spec in RULES
         if not needs_nvml(spec.rule) and not isinstance(spec.rule, WallClockRule)
     }
-    assert replayable <= covered
+    missing = sorted(
+        f"{rule} {status}"
+        for rule in replayable
+        for status in ("firing", "resolved")
+        if (rule, status) not in seen
+    )
+    assert missing == [], f"add a [[test]] to {builtin_rules_dir() / 'tests'} for: {missing}"
 
 
-@pytest.mark.parametrize("log", sample_logs(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_sample_alerts_exactly(log: Path) -> None:
-    """Replaying the whole file gives exactly the annotated alerts, at their lines."""
-    result = replay([str(log)], RULES)
-    got = [(e.line, e.rule, e.status) for e in result.events]
-    assert sorted(got) == sorted(expected_alerts(log))
-
-
-@pytest.mark.parametrize("log", sample_logs(), ids=lambda p: str(p.relative_to(ROOT)))
-@pytest.mark.parametrize("block_bytes", [97, 4096])
-def test_sample_alerts_in_chunks(log: Path, block_bytes: int) -> None:
-    """Any split of the file into blocks gives the same events as the whole file."""
-    whole = replay([str(log)], RULES).events
-    chunked = replay([str(log)], RULES, options=ReplayOptions(block_bytes=block_bytes)).events
-    assert [e.to_json() for e in chunked] == [e.to_json() for e in whole]
+def test_every_sample_is_a_strict_test_with_blocks() -> None:
+    """Each sample log has its test file (no old `.expect` left: `python samples/sample_tests.py`
+    converts one), strict and replayed in 1-byte blocks too."""
+    assert sorted(SAMPLES.rglob("*.expect")) == []
+    assert {p for p in SAMPLES.rglob("*.log")} == set(sample_logs())
+    for path in SAMPLE_TESTS:
+        (test,) = load_test_file(path).tests
+        assert test.strict and 1 in test.blocks, path
 
 
 @pytest.mark.parametrize("log", sample_logs(), ids=lambda p: str(p.relative_to(ROOT)))

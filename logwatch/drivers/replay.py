@@ -100,10 +100,12 @@ def replay_file(
     *,
     options: ReplayOptions = ReplayOptions(),
     progress: Progress | None = None,
+    source: str | None = None,
 ) -> Iterator[AlertEvent]:
-    """Yield the alert events of one file, in file order."""
-    engine.state_of(path)
-    for frame, end_offset, total in _scan(path, path, options):
+    """Yield the alert events of one file, in file order; `source` names it (default: `path`)."""
+    name = source or path
+    engine.state_of(name)
+    for frame, end_offset, total in _scan(path, name, options):
         yield from engine.process(frame)
         if progress is not None:
             progress(path, end_offset, total)

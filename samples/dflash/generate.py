@@ -1,23 +1,26 @@
 """Regenerate the DFlash sample logs (deterministic). Run: python samples/dflash/generate.py
 
-Each log gets a `.expect` file beside it: `LINE RULE STATUS  # why`, the alerts that replay
-must produce (and nothing else), fail2ban-style.
+Each log gets a `logwatch test` file beside it (`X.test.toml`, see samples/sample_tests.py): the
+alerts that replay must produce, and nothing else, fail2ban-style.
 """
 
 from __future__ import annotations
 
 import random
+import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from sample_tests import render  # noqa: E402  # samples/ holds the test-file writer, not a package
 
 
 class Log:
     def __init__(self, name: str, start: datetime, seed: int) -> None:
         self.name, self.now, self.rng = name, start, random.Random(seed)
         self.lines: list[str] = []
-        self.expect: list[str] = []
+        self.expect: list[tuple[int, str, str, str]] = []
 
     def at(self, seconds: float) -> str:
         self.now += timedelta(seconds=seconds)
@@ -32,7 +35,7 @@ class Log:
         return len(self.lines)
 
     def want(self, line: int, rule: str, status: str, why: str) -> None:
-        self.expect.append(f"{line} {rule} {status}  # {why}")
+        self.expect.append((line, rule, status, why))
 
     def header(self, run_id: str, pid: int) -> None:
         self.add(f"INFO [train] run start: run_id={run_id} pid={pid} gpus=8 target=Qwen/Qwen3-8B drafter=dflash-b16")
@@ -74,8 +77,8 @@ class Log:
 
     def write(self) -> None:
         (HERE / self.name).write_text("\n".join(self.lines) + "\n", encoding="utf-8")
-        head = f"# Alerts `logwatch replay {self.name}` must produce, and nothing else.\n# LINE RULE STATUS  # why\n"
-        (HERE / (self.name + ".expect")).write_text(head + "\n".join(self.expect) + "\n", encoding="utf-8")
+        test_file = HERE / (self.name.removesuffix(".log") + ".test.toml")
+        test_file.write_text(render(self.name, self.expect), encoding="utf-8")
 
 
 def healthy() -> None:

@@ -9,10 +9,14 @@ script's snapshots also log `mem_total_gb`, which the memory rule needs from a l
 from __future__ import annotations
 
 import random
+import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+from sample_tests import render  # noqa: E402  # samples/ holds the test-file writer, not a package
+
 TOTAL_GB = 139.8
 
 
@@ -20,7 +24,7 @@ def main() -> None:
     rng = random.Random(5)
     now = datetime(2026, 11, 28, 16, 0, 0)
     lines: list[str] = []
-    expect: list[str] = []
+    expect: list[tuple[int, str, str, str]] = []
 
     def add(text: str, seconds: float) -> int:
         nonlocal now
@@ -62,15 +66,13 @@ def main() -> None:
         ):
             if first <= i < last and rule not in fired and (i - first) * 20 >= hold:
                 fired[rule] = line
-                expect.append(f"{line} {rule} firing  # GPU {gpu} held the condition for {hold}s")
+                expect.append((line, rule, "firing", f"GPU {gpu} held the condition for {hold}s"))
             if i == last:
-                expect.append(f"{line} {rule} resolved  # GPU {gpu} back to normal")
+                expect.append((line, rule, "resolved", f"GPU {gpu} back to normal"))
     (HERE / "train_gpu_trouble.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    header = "# Alerts `logwatch replay train_gpu_trouble.log` must produce, and nothing else.\n# LINE RULE STATUS  # why\n"
-    (HERE / "train_gpu_trouble.log.expect").write_text(
-        header + "\n".join(expect) + "\n", encoding="utf-8"
+    (HERE / "train_gpu_trouble.test.toml").write_text(
+        render("train_gpu_trouble.log", expect), encoding="utf-8"
     )
-
 
 if __name__ == "__main__":
     main()
