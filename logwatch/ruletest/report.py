@@ -9,8 +9,8 @@ from pathlib import Path
 
 from logwatch.atomic import write_atomic
 from logwatch.errors import RuleTestError
+from logwatch.redact import visible
 from logwatch.ruletest.run import RuleTestResult
-from logwatch.sinks.render import visible
 
 _NOT_XML = re.compile("[\ufffe\uffff]")  # valid UTF-8, but no XML 1.0 document may hold them
 
