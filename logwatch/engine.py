@@ -6,7 +6,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from typing import Any, cast
@@ -19,7 +19,7 @@ from logwatch.parse import SCHEMA
 from logwatch.redact import redact
 from logwatch.rules.gpu import GpuRule, log_gpu_frame
 from logwatch.rules.loader import RuleSpec
-from logwatch.rules.log import Transition, WallClockRule
+from logwatch.rules.log import Override, Transition, WallClockRule
 
 ErrorHandler = Callable[[str, str, Exception], None]
 """Called as (rule id, source, exception) when a rule raises; the engine goes on without it."""
@@ -191,6 +191,10 @@ class Engine:
         state: SourceState,
     ) -> AlertEvent | None:
         row = frame.row(transition.row, named=True)
+        if transition.details:  # summary-only captures: they fill placeholders, not identity
+            row = {**row, **transition.details}
+        if transition.override is not None:
+            spec = _overridden(spec, transition.override)
         event = AlertEvent(
             rule=spec.id,
             severity=spec.severity,
@@ -283,6 +287,16 @@ class Engine:
     def run_all(self, frames: Iterable[pl.DataFrame]) -> list[AlertEvent]:
         """Evaluate a sequence of batches; convenience for tests and small inputs."""
         return [event for frame in frames for event in self.process(frame)]
+
+
+def _overridden(spec: RuleSpec, override: Override) -> RuleSpec:
+    """The spec as one kind of line states it: its case's summary, fix and severity."""
+    return replace(
+        spec,
+        summary=spec.summary if override.summary is None else override.summary,
+        fix=spec.fix if override.fix is None else override.fix,
+        severity=spec.severity if override.severity is None else override.severity,
+    )
 
 
 class _LazyGpuFrame:

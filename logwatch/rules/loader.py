@@ -14,7 +14,7 @@ from logwatch.alerts import Severity
 from logwatch.errors import ConfigError, LogwatchError, RulesError
 from logwatch.parse import SCHEMA
 from logwatch.redact import redact
-from logwatch.rules.log import Rule
+from logwatch.rules.log import Rule, Templates
 from logwatch.rules.params import Kind, Param, ParamError, WrongType
 from logwatch.rules.registry import RULE_TYPES
 
@@ -217,13 +217,21 @@ def _compile(table: Any, at: _Locator, overrides: Overrides | None) -> RuleSpec:
         severity = Severity.parse(values["severity"])
     except ValueError as exc:
         raise blame.rule("severity", str(exc)) from None
-    rule = rule_type.build({p.name: values[p.name] for p in rule_type.params})
+    typed = {p.name: values[p.name] for p in rule_type.params}
+    try:
+        rule = rule_type.build(typed)
+    except ParamError as exc:
+        raise blame.rule(exc.name or "type", str(exc)) from None
     given = {p.name: merged[p.name] for p in rule_type.params if p.name in merged}
     summary: str = values["summary"]
     given_resolved: str | None = values["resolved_summary"]
     resolved = "resolved: " + summary if given_resolved is None else given_resolved
-    fields = blame.template("summary", summary, set(given))
-    fields |= blame.template("resolved_summary", resolved, set(given))
+    extra = rule_type.templates(typed) if rule_type.templates else Templates()
+    allowed = set(given) | extra.fields
+    fields = blame.template("summary", summary, allowed)
+    fields |= blame.template("resolved_summary", resolved, allowed)
+    for where, template in extra.summaries:
+        fields |= blame.template(where, template, allowed, context=f"{where}: ")
     return RuleSpec(
         id=rule_id,
         type=kind,
@@ -324,16 +332,19 @@ class _Blame:
             f"{where}: with the [rules] overrides: {self.at()}: rule {self.rule_id!r}: {message}"
         )
 
-    def template(self, key: str, template: str, params: set[str]) -> frozenset[str]:
-        """The placeholders of a summary template, or the error at its line."""
+    def template(
+        self, key: str, template: str, params: set[str], context: str = ""
+    ) -> frozenset[str]:
+        """The placeholders of a summary template, or the error at its line (`context` says
+        which template when it is not the key's own: `cases item 3: `)."""
         try:
             return _template_fields(template, params)
         except ValueError as exc:
             where = self._config(key)
             if where is None:
-                raise RulesError(f"{self.at(key)}: {exc}") from None
+                raise RulesError(f"{self.at(key)}: {context}{exc}") from None
             raise ConfigError(
-                f"{where}: with the [rules] overrides: {self.at()}: rule {self.rule_id!r}: {exc}"
+                f"{where}: with the [rules] overrides: {self.at()}: rule {self.rule_id!r}: {context}{exc}"
             ) from None
 
 

@@ -15,19 +15,33 @@ from typing import Any, Protocol, runtime_checkable
 
 import polars as pl
 
-from logwatch.alerts import FIRING, RESOLVED, Status
+from logwatch.alerts import FIRING, RESOLVED, Severity, Status
 from logwatch.parse import SCHEMA
 from logwatch.rules.params import Columns, Kind, Param
 
 
 @dataclass(frozen=True, slots=True)
+class Override:
+    """What one kind of line says instead of its rule: its own summary template, fix or
+    severity (None: the rule's)."""
+
+    summary: str | None = None
+    fix: str | None = None
+    severity: Severity | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Transition:
-    """An alert of one rule fired or resolved at a row of the frame."""
+    """An alert of one rule fired or resolved at a row of the frame. `details` fill summary
+    placeholders only (they vary per occurrence, so they are not the alert's identity, which
+    `labels` are); `override` is the event's own summary / fix / severity."""
 
     row: int
     status: Status
     value: float | None
     labels: Mapping[str, str] = field(default_factory=dict)
+    details: Mapping[str, str] = field(default_factory=dict)
+    override: Override | None = None
 
 
 class Rule(Protocol):
@@ -240,12 +254,24 @@ def replace_state(state: dict[str, Any], **changes: Any) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class Templates:
+    """What a rule type adds to summary templates: the placeholders it fills (the names its
+    details capture) and templates of its own to check like the rule's, as (where, template)."""
+
+    fields: frozenset[str] = frozenset()
+    summaries: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class RuleType:
     """A rule type as rule packs name it: its parameters, and how to build a rule from their
-    typed values (every declared name is present; an optional one without default is None)."""
+    typed values (every declared name is present; an optional one without default is None).
+    `build` raises ParamError for values that do not fit together; `templates` says what the
+    type adds to summary templates."""
 
     params: tuple[Param, ...]
     build: Callable[[Mapping[str, Any]], Rule]
+    templates: Callable[[Mapping[str, Any]], Templates] | None = None
 
 
 FLOAT_COLUMNS = ("loss", "grad_norm", "lr")
@@ -300,10 +326,12 @@ __all__ = [
     "LOG_RULE_TYPES",
     "MatchRule",
     "NonFiniteRule",
+    "Override",
     "Rule",
     "RuleType",
     "StallRule",
     "StreakRule",
+    "Templates",
     "Transition",
     "WallClockRule",
     "replace",

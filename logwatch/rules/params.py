@@ -59,6 +59,7 @@ class Param:
     minimum: int | None = None
     positive: bool = False
     columns: Columns | None = None
+    items: Callable[[Any], Any] | None = None  # LIST: each item's typed value (ParamError)
 
     def validate(self, raw: Any) -> Any:
         """The typed value of a raw TOML value (None stays None); ParamError if refused."""
@@ -75,9 +76,10 @@ class ParamError(ValueError):
     """A raw value a parameter refuses. The message names the parameter; `reason` is the message
     without the name, for callers that name it their own way."""
 
-    def __init__(self, message: str, reason: str | None = None) -> None:
+    def __init__(self, message: str, reason: str | None = None, name: str | None = None) -> None:
         super().__init__(message)
         self.reason = message if reason is None else reason
+        self.name = name  # the parameter, when a rule's builder refuses values that do not fit
 
 
 class WrongType(ParamError):
@@ -150,7 +152,15 @@ def _bool(param: Param, raw: bool) -> bool:
 
 
 def _list(param: Param, raw: list[Any]) -> tuple[Any, ...]:
-    return tuple(raw)
+    if param.items is None:
+        return tuple(raw)
+    typed = []
+    for number, item in enumerate(raw, 1):
+        try:
+            typed.append(param.items(item))
+        except ParamError as exc:
+            raise ParamError(f"{param.name} item {number}: {exc.reason}") from None
+    return tuple(typed)
 
 
 def _first_line(exc: Exception) -> str:

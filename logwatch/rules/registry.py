@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from logwatch.rules.classify import CLASSIFY_RULE_TYPES
 from logwatch.rules.gpu import GPU_RULE_TYPES
 from logwatch.rules.log import LOG_RULE_TYPES, RuleType
 from logwatch.rules.params import Kind, Param
 
-RULE_TYPES: dict[str, RuleType] = {**LOG_RULE_TYPES, **GPU_RULE_TYPES}
+_MODULES = (LOG_RULE_TYPES, GPU_RULE_TYPES, CLASSIFY_RULE_TYPES)
+RULE_TYPES: dict[str, RuleType] = {name: t for types in _MODULES for name, t in types.items()}
 """Rule types by the name packs give in `type = "..."`."""
 
-if len(RULE_TYPES) != len(LOG_RULE_TYPES) + len(GPU_RULE_TYPES):
+if len(RULE_TYPES) != sum(len(types) for types in _MODULES):
     raise RuntimeError("two rule-type modules declare the same type name")  # a programming error
 
 

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from logwatch.errors import RulesError
+from logwatch.rules.classify import CLASSIFY_RULE_TYPES
 from logwatch.rules.gpu import GPU_RULE_TYPES
 from logwatch.rules.loader import load_rules
 from logwatch.rules.log import LOG_RULE_TYPES, MatchRule, StallRule, StreakRule
@@ -63,9 +64,18 @@ def test_a_regex_polars_cannot_run_is_refused() -> None:
 
 
 def test_registry_assembles_every_rule_type() -> None:
-    """RULE_TYPES is the log and GPU types together, and the duration parameters come from it."""
-    assert set(RULE_TYPES) == set(LOG_RULE_TYPES) | set(GPU_RULE_TYPES)
-    assert sorted(RULE_TYPES) == ["gpu-hold", "gpu-rise", "match", "nonfinite", "stalled", "streak"]
+    """RULE_TYPES is the log, GPU and classify types together, and the duration parameters
+    come from it."""
+    assert set(RULE_TYPES) == set(LOG_RULE_TYPES) | set(GPU_RULE_TYPES) | set(CLASSIFY_RULE_TYPES)
+    assert sorted(RULE_TYPES) == [
+        "classify",
+        "gpu-hold",
+        "gpu-rise",
+        "match",
+        "nonfinite",
+        "stalled",
+        "streak",
+    ]
     assert sorted(duration_params()) == ["hold", "stall_after"]
 
 

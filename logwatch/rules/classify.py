@@ -1,0 +1,291 @@
+"""The `classify` rule type: error lines that fire once per run and label set, each kind of
+line with its own summary, fix and severity.
+
+A `classify` rule is a `match` rule with three more things, all data in the pack:
+
+- `details`: regexes whose named groups fill summary placeholders only (`{requested}`,
+  `{free}`). They vary per occurrence, so they never become the alert's identity; the labels
+  (named groups of `pattern`) are. A detail the line lacks shows as `?`.
+- `cases`: an ordered table; the first case whose `pattern` and `labels` fit the line gives the
+  event its summary, fix and severity (an Xid code, an NVML cause). `ignore = true` fires
+  nothing (another rule says it). A line no case fits gets the rule's own.
+- `wrapped`: a message wrapped over two lines (`CUDA out of` / `memory. Tried to ...`) is seen
+  on the previous line's tail joined to this one; the tail is carried in the rule state, so
+  any split of the file into batches gives the same events.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from logwatch.alerts import FIRING, Severity
+from logwatch.rules.log import Override, Rule, RuleType, Templates, Transition, replace_state
+from logwatch.rules.params import Kind, Param, ParamError
+
+TAIL_CHARS = 160
+"""How much of the previous line a wrapped message is looked for in (and of this one)."""
+
+# A continuation line may carry the rank prefix torchrun puts on every line.
+_CONTINUATION_PREFIX = r"^\s*(?:\[[\w ,:.-]{1,40}\]:\s*)?"
+
+# Placeholders every summary already has (loader.TEMPLATE_FIELDS): a detail must not shadow one.
+_RESERVED = frozenset(
+    {"rule", "severity", "source", "line", "step", "value", "text", "message", "ts", "labels"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One kind of line: what it matches (a regex on the line and/or label values) and what
+    it says instead of the rule (`ignore`: nothing)."""
+
+    pattern: str | None
+    labels: Mapping[str, tuple[str, ...]]
+    override: Override
+    ignore: bool = False
+
+    def condition(self) -> pl.Expr:
+        """Whether a hit row (its `_subject` and label columns) is of this case."""
+        parts = [pl.col(name).is_in(list(values)) for name, values in self.labels.items()]
+        if self.pattern is not None:
+            parts.append(pl.col("_subject").str.contains(self.pattern))
+        return pl.all_horizontal(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class ClassifyRule:
+    """Fires at the first line matching `pattern`, once per run and label set; never resolves
+    within the run. See the module docstring for details, cases and wrapped lines."""
+
+    pattern: str
+    label_names: tuple[str, ...] = ()
+    details: tuple[str, ...] = ()
+    cases: tuple[Case, ...] = ()
+    wrapped: bool = False
+
+    def initial_state(self) -> dict[str, Any]:
+        return {"fired": [], "tail": "", "tail_hit": False}
+
+    def evaluate(
+        self, frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        hits, state = self._hits(frame, state)
+        if hits.is_empty():
+            return [], state
+        hits = self._classified(self._captured(hits))
+        fired: list[str] = list(state["fired"])
+        out: list[Transition] = []
+        label_columns = list(self.label_names)
+        firsts = hits.unique(subset=label_columns or None, keep="first", maintain_order=True)
+        if not label_columns:
+            firsts = hits.head(1)
+        for hit in firsts.iter_rows(named=True):
+            labels = {name: hit[name] or "" for name in self.label_names}
+            key = repr(sorted(labels.items()))
+            if key in fired:
+                continue
+            fired.append(key)
+            out.append(self._transition(hit, labels))
+        return out, replace_state(state, fired=fired)
+
+    def _hits(
+        self, frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[pl.DataFrame, dict[str, Any]]:
+        """The rows that match, each with the text it matched in (`_subject`), and the state."""
+        text = pl.col("text")
+        hit = text.str.contains(self.pattern)
+        if not self.wrapped:
+            rows = frame.select("text").with_row_index("_row").filter(hit.fill_null(False))
+            return rows.rename({"text": "_subject"}), state
+        tail = text.str.slice(-TAIL_CHARS).str.strip_chars_end()
+        joined = pl.concat_str(
+            tail.shift(1, fill_value=pl.lit(state["tail"])),
+            pl.lit(" "),
+            text.str.replace(_CONTINUATION_PREFIX, "").str.slice(0, TAIL_CHARS),
+        )
+        prev_hit = hit.shift(1, fill_value=pl.lit(bool(state["tail_hit"])))
+        scored = frame.select(
+            hit.fill_null(False).alias("_hit"),
+            (~hit & ~prev_hit & joined.str.contains(self.pattern)).fill_null(False).alias("_join"),
+            text,
+            joined.alias("_joined"),
+        ).with_row_index("_row")
+        last = scored.row(-1, named=True)
+        state = replace_state(
+            state, tail=(last["text"] or "")[-TAIL_CHARS:].rstrip(), tail_hit=last["_hit"]
+        )
+        rows = scored.filter(pl.col("_hit") | pl.col("_join")).select(
+            "_row",
+            pl.when(pl.col("_hit")).then(pl.col("text")).otherwise("_joined").alias("_subject"),
+        )
+        return rows, state
+
+    def _captured(self, hits: pl.DataFrame) -> pl.DataFrame:
+        """Hit rows with a column per label and per detail (first detail regex that has it)."""
+        subject = pl.col("_subject")
+        columns: list[pl.Expr] = [subject.str.extract(self.pattern, 0).alias("_match")]
+        if self.label_names:
+            columns.append(subject.str.extract_groups(self.pattern).alias("_labels"))
+        captured: dict[str, list[pl.Expr]] = {}
+        for number, detail in enumerate(self.details):
+            groups = pl.col(f"_d{number}")
+            columns.append(subject.str.extract_groups(detail).alias(f"_d{number}"))
+            for name in _group_names(detail):
+                captured.setdefault(name, []).append(groups.struct.field(name))
+        out = hits.with_columns(columns)
+        if self.label_names:
+            out = out.unnest("_labels")
+        return out.with_columns(
+            pl.coalesce(exprs).alias(f"_detail_{name}") for name, exprs in captured.items()
+        )
+
+    def _classified(self, hits: pl.DataFrame) -> pl.DataFrame:
+        """Hit rows with the index of the first case that fits (`_case`, null: none), without
+        the ignored ones."""
+        if not self.cases:
+            return hits.with_columns(pl.lit(None, dtype=pl.Int64).alias("_case"))
+        chosen: Any = pl.when(self.cases[0].condition()).then(0)
+        for number, case in enumerate(self.cases[1:], 1):
+            chosen = chosen.when(case.condition()).then(number)
+        hits = hits.with_columns(chosen.otherwise(None).cast(pl.Int64).alias("_case"))
+        ignored = [number for number, case in enumerate(self.cases) if case.ignore]
+        if ignored:
+            hits = hits.filter(~pl.col("_case").is_in(ignored).fill_null(False))
+        return hits
+
+    def _transition(self, hit: Mapping[str, Any], labels: dict[str, str]) -> Transition:
+        details = {
+            key.removeprefix("_detail_"): str(value)
+            for key, value in hit.items()
+            if key.startswith("_detail_") and value is not None
+        }
+        case = None if hit["_case"] is None else self.cases[hit["_case"]]
+        return Transition(
+            row=hit["_row"],
+            status=FIRING,
+            value=None,
+            labels=labels,
+            details=details,
+            override=None if case is None else case.override,
+        )
+
+
+def _group_names(pattern: str) -> tuple[str, ...]:
+    """The named groups of a regex, in order."""
+    return tuple(re.compile(pattern).groupindex)
+
+
+# --- construction from rule-pack parameters --------------------------------------------------
+
+_CASE_KEYS = ("pattern", "labels", "summary", "fix", "severity", "ignore")
+_CASE_PATTERN = Param("pattern", Kind.REGEX)
+
+
+def _case(raw: Any) -> Case:
+    """One `[[rule.cases]]` table, typed; ParamError says what is wrong with it."""
+    if not isinstance(raw, dict):
+        raise ParamError(f"must be a table ([[rule.cases]]), got {raw!r}")
+    for key in raw:
+        if key not in _CASE_KEYS:
+            raise ParamError(f"unknown key {key!r} (expected: {', '.join(_CASE_KEYS)})")
+    if "pattern" not in raw and "labels" not in raw:
+        raise ParamError("needs a 'pattern' or 'labels' to say which lines it is")
+    for key in ("summary", "fix", "severity"):
+        if key in raw and not isinstance(raw[key], str):
+            raise ParamError(f"{key!r} must be a string, got {raw[key]!r}")
+    if not isinstance(raw.get("ignore", False), bool):
+        raise ParamError(f"'ignore' must be a boolean (true/false), got {raw['ignore']!r}")
+    try:
+        severity = Severity.parse(raw["severity"]) if "severity" in raw else None
+    except ValueError as exc:
+        raise ParamError(str(exc)) from None
+    pattern = _CASE_PATTERN.validate(raw.get("pattern"))
+    return Case(
+        pattern=None if pattern is None else pattern.pattern,
+        labels=_case_labels(raw.get("labels", {})),
+        override=Override(summary=raw.get("summary"), fix=raw.get("fix"), severity=severity),
+        ignore=raw.get("ignore", False),
+    )
+
+
+def _case_labels(raw: Any) -> dict[str, tuple[str, ...]]:
+    """`labels = { code = ["13", "43"] }` (or one string) as label -> accepted values."""
+    if not isinstance(raw, dict):
+        raise ParamError(f"'labels' must be a table such as {{ code = [\"13\"] }}, got {raw!r}")
+    out = {}
+    for name, values in raw.items():
+        listed = [values] if isinstance(values, str) else values
+        if not isinstance(listed, list) or not all(isinstance(v, str) for v in listed):
+            raise ParamError(f"labels.{name} must be a string or a list of strings, got {values!r}")
+        out[name] = tuple(listed)
+    return out
+
+
+def _detail(raw: Any) -> str:
+    if not isinstance(raw, str):
+        raise ParamError(f"must be a string holding a regex, got {raw!r}")
+    pattern = Param("details", Kind.REGEX).validate(raw)
+    if not pattern.groupindex:
+        raise ParamError(f"{raw!r} has no named group (?P<name>...) to fill a placeholder")
+    return str(pattern.pattern)
+
+
+def _build(params: Mapping[str, Any]) -> Rule:
+    pattern = params["pattern"]
+    label_names = tuple(pattern.groupindex)
+    details: tuple[str, ...] = params["details"] or ()
+    cases: tuple[Case, ...] = params["cases"] or ()
+    for name in {n for d in details for n in _group_names(d)}:
+        if name in _RESERVED or name in label_names:
+            what = "a label of 'pattern'" if name in label_names else "a placeholder of its own"
+            raise ParamError(f"details group {name!r} is {what}: rename it", name="details")
+    for number, case in enumerate(cases, 1):
+        unknown = sorted(set(case.labels) - set(label_names))
+        if unknown:
+            raise ParamError(
+                f"cases item {number}: labels {', '.join(unknown)} are not named groups of "
+                f"'pattern' (it has: {', '.join(label_names) or 'none'})",
+                name="cases",
+            )
+    return ClassifyRule(
+        pattern=pattern.pattern,
+        label_names=label_names,
+        details=details,
+        cases=cases,
+        wrapped=params["wrapped"],
+    )
+
+
+def _templates(params: Mapping[str, Any]) -> Templates:
+    details: tuple[str, ...] = params["details"] or ()
+    cases: tuple[Case, ...] = params["cases"] or ()
+    return Templates(
+        fields=frozenset(n for d in details for n in _group_names(d)),
+        summaries=tuple(
+            (f"cases item {number}", case.override.summary)
+            for number, case in enumerate(cases, 1)
+            if case.override.summary is not None
+        ),
+    )
+
+
+CLASSIFY_RULE_TYPES: dict[str, RuleType] = {
+    "classify": RuleType(
+        (
+            Param("pattern", Kind.REGEX, required=True),
+            Param("details", Kind.LIST, items=_detail),
+            Param("cases", Kind.LIST, items=_case),
+            Param("wrapped", Kind.BOOL, default=False),
+        ),
+        _build,
+        _templates,
+    ),
+}
+"""The `classify` rule type (`logwatch.rules.registry` assembles every rule type)."""
+
+__all__ = ["CLASSIFY_RULE_TYPES", "Case", "ClassifyRule"]
