@@ -5,6 +5,7 @@ restarting now. Also the run facts that needs (start time, pid, last step), fold
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -16,6 +17,14 @@ from logwatch.gpu.model import NvmlStatus
 
 ENRICHED_RULES = ("nvml-disabled", "gpu-metrics-missing")
 INSTALL_FIX = "uv pip install nvidia-ml-py"
+_OTHER_CAUSE = re.compile(
+    r"(?i)version mismatch|LibRmVersionMismatch|libnvidia-ml\.so|LibraryNotFound|Shared Library Not"
+    r"|Unknown Error|NoPermission|Insufficient Permissions|DriverNotLoaded|Driver Not Loaded"
+    r"|Can't initialize NVML"
+)
+"""What an `nvml-disabled` line says when the cause is not a missing nvidia-ml-py: the rule's own
+case gave that cause's fix, and "install nvidia-ml-py" would be wrong (a driver mismatch needs a
+reboot, a container without its driver needs the GPUs attached)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +86,8 @@ def enrich(
     if event.rule not in ENRICHED_RULES or event.status != FIRING:
         return event
     if gpu_status is None or not gpu_status.available:
+        return event
+    if event.rule == "nvml-disabled" and _OTHER_CAUSE.search(event.text):
         return event
     what = (
         "the log says NVML is off"

@@ -270,3 +270,31 @@ def test_unusable_saved_gpu_state_is_said_and_started_afresh(tmp_path: Path) -> 
     link.close()
     assert tail.said("the saved gpu state is unusable") == 1
     assert tail.said("resuming at line 2") == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "fix_says"),
+    [
+        ("Failed to initialize NVML: Driver/library version mismatch", "reboot the node"),
+        ("pynvml.NVMLError_LibraryNotFound: NVML Shared Library Not Found", "--gpus all"),
+        ("Failed to initialize NVML: Unknown Error", "restart the container"),
+    ],
+)
+def test_nvml_causes_other_than_a_missing_module_keep_their_own_fix(
+    tmp_path: Path, line: str, fix_says: str
+) -> None:
+    """With NVML working here, an nvml-disabled whose line names another cause keeps that
+    cause's fix: `pip install nvidia-ml-py` does not mend a driver mismatch or a container
+    without its driver."""
+    (tmp_path / "train.log").write_text(
+        "2026-11-28 14:00:00,000 INFO [train] run start: run_id=a pid=100 gpus=8\n"
+        f"2026-11-28 14:00:01,000 WARNING [telemetry] {line}; GPU telemetry disabled\n"
+    )
+    clock = FakeClock(start=datetime(2026, 11, 28, 16, 30, 0))
+    tail, link = linked_tail(tmp_path, FakeGpuReader(count=8), clock)
+    with running(tail.driver) as driver:
+        driver.sync()
+    [alert] = [e for e in tail.sink.events if e.rule == "nvml-disabled"]
+    assert fix_says in alert.fix and "pip install nvidia-ml-py" not in alert.fix
+    assert "lacks nvidia-ml-py" not in alert.summary
+    link.close()
