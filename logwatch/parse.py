@@ -3,7 +3,9 @@
 Each metric is found by key, anywhere in the line, so prefixes (`[rank3]:`, timestamps, MPI
 tags) never hide it and key order never matters. Patterns cover the DFlash log, Hugging Face
 Trainer dicts, Megatron-LM / NeMo, torchtitan, nanoGPT, Lightning / tqdm bars, mmengine / mmcv /
-xtuner, fairseq and DeepSpeed, plus a generic `key=value` / `key: value` form for loss-like keys.
+xtuner, fairseq and DeepSpeed, OpenNMT (`xent`), darknet, detectron2 and ESPnet, plus a generic
+`key=value` / `key: value` form for loss-like keys. Any non-finite training-loss key on a line makes
+its `loss` non-finite; NaNs said in words (`Loss became infinite or NaN`) count as NaN.
 The line shapes they accept come from real logs: see tests/data/dialects.toml and
 samples/trainers/SOURCES.md.
 """
@@ -73,7 +75,11 @@ MEGATRON_NAN = r"Unexpected result ([-+]?(?i:nan|inf))\b[^\n]*found (?i:nan|inf)
 # Any loss-like key (`avr_loss=nan`, `loss_net: nan`), for lines no known dialect matched;
 # scale / validation / best-so-far keys are not losses.
 GENERIC_LOSS = (
-    r"(?i)(?-u:\b)[\w./-]*loss[\w./-]*['\"]?\s*[=:]\s*['\"]?(?:" + NUMBER + r")" + _PADDING + _END
+    r"(?i)(?-u:\b)[\w./-]*loss[\w./-]*['\"]?\s*[=:]\s*['\"]?(?:tensor\()?(?:"
+    + NUMBER
+    + r")"
+    + _PADDING
+    + _END
 )
 _NOT_A_LOSS = (
     r"(?i)(?:^|[_/.\- ])(?:val|valid|validation|eval|test|best|min|max|scale|weight|threshold"
@@ -250,7 +256,7 @@ def _generic_loss() -> pl.Expr:
     )
     return (
         keep.list.first()
-        .str.extract(r"[=:]\s*['\"]?(" + NUMBER + ")", 1)
+        .str.extract(r"[=:]\s*['\"]?(?:tensor\()?(" + NUMBER + ")", 1)
         .cast(pl.Float64, strict=False)
     )
 

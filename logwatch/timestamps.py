@@ -57,11 +57,11 @@ def dated_timestamp() -> pl.Expr:
 
 
 def yearless_timestamp() -> pl.Expr:
-    """A timestamp without a year, in the year column `_year`: detectron2 `[06/09 11:05:25]`,
+    """A timestamp without a year, in the year column `_year`: detectron2 `[06/09 11:05:25 d2.utils.events]`,
     syslog `Nov 28 14:09:05`, glog `E1130 06:31:02.118` (torch's c10 prints `E626`)."""
     head = pl.col("text").str.slice(0, _TS_HEAD_CHARS)
     year = pl.col("_year").cast(pl.String)
-    short = head.str.extract_groups(r"\[(\d{2})/(\d{2}) (\d{2}):(\d{2}):(\d{2})\]")
+    short = head.str.extract_groups(r"\[(\d{2})/(\d{2}) (\d{2}):(\d{2}):(\d{2})[\] ]")
     syslog = head.str.extract_groups(
         r"^(?:<\d+>)?" + _MONTH_NAMES + r" +(\d{1,2}) (\d{2}):(\d{2}):(\d{2})\b"
     )
