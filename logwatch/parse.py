@@ -86,9 +86,10 @@ _NOT_A_LOSS = (
     r"|coef|coeff|ratio|target)(?:$|[_/.\- ])"
 )
 
-# A non-finite spelling as a whole word (`nan`, `-nan`, `NaN`, `inf`, `Infinity`, `nan.0`): the
-# cheap gate in front of every NaN-only extractor. `INFO`, `nan_free`, `nanmean` do not pass it.
-NONFINITE_WORD = r"(?i:nan|inf(?:inity)?)(?:[^A-Za-z_]|$)"
+# One literal pass selects the lines every rare loss extractor below looks at: a non-finite
+# spelling (`nan`, `NaN`, `-nan`, `inf`, `INF ` but not `INFO`), OpenNMT's `xent`, darknet's
+# ` rate, `. Each extractor is exact on its own; this only keeps them off healthy lines.
+RARE_LOSS_GATE = r"nan|NaN|NAN|inf|Inf|INF |INF,|INF\||INF$|xent| rate, "
 # Every loss-keyed value on a line, for lines that say a non-finite word: sub-losses (`model_loss
 # inf` after `image_loss 5.0`), table rows (`| model_loss/Average    nan`), keys in dashes or
 # Markdown emphasis (`-----loss-----:  tensor(nan`, `**loss**: nan**`). The word before the key
@@ -231,7 +232,7 @@ def _any_nonfinite_loss(frame: pl.DataFrame) -> pl.Series:
     is (`image_loss 5.0 / model_loss inf`). NeMo's own `reduced_train_loss` stays primary over
     Lightning's running `loss=` (a NaN there lasts 20 steps after the real one recovered)."""
     rows = frame.select(
-        pl.col("_nonfinite") & pl.col("_has_loss_word") & ~pl.col("_nemo_rows")
+        pl.col("_rare_loss_rows") & pl.col("_has_loss_word") & ~pl.col("_nemo_rows")
     ).to_series()
     found = _sparse(frame, rows, _nonfinite_loss_value(), "loss")
     loss = frame.get_column("loss")
@@ -242,7 +243,7 @@ def _any_nonfinite_loss(frame: pl.DataFrame) -> pl.Series:
 def _darknet_rank(frame: pl.DataFrame) -> pl.Series:
     """darknet's ` 74: ` is its batch number, not an `srun --label` rank prefix."""
     rank = frame.get_column("rank")
-    rows = frame.get_column("_darknet_rows")
+    rows = frame.get_column("_rare_loss_rows")
     if not rows.any():
         return rank
     darknet = _sparse(frame, rows, pl.col("text").str.contains(DARKNET_PATTERN), "_darknet")
@@ -371,9 +372,7 @@ def _dense(frame: pl.DataFrame) -> pl.DataFrame:
             txt.str.contains(r"(?i)valid|epoch\(val").alias("_maybe_validation"),
             txt.str.contains(r"(?i)loss").alias("_has_loss_word"),
             txt.str.contains("nan iterations", literal=True).alias("_nan_iter_rows"),
-            txt.str.contains(NONFINITE_WORD).alias("_nonfinite"),
-            txt.str.contains("xent", literal=True).alias("_xent_rows"),
-            txt.str.contains(" rate, ", literal=True).alias("_darknet_rows"),
+            txt.str.contains(RARE_LOSS_GATE).alias("_rare_loss_rows"),
         )
         .with_columns(_keyed_metrics())
         .drop("_loss_g", "_grad_g")
@@ -406,11 +405,11 @@ def _by_priority(frame: pl.DataFrame) -> pl.DataFrame:
             [
                 (col("_nemo_rows"), _number("reduced_train_loss")),
                 (col("_megatron_rows"), _value(MEGATRON_NAN + "forward loss")),
-                (col("_nonfinite"), _nan_if(LOSS_NAN_WORDS)),
-                (col("_darknet_rows"), _darknet_loss()),
+                (col("_rare_loss_rows"), _nan_if(LOSS_NAN_WORDS)),
+                (col("_rare_loss_rows"), _darknet_loss()),
                 (col("_tag_rows"), _number(r"\[loss\]")),
                 (col("_loss_blocked"), _first_training_loss()),
-                (col("_xent_rows"), _training_value(XENT_PATTERN)),
+                (col("_rare_loss_rows"), _training_value(XENT_PATTERN)),
             ],
             dense_after=3,
         )
@@ -421,7 +420,7 @@ def _by_priority(frame: pl.DataFrame) -> pl.DataFrame:
             "grad_norm",
             [
                 (col("_megatron_rows"), _value(MEGATRON_NAN + "grad norm")),
-                (col("_nonfinite"), _nan_if(GRAD_NAN_WORDS)),
+                (col("_rare_loss_rows"), _nan_if(GRAD_NAN_WORDS)),
             ],
             dense_after=2,
         ),
@@ -430,7 +429,7 @@ def _by_priority(frame: pl.DataFrame) -> pl.DataFrame:
             "step",
             [
                 (col("_bracket_rows") | col("_train_rows"), _integer(BRACKET_STEP_PATTERN)),
-                (col("_darknet_rows"), _integer(DARKNET_PATTERN)),
+                (col("_rare_loss_rows"), _integer(DARKNET_PATTERN)),
                 (col("_tag_rows"), _integer(r"\[step\]\s*(\d+)")),
             ],
             dense_after=0,
