@@ -3,7 +3,9 @@
 Each metric is found by key, anywhere in the line, so prefixes (`[rank3]:`, timestamps, MPI
 tags) never hide it and key order never matters. Patterns cover the DFlash log, Hugging Face
 Trainer dicts, Megatron-LM / NeMo, torchtitan, nanoGPT, Lightning / tqdm bars, mmengine / mmcv /
-xtuner, fairseq and DeepSpeed, plus a generic `key=value` / `key: value` form for loss-like keys.
+xtuner, fairseq and DeepSpeed, OpenNMT (`xent`), darknet, detectron2 and ESPnet, plus a generic
+`key=value` / `key: value` form for loss-like keys. Any non-finite training-loss key on a line makes
+its `loss` non-finite; NaNs said in words (`Loss became infinite or NaN`) count as NaN.
 The line shapes they accept come from real logs: see tests/data/dialects.toml and
 samples/trainers/SOURCES.md.
 """
@@ -13,6 +15,8 @@ from __future__ import annotations
 from datetime import datetime
 
 import polars as pl
+
+from logwatch.timestamps import ParsedBlock, dated_timestamp, yearless_timestamp
 
 # A number as trainers print it, non-finite spellings included: nan, NaN, NAN, -nan, inf,
 # -inf, Infinity, 6.7E+00, .5 (polars reads all of these as Float64).
@@ -55,7 +59,8 @@ LR_KEY = r"(?i:lr|learning[ _]rate)"
 # 500000` and `--steps=2000` are configuration, not progress; slurm's `STEP 123456.0` is a job step.
 STEP_KEY = r"(?:(?:global_step|num_updates|[Ss]tep|[Ii]teration|[Ii]ter)\s*[=:]?|[Ss]teps:)"
 _STEP_VALUE = r"(\d+(?:\.\d+)?(?:[eE]\+?\d+)?)"
-STEP_PATTERN = _BEFORE + STEP_KEY + r"\s*" + _STEP_VALUE + r"(?:\s*/\s*\d+)?(?:[\s,|\]}):]|$)"
+# OpenNMT ends its step with `;` (`Step 5650/50000;`), detectron2 with `!` (`iteration=2137!`).
+STEP_PATTERN = _BEFORE + STEP_KEY + r"\s*" + _STEP_VALUE + r"(?:\s*/\s*\d+)?(?:[\s,|\]}):;!]|$)"
 # mmengine `Iter(train) [ 510/2046]`, `Epoch(train) [1][ 50/1000]`; mmcv `Epoch [1][200/62598]`
 BRACKET_STEP_PATTERN = (
     r"(?i:iter|epoch)(?:\(train\))?\s*(?:\[\s*\d+\s*\])?\s*\[\s*(\d+)\s*/\s*\d+\s*\]"
@@ -70,12 +75,47 @@ MEGATRON_NAN = r"Unexpected result ([-+]?(?i:nan|inf))\b[^\n]*found (?i:nan|inf)
 # Any loss-like key (`avr_loss=nan`, `loss_net: nan`), for lines no known dialect matched;
 # scale / validation / best-so-far keys are not losses.
 GENERIC_LOSS = (
-    r"(?i)(?-u:\b)[\w./-]*loss[\w./-]*['\"]?\s*[=:]\s*['\"]?(?:" + NUMBER + r")" + _PADDING + _END
+    r"(?i)(?-u:\b)[\w./-]*loss[\w./-]*['\"]?\s*[=:]\s*['\"]?(?:tensor\()?(?:"
+    + NUMBER
+    + r")"
+    + _PADDING
+    + _END
 )
 _NOT_A_LOSS = (
     r"(?i)(?:^|[_/.\- ])(?:val|valid|validation|eval|test|best|min|max|scale|weight|threshold"
     r"|coef|coeff|ratio|target)(?:$|[_/.\- ])"
 )
+
+# One literal pass selects the lines every rare loss extractor below looks at: a non-finite
+# spelling (`nan`, `NaN`, `-nan`, `inf`, `INF ` but not `INFO`), OpenNMT's `xent`, darknet's
+# ` rate, `. Each extractor is exact on its own; this only keeps them off healthy lines.
+RARE_LOSS_GATE = r"nan|NaN|NAN|inf|Inf|INF |INF,|INF\||INF$|xent| rate, "
+# Every loss-keyed value on a line, for lines that say a non-finite word: sub-losses (`model_loss
+# inf` after `image_loss 5.0`), table rows (`| model_loss/Average    nan`), keys in dashes or
+# Markdown emphasis (`-----loss-----:  tensor(nan`, `**loss**: nan**`). The word before the key
+# is captured (`val loss`, `best loss`).
+ANY_LOSS = (
+    r"(?:([A-Za-z]+) )?([\w./*-]*(?i:loss)[\w./*-]*)['\"]?\]?\s*(?:[=:]\s*|\s+)['\"\[]?(?:tensor\()?("
+    + NUMBER
+    + ")"
+    + _PADDING
+    + r"""(?:[\s,|\]})';"*/]|$)"""
+)
+# OpenNMT-py reports its training loss as `xent` (its ppl is exp(xent)).
+XENT_PATTERN = r"(?-u:\b)(?:([A-Za-z]+) )?xent" + _SEP + "(" + NUMBER + ")" + _PADDING + _END
+# darknet / YOLO, positional: ` 74: -nan, -nan avg loss, 0.000100 rate, ...` (batch: loss, running
+# average, learning rate); pjreddie's older form prints `avg,` without `loss`.
+DARKNET_PATTERN = (
+    r"^\s*(\d+): (" + NUMBER + "), (" + NUMBER + r") avg(?: loss)?, (" + NUMBER + ") rate, "
+)
+# NaNs reported in words, no value printed: detectron2's anomaly check, a trainer zeroing a bad
+# loss; torch anomaly mode names the backward function (a gradient, so grad_norm).
+LOSS_NAN_WORDS = r"Loss became infinite or NaN at iteration|\[NaN/Inf detected\] Loss\b"
+GRAD_NAN_WORDS = r"Function '[^']+' returned (?i:nan) values in its \d+\w* output"
+
+# Lightning's `train_loss_epoch` averages the past epoch: after one NaN step it stays NaN for the
+# whole next epoch, so on a line with the step's own loss it does not make that loss NaN.
+_AGGREGATE = r"(?i)[_/]epoch$"
 
 SCHEMA: dict[str, pl.DataType] = {
     "source": pl.String(),
@@ -100,13 +140,6 @@ SCHEMA: dict[str, pl.DataType] = {
 """The frame every parser produces and every rule reads. Metric columns are null where the line
 has no such value. `telemetry` holds a snapshot's `key=value` pairs (`gpu/0/util`...)."""
 
-_TS_HEAD_CHARS = 96
-_MONTHS = {
-    m: i
-    for i, m in enumerate(
-        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1
-    )
-}
 _LOGGING_TS_FORMAT = "%Y-%m-%d %H:%M:%S,%3f"  # Python logging's default, the most common by far
 
 
@@ -158,6 +191,65 @@ def _first_training_loss() -> pl.Expr:
     return value.cast(pl.Float64, strict=False)
 
 
+def _training_value(pattern: str) -> pl.Expr:
+    """`pattern`'s value (group 2), unless the word before (group 1) says validation / best."""
+    groups = pl.col("text").str.extract_groups(pattern)
+    blocked = groups.struct.field("1").str.contains(NOT_TRAINING).fill_null(False)
+    value = groups.struct.field("2").cast(pl.Float64, strict=False)
+    return pl.when(blocked).then(None).otherwise(value)
+
+
+def _nan_if(pattern: str) -> pl.Expr:
+    """NaN where the line says `pattern` (a NaN reported in words), else null."""
+    return pl.when(pl.col("text").str.contains(pattern)).then(pl.lit(float("nan")))
+
+
+def _darknet_loss() -> pl.Expr:
+    """darknet's batch loss, or its running average when only that one is non-finite."""
+    groups = pl.col("text").str.extract_groups(DARKNET_PATTERN)
+    batch = groups.struct.field("2").cast(pl.Float64, strict=False)
+    average = groups.struct.field("3").cast(pl.Float64, strict=False)
+    return pl.when(batch.is_finite() & ~average.is_finite()).then(average).otherwise(batch)
+
+
+def _nonfinite_loss_value() -> pl.Expr:
+    """The first non-finite value of a training-loss key on the line (sub-losses included;
+    validation, best-so-far, epoch-average, scale and weight keys are not), else null."""
+    match = pl.element().str.extract_groups(ANY_LOSS)
+    value = match.struct.field("3").cast(pl.Float64, strict=False)
+    keep = (
+        ~match.struct.field("1").str.contains(NOT_TRAINING).fill_null(False)
+        & ~match.struct.field("2").str.contains(_NOT_A_LOSS)
+        & ~match.struct.field("2").str.contains(_AGGREGATE)
+        & ~value.is_finite()
+    )
+    first = pl.col("text").str.extract_all(ANY_LOSS).list.eval(pl.element().filter(keep))
+    return first.list.first().str.extract(ANY_LOSS, 3).cast(pl.Float64, strict=False)
+
+
+def _any_nonfinite_loss(frame: pl.DataFrame) -> pl.Series:
+    """`loss` as the primary loss, made non-finite when another training-loss key on the line
+    is (`image_loss 5.0 / model_loss inf`). NeMo's own `reduced_train_loss` stays primary over
+    Lightning's running `loss=` (a NaN there lasts 20 steps after the real one recovered)."""
+    rows = frame.select(
+        pl.col("_rare_loss_rows") & pl.col("_has_loss_word") & ~pl.col("_nemo_rows")
+    ).to_series()
+    found = _sparse(frame, rows, _nonfinite_loss_value(), "loss")
+    loss = frame.get_column("loss")
+    replace = found.is_not_null() & loss.is_finite().fill_null(True)
+    return loss.zip_with(~replace, found).alias("loss")
+
+
+def _darknet_rank(frame: pl.DataFrame) -> pl.Series:
+    """darknet's ` 74: ` is its batch number, not an `srun --label` rank prefix."""
+    rank = frame.get_column("rank")
+    rows = frame.get_column("_rare_loss_rows")
+    if not rows.any():
+        return rank
+    darknet = _sparse(frame, rows, pl.col("text").str.contains(DARKNET_PATTERN), "_darknet")
+    return rank.zip_with(~darknet.fill_null(False), pl.Series([None], dtype=rank.dtype))
+
+
 def _generic_loss() -> pl.Expr:
     pairs = pl.col("text").str.extract_all(GENERIC_LOSS)
     keep = pairs.list.eval(
@@ -165,45 +257,8 @@ def _generic_loss() -> pl.Expr:
     )
     return (
         keep.list.first()
-        .str.extract(r"[=:]\s*['\"]?(" + NUMBER + ")", 1)
+        .str.extract(r"[=:]\s*['\"]?(?:tensor\()?(" + NUMBER + ")", 1)
         .cast(pl.Float64, strict=False)
-    )
-
-
-def _timestamp(default_year: int) -> pl.Expr:
-    """The line's own timestamp near its start, in any common form; null when it has none."""
-    head = pl.col("text").str.slice(0, _TS_HEAD_CHARS)
-    iso = head.str.extract_groups(
-        r"(\d{4})[-/](\d{2})[-/](\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
-    )
-    short = head.str.extract_groups(r"\[(\d{2})/(\d{2}) (\d{2}):(\d{2}):(\d{2})\]")
-    syslog = head.str.extract_groups(
-        r"^(?:<\d+>)?(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2})\b"
-    )
-    year = pl.lit(str(default_year))
-    frac = iso.struct.field("7").fill_null("0").str.pad_end(6, "0").str.slice(0, 6)
-    iso_text = pl.format(
-        "{}-{}-{} {}:{}:{}.{}",
-        *(iso.struct.field(str(i)) for i in range(1, 7)),
-        frac,
-    )
-    short_text = pl.format(
-        "{}-{}-{} {}:{}:{}.000000", year, *(short.struct.field(str(i)) for i in range(1, 6))
-    )
-    month = syslog.struct.field("1").replace_strict(
-        {k: f"{v:02d}" for k, v in _MONTHS.items()}, default=None
-    )
-    syslog_text = pl.format(
-        "{}-{}-{} {}:{}:{}.000000",
-        year,
-        month,
-        syslog.struct.field("2").str.pad_start(2, "0"),
-        *(syslog.struct.field(str(i)) for i in range(3, 6)),
-    )
-    return (
-        pl.coalesce(iso_text, short_text, syslog_text)
-        .str.to_datetime("%Y-%m-%d %H:%M:%S%.6f", time_unit="us", strict=False)
-        .alias("ts")
     )
 
 
@@ -245,8 +300,18 @@ def parse_lines(
 
     Dense columns (metrics most lines of a training log carry) are extracted over the whole
     block; sparse ones (snapshots, rank prefixes, rare dialects, timestamp fallbacks) only over
-    the rows a cheap literal test selects, then filled in.
+    the rows a cheap literal test selects, then filled in. A timestamp without a year takes the
+    year of the last dated line before it in the block, else `default_year` (this year when
+    None); `parse_block` says which lines took `default_year`, for drivers that carry the year
+    from block to block.
     """
+    return parse_block(text, source=source, first_line=first_line, default_year=default_year).frame
+
+
+def parse_block(
+    text: pl.Series, *, source: str, first_line: int, default_year: int | None = None
+) -> ParsedBlock:
+    """`parse_lines`, with where its timestamps without a year got their year."""
     year = default_year if default_year is not None else datetime.now().year
     n = text.len()
     frame = pl.DataFrame(
@@ -257,9 +322,26 @@ def parse_lines(
         }
     )
     frame = frame.hstack(_dense(frame).get_columns())
-    frame = _rare(frame, year)
+    frame, head_rows, last_year = _timestamps(frame, year)
+    frame = _rare(frame)
     frame = _by_priority(frame)
-    return _derived(frame).select([pl.col(name).cast(dtype) for name, dtype in SCHEMA.items()])
+    frame = _derived(frame).select([pl.col(name).cast(dtype) for name, dtype in SCHEMA.items()])
+    return ParsedBlock(frame, default_year=year, head_rows=head_rows, last_year=last_year)
+
+
+def _timestamps(frame: pl.DataFrame, year: int) -> tuple[pl.DataFrame, int, int | None]:
+    """`ts` from every form (logging's default was read densely), the rows before the block's
+    first full date, and the year of its last one."""
+    nulls = frame.get_column("ts").is_null()
+    dated = _fill(frame, "ts", _sparse(frame, nulls, dated_timestamp(), "ts"))
+    years = dated.dt.year()
+    found = years.drop_nulls()
+    head_rows = int(years.is_not_null().arg_max() or 0) if found.len() else frame.height
+    last_year = int(found[-1]) if found.len() else None
+    frame = frame.with_columns(dated, years.forward_fill().fill_null(year).alias("_year"))
+    rows = dated.is_null()
+    yearless = _sparse(frame, rows, yearless_timestamp(), "ts", columns=("text", "_year"))
+    return frame.with_columns(_fill(frame, "ts", yearless)), head_rows, last_year
 
 
 def _dense(frame: pl.DataFrame) -> pl.DataFrame:
@@ -290,6 +372,7 @@ def _dense(frame: pl.DataFrame) -> pl.DataFrame:
             txt.str.contains(r"(?i)valid|epoch\(val").alias("_maybe_validation"),
             txt.str.contains(r"(?i)loss").alias("_has_loss_word"),
             txt.str.contains("nan iterations", literal=True).alias("_nan_iter_rows"),
+            txt.str.contains(RARE_LOSS_GATE).alias("_rare_loss_rows"),
         )
         .with_columns(_keyed_metrics())
         .drop("_loss_g", "_grad_g")
@@ -297,11 +380,10 @@ def _dense(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _rare(frame: pl.DataFrame, year: int) -> pl.DataFrame:
+def _rare(frame: pl.DataFrame) -> pl.DataFrame:
     """Columns only a few lines carry, extracted on the rows their prefilter selected."""
     col = frame.get_column
     return frame.with_columns(
-        _fill(frame, "ts", _sparse(frame, col("ts").is_null(), _timestamp(year), "ts")),
         _sparse(frame, col("_rank_rows"), _rank(), "rank"),
         _sparse(frame, col("snapshot"), _telemetry(), "telemetry"),
         _sparse(frame, col("run_start"), _integer(r"\bpid=(\d+)"), "pid"),
@@ -323,30 +405,38 @@ def _by_priority(frame: pl.DataFrame) -> pl.DataFrame:
             [
                 (col("_nemo_rows"), _number("reduced_train_loss")),
                 (col("_megatron_rows"), _value(MEGATRON_NAN + "forward loss")),
+                (col("_rare_loss_rows"), _nan_if(LOSS_NAN_WORDS)),
+                (col("_rare_loss_rows"), _darknet_loss()),
                 (col("_tag_rows"), _number(r"\[loss\]")),
                 (col("_loss_blocked"), _first_training_loss()),
+                (col("_rare_loss_rows"), _training_value(XENT_PATTERN)),
             ],
-            dense_after=1,
+            dense_after=3,
         )
     )
     frame = frame.with_columns(
         _first_of(
             frame,
             "grad_norm",
-            [(col("_megatron_rows"), _value(MEGATRON_NAN + "grad norm"))],
-            dense_after=1,
+            [
+                (col("_megatron_rows"), _value(MEGATRON_NAN + "grad norm")),
+                (col("_rare_loss_rows"), _nan_if(GRAD_NAN_WORDS)),
+            ],
+            dense_after=2,
         ),
         _first_of(
             frame,
             "step",
             [
                 (col("_bracket_rows") | col("_train_rows"), _integer(BRACKET_STEP_PATTERN)),
+                (col("_rare_loss_rows"), _integer(DARKNET_PATTERN)),
                 (col("_tag_rows"), _integer(r"\[step\]\s*(\d+)")),
             ],
             dense_after=0,
         ),
         _fill(frame, "loss", _sparse(frame, _generic_rows(frame), _generic_loss(), "loss")),
     )
+    frame = frame.with_columns(_any_nonfinite_loss(frame), _darknet_rank(frame))
     validation = frame.get_column("_validation").fill_null(False)
     if validation.any():
         frame = frame.with_columns(
@@ -391,8 +481,16 @@ def _first_of(
     return frame.select(pl.coalesce(ordered).alias(name)).to_series()
 
 
-def _sparse(frame: pl.DataFrame, rows: pl.Series, expr: pl.Expr, name: str) -> pl.Series:
-    """`expr` evaluated only where `rows` is true (null elsewhere), as a full-length column."""
+def _sparse(
+    frame: pl.DataFrame,
+    rows: pl.Series,
+    expr: pl.Expr,
+    name: str,
+    *,
+    columns: tuple[str, ...] = ("text",),
+) -> pl.Series:
+    """`expr` (over `columns`) evaluated only where `rows` is true (null elsewhere), as a
+    full-length column."""
     dtype = SCHEMA.get(name, pl.Boolean())
     picked = rows.fill_null(False)
     count = int(picked.sum())
@@ -401,7 +499,7 @@ def _sparse(frame: pl.DataFrame, rows: pl.Series, expr: pl.Expr, name: str) -> p
     if count == frame.height:
         return frame.select(expr.cast(dtype).alias(name)).to_series()
     index = picked.arg_true()
-    values = frame.select(pl.col("text")).filter(picked).select(expr.cast(dtype).alias(name))
+    values = frame.select(columns).filter(picked).select(expr.cast(dtype).alias(name))
     if dtype.is_nested():
         return (
             pl.DataFrame({"_i": pl.int_range(0, frame.height, eager=True, dtype=pl.UInt32)})

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import math
+import os
 import tomllib
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
 
+from logwatch.drivers.replay import replay, scan_log
 from logwatch.parse import SCHEMA, parse_lines
+from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.sources.framing import lines_to_series
 
-CORPUS = tomllib.loads((Path(__file__).parent / "data" / "dialects.toml").read_text("utf-8"))[
-    "line"
-]
+DIALECTS = tomllib.loads((Path(__file__).parent / "data" / "dialects.toml").read_text("utf-8"))
+CORPUS = DIALECTS["line"]
+NEGATIVE = DIALECTS["negative"]
+RULES = load_rules([builtin_rules_dir()])
 FIELDS = ("loss", "grad_norm", "lr", "step", "rank")
 
 
@@ -50,6 +55,19 @@ def test_dialect_line(case: dict[str, Any]) -> None:
             assert same(expected, got), (
                 f"{name}: expected {expected!r}, got {got!r} in {case['text']!r}"
             )
+    if "ts" in case:
+        assert str(row["ts"]) == case["ts"], case["text"]
+
+
+@pytest.mark.parametrize(
+    "case", NEGATIVE, ids=[f"negative-{i}" for i in range(1, len(NEGATIVE) + 1)]
+)
+def test_negative_line_raises_no_alert(case: dict[str, Any], tmp_path: Path) -> None:
+    """Healthy lines, validation-only NaNs, `nan` in paths and configs, a NaN metric beside a
+    finite loss and nvidia-smi's ECC header fire no built-in rule."""
+    log = tmp_path / "train.log"
+    log.write_text(case["text"] + "\n", encoding="utf-8")
+    assert [(e.rule, e.line) for e in replay([str(log)], RULES).events] == []
 
 
 def test_frame_has_exactly_the_schema() -> None:
@@ -188,3 +206,32 @@ def test_megatron_nan_iterations_count() -> None:
         "number of skipped iterations:   3 | number of nan iterations:   3 |"
     )
     assert row["nan_iterations"] == 3 and row["loss"] == pytest.approx(2.345678)
+
+
+YEARLESS_LOG = (
+    "Nov 30 06:31:02 node7 kernel: NVRM: loading\n"  # before any dated line: the file's year
+    "2024-11-30 06:31:05,000 INFO [train] step 1 | loss 2.0\n"
+    "Nov 30 06:31:40 node7 kernel: NVRM: Xid (PCI:0000:05:00): 31\n"
+    "E1130 06:31:41.118 12345 ProcessGroupNCCL.cpp:12] watchdog\n"
+    "[11/30 06:31:42] d2.utils.events INFO: iter: 19  total_loss: 2.1\n"
+)
+
+
+@pytest.mark.parametrize("block_bytes", [1 << 20, 64, 1])
+def test_lines_without_a_year_take_the_year_of_the_dated_line_before(
+    tmp_path: Path, block_bytes: int
+) -> None:
+    """syslog, glog and detectron2 times take the year of the last dated line before them in
+    the file, however it is split into blocks; before any dated line, the file's mtime year."""
+    log = tmp_path / "train.log"
+    log.write_text(YEARLESS_LOG, encoding="utf-8")
+    written = datetime(2023, 6, 1).timestamp()
+    os.utime(log, (written, written))
+    frame = pl.concat(scan_log(log, block_bytes=block_bytes))
+    assert [str(ts) for ts in frame.get_column("ts")] == [
+        "2023-11-30 06:31:02",
+        "2024-11-30 06:31:05",
+        "2024-11-30 06:31:40",
+        "2024-11-30 06:31:41.118000",
+        "2024-11-30 06:31:42",
+    ]

@@ -15,7 +15,7 @@ import polars as pl
 from logwatch.alerts import AlertEvent
 from logwatch.engine import Engine, ErrorHandler, SourceStats
 from logwatch.errors import InputError
-from logwatch.parse import SCHEMA, parse_lines
+from logwatch.parse import SCHEMA, parse_block
 from logwatch.rules.loader import RuleSpec
 from logwatch.sources.framing import (
     DEFAULT_BLOCK_BYTES,
@@ -24,6 +24,7 @@ from logwatch.sources.framing import (
     read_blocks,
 )
 from logwatch.sources.streams import check_readable, close_stream, open_log
+from logwatch.timestamps import ParsedBlock, YearCarry
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -71,18 +72,21 @@ def _scan(
 ) -> Iterator[tuple[pl.DataFrame, int, int]]:
     """(frame, end offset, size on disk) per block: read on one thread, parsed on `workers`."""
     stream, total, year = open_log(path)
+    # Blocks parse in parallel, so a block's yearless head is moved to the carried year after.
+    carry = YearCarry(year)
     try:
         blocks = read_blocks(
             stream, block_bytes=options.block_bytes, max_line_bytes=options.max_line_bytes
         )
 
-        def parse(block: LineBlock) -> tuple[pl.DataFrame, int, int]:
-            frame = parse_lines(
+        def parse(block: LineBlock) -> tuple[ParsedBlock, int]:
+            parsed = parse_block(
                 block.text, source=source, first_line=block.first_line, default_year=year
             )
-            return frame, block.end_offset, total
+            return parsed, block.end_offset
 
-        yield from _ordered_map(parse, _prefetch(blocks), workers=options.workers)
+        for parsed, end_offset in _ordered_map(parse, _prefetch(blocks), workers=options.workers):
+            yield carry.frame(parsed), end_offset, total
     except EOFError as exc:
         raise InputError(
             f"{path}: damaged compressed data ({exc}); the lines before the damage were checked, "

@@ -22,7 +22,7 @@ from logwatch.clock import Clock, SystemClock
 from logwatch.drivers.checkpoint import Checkpoint, StateDir
 from logwatch.drivers.plugins import TailPlugin
 from logwatch.engine import Engine
-from logwatch.parse import parse_lines
+from logwatch.parse import parse_block
 from logwatch.rules.log import StallRule, WallClockRule
 from logwatch.sinks.base import Sink
 from logwatch.sources.fileset import FileSet
@@ -260,12 +260,16 @@ class TailDriver:
         return self.engine.restart(follower.source, line=1, ts=None, why=why)
 
     def _process(self, follower: Follower, batch: Batch) -> list[AlertEvent]:
-        frame = parse_lines(
+        parsed = parse_block(
             batch.text,
             source=follower.source,
             first_line=batch.first_line,
             default_year=follower.year,
         )
+        frame = parsed.frame
+        if parsed.last_year is not None:
+            # Lines without a year (glog, syslog) take the year of the last dated line before.
+            follower.year = parsed.last_year
         for plugin in self.plugins:
             plugin.observe(frame)
         return self.engine.process(frame)

@@ -131,6 +131,7 @@ class Follower:
         st = os.fstat(fd)
         self.path, self.source, self.fd, self.options = path, source, fd, options
         self.dev, self.ino = st.st_dev, st.st_ino
+        # Lines without a year take this: the mtime's year until a dated line is read (tail).
         self.year = datetime.fromtimestamp(st.st_mtime).year
         self.generation = 0
         self.detached_at: float | None = None  # the path stopped naming this file

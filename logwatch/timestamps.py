@@ -1,0 +1,124 @@
+"""Timestamps in every common form, and the year of those printed without one.
+
+glog (`E1130 06:31:02.118`), syslog (`Nov 28 14:09:05`) and detectron2 (`[06/09 11:05:25]`)
+print no year: such a line takes the year of the last dated line before it in the same source
+(`2026-11-28 ...`, `dmesg -T`'s `[Mon Nov 30 06:31:40 2026]`), carried from block to block by
+the driver (`YearCarry`), so any split of a file gives the same timestamps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+_TS_HEAD_CHARS = 96
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1
+    )
+}
+
+
+_MONTH_NAMES = "(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_TS_PARSE = "%Y-%m-%d %H:%M:%S%.6f"
+
+
+def _month(name: pl.Expr) -> pl.Expr:
+    return name.replace_strict({k: f"{v:02d}" for k, v in _MONTHS.items()}, default=None)
+
+
+def dated_timestamp() -> pl.Expr:
+    """A timestamp with its year near the line's start: ISO-like, or `dmesg -T`'s
+    `[Mon Nov 30 06:31:40 2026]`; null when the line has none."""
+    head = pl.col("text").str.slice(0, _TS_HEAD_CHARS)
+    iso = head.str.extract_groups(
+        r"(\d{4})[-/](\d{2})[-/](\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
+    )
+    ctime = head.str.extract_groups(
+        r"^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + _MONTH_NAMES + r" +(\d{1,2}) "
+        r"(\d{2}):(\d{2}):(\d{2}) (\d{4})\]"
+    )
+    frac = iso.struct.field("7").fill_null("0").str.pad_end(6, "0").str.slice(0, 6)
+    iso_text = pl.format(
+        "{}-{}-{} {}:{}:{}.{}", *(iso.struct.field(str(i)) for i in range(1, 7)), frac
+    )
+    ctime_text = pl.format(
+        "{}-{}-{} {}:{}:{}.000000",
+        ctime.struct.field("6"),
+        _month(ctime.struct.field("1")),
+        ctime.struct.field("2").str.pad_start(2, "0"),
+        *(ctime.struct.field(str(i)) for i in range(3, 6)),
+    )
+    return pl.coalesce(iso_text, ctime_text).str.to_datetime(
+        _TS_PARSE, time_unit="us", strict=False
+    )
+
+
+def yearless_timestamp() -> pl.Expr:
+    """A timestamp without a year, in the year column `_year`: detectron2 `[06/09 11:05:25 d2.utils.events]`,
+    syslog `Nov 28 14:09:05`, glog `E1130 06:31:02.118` (torch's c10 prints `E626`)."""
+    head = pl.col("text").str.slice(0, _TS_HEAD_CHARS)
+    year = pl.col("_year").cast(pl.String)
+    short = head.str.extract_groups(r"\[(\d{2})/(\d{2}) (\d{2}):(\d{2}):(\d{2})[\] ]")
+    syslog = head.str.extract_groups(
+        r"^(?:<\d+>)?" + _MONTH_NAMES + r" +(\d{1,2}) (\d{2}):(\d{2}):(\d{2})\b"
+    )
+    glog = head.str.extract_groups(
+        r"(?:^|[\[:\]]\s*)[IWEF](\d{1,2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))? "
+    )
+    short_text = pl.format(
+        "{}-{}-{} {}:{}:{}.000000", year, *(short.struct.field(str(i)) for i in range(1, 6))
+    )
+    syslog_text = pl.format(
+        "{}-{}-{} {}:{}:{}.000000",
+        year,
+        _month(syslog.struct.field("1")),
+        syslog.struct.field("2").str.pad_start(2, "0"),
+        *(syslog.struct.field(str(i)) for i in range(3, 6)),
+    )
+    glog_frac = glog.struct.field("6").fill_null("0").str.pad_end(6, "0").str.slice(0, 6)
+    glog_text = pl.format(
+        "{}-{}-{} {}:{}:{}.{}",
+        year,
+        glog.struct.field("1").str.pad_start(2, "0"),
+        *(glog.struct.field(str(i)) for i in range(2, 6)),
+        glog_frac,
+    )
+    return pl.coalesce(short_text, syslog_text, glog_text).str.to_datetime(
+        _TS_PARSE, time_unit="us", strict=False
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedBlock:
+    """A parsed block and where its timestamps without a year got theirs."""
+
+    frame: pl.DataFrame
+    default_year: int  # given to yearless lines before the block's first dated line
+    head_rows: int  # the rows before that first dated line
+    last_year: int | None  # the year of the block's last dated line
+
+    def in_year(self, year: int) -> pl.DataFrame:
+        """The frame with its head's yearless timestamps moved to `year`."""
+        if year == self.default_year or self.head_rows == 0:
+            return self.frame
+        ts = pl.col("ts")
+        head = pl.int_range(pl.len()) < self.head_rows
+        moved = ts.dt.offset_by(f"{year - self.default_year}y")
+        return self.frame.with_columns(pl.when(head).then(moved).otherwise(ts).alias("ts"))
+
+
+@dataclass(slots=True)
+class YearCarry:
+    """The year of the last dated line of one source, carried across its blocks."""
+
+    year: int  # until a dated line is seen: the year the file was last written
+
+    def frame(self, block: ParsedBlock) -> pl.DataFrame:
+        """`block`'s frame with its head in the carried year; then carry the block's own."""
+        frame = block.in_year(self.year)
+        if block.last_year is not None:
+            self.year = block.last_year
+        return frame
