@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from logwatch import __version__
-from logwatch.alerts import Severity
+from logwatch.alerts import AlertEvent, Severity
 from logwatch.config import Config, config_rules, default_state_dir, find_config, load_config
 from logwatch.doctor import run_doctor
 from logwatch.drivers.replay import ReplayOptions, replay
@@ -184,6 +184,13 @@ def cli() -> None:
 @click.option(
     "--notify", is_flag=True, help="Post one digest message to Slack ([slack] in the config)."
 )
+@click.option(
+    "--export-metrics",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the metrics as OpenMetrics with the log's timestamps (for `promtool tsdb "
+    "create-blocks-from openmetrics`).",
+)
 @CONFIG_OPTION
 @STATE_DIR_OPTION
 @VERBOSE_OPTION
@@ -195,6 +202,7 @@ def replay_cmd(
     fail_on: str | None,
     max_line_bytes: int,
     notify: bool,
+    export_metrics: Path | None,
     config_path: str | None,
     state_dir: str | None,
     verbose: bool,
@@ -203,17 +211,28 @@ def replay_cmd(
     config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
     sink = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and wants_colour(sys.stdout))
     progress = _Progress()
+    timeline = _timeline() if export_metrics is not None else None
+
+    def on_event(event: AlertEvent) -> None:
+        sink.emit(event)
+        if timeline is not None:
+            timeline.add_event(event)
+
     try:
         result = replay(
             paths,
             specs,
             options=ReplayOptions(max_line_bytes=max_line_bytes),
             progress=progress,
-            on_event=sink.emit,
+            on_event=on_event,
             on_error=_warn_rule_error,
+            on_frame=timeline.add_frame if timeline is not None else None,
         )
     finally:
         progress.close()
+    if timeline is not None and export_metrics is not None:
+        samples = timeline.write(export_metrics)
+        _status_line(f"{samples} metric samples written to {export_metrics} (OpenMetrics)")
     if fmt == "text":
         if not result.events:
             click.echo("no alerts")
@@ -231,6 +250,12 @@ def replay_cmd(
         threshold = Severity.parse(fail_on)
         if any(e.severity >= threshold and e.status == "firing" for e in result.events):
             sys.exit(1)
+
+
+def _timeline() -> Any:
+    from logwatch.metrics.openmetrics import MetricsTimeline
+
+    return MetricsTimeline()
 
 
 def _text_or_json(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
