@@ -96,6 +96,12 @@ class MetricsExporter(Plugin):
             return None
         return f"http://{self.address[0]}:{self.address[1]}/metrics"
 
+    def text(self) -> str:
+        """What a scrape gets now, in the Prometheus text format."""
+        from prometheus_client import generate_latest
+
+        return bytes(generate_latest(self._registry)).decode()
+
     def observe(self, frame: pl.DataFrame) -> None:
         """Fold one batch: lines read, last step, last finite loss, last q_hs."""
         if frame.is_empty():

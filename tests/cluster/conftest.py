@@ -42,7 +42,10 @@ class Cluster:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "train.log").write_text(log, encoding="utf-8")
         (folder / "logwatch.toml").write_text(config, encoding="utf-8")
-        node = Node(folder, ["--config", str(folder / "logwatch.toml"), *args])
+        return self.adopt(Node(folder, ["--config", str(folder / "logwatch.toml"), *args]))
+
+    def adopt(self, node: Node) -> Node:
+        """Kill this node at teardown too."""
         self._nodes.append(node)
         return node
 

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from tests.cluster.clusterkit import NAN, RECOVERED, RUN, START, am_config, append
 from tests.cluster.conftest import Cluster
-from tests.cluster.engines import free_port, wait_for
+from tests.cluster.engines import Node, free_port, wait_for
 
 
 def _when(text: str) -> datetime:
@@ -25,6 +25,7 @@ def test_alert_shows_in_alertmanager_with_its_labels_and_ends_when_the_log_recov
     am = cluster.alertmanager("am", hook).start()
     node = cluster.node("n1", am_config(am.url), log=START)
     node.wait_following()
+    assert node.said(f"alerts to the terminal, Alertmanager {am.url}")
     log = node.folder / "train.log"
     append(log, NAN)
     [alert] = wait_for(am.alerts, 30, "the alert in Alertmanager")
@@ -95,3 +96,24 @@ def test_killed_logwatch_alert_expires_at_its_ends_at(cluster: Cluster) -> None:
     assert last_lease <= ended
     assert (ended - last_lease).total_seconds() <= 2.5
     assert ended.timestamp() - killed <= 5.0  # the lease: 4 x 1s after the last post
+
+
+def test_restarted_logwatch_announces_what_still_fires(cluster: Cluster) -> None:
+    """A logwatch killed while an alert fires, restarted against an Alertmanager that lost
+    everything, posts that alert again from its state directory (no new log line needed)."""
+    hook = cluster.webhook()
+    am = cluster.alertmanager("am", hook).start()
+    config = am_config(am.url)
+    node = cluster.node("n1", config, log=START)
+    node.wait_following()
+    append(node.folder / "train.log", NAN)
+    [before] = wait_for(am.alerts, 30, "the alert in Alertmanager")
+    node.kill()
+    am.stop()
+    fresh = cluster.alertmanager("am-fresh", hook, port=am.port).start()
+    assert fresh.alerts() == []
+    again = Node(node.folder, ["--config", str(node.folder / "logwatch.toml")])
+    cluster.adopt(again)
+    [after] = wait_for(fresh.alerts, 60, "the alert announced again")
+    assert after["labels"] == before["labels"]
+    assert after["startsAt"] == before["startsAt"]  # the same incident, not a new one
