@@ -22,6 +22,7 @@ posts to a closed port (its retries are then part of the cost) and the report sa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import shutil
@@ -34,18 +35,17 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from logwatch.cluster_config import AlertmanagerConfig
+from logwatch.drivers.tail import TailDriver, TailOptions
+from logwatch.engine import Engine
+from logwatch.metrics.exporter import MetricsExporter
+from logwatch.rules.loader import builtin_rules_dir, load_rules
+from logwatch.sinks.alertmanager.payload import Identity
+from logwatch.sinks.alertmanager.sink import AlertmanagerSink
+from logwatch.sinks.base import ListSink
+from logwatch.sinks.fanout import FanOut
 
-from logwatch.cluster_config import AlertmanagerConfig  # noqa: E402  (after the path fix)
-from logwatch.drivers.tail import TailDriver, TailOptions  # noqa: E402
-from logwatch.engine import Engine  # noqa: E402
-from logwatch.metrics.exporter import MetricsExporter  # noqa: E402
-from logwatch.rules.loader import builtin_rules_dir, load_rules  # noqa: E402
-from logwatch.sinks.alertmanager.payload import Identity  # noqa: E402
-from logwatch.sinks.alertmanager.sink import AlertmanagerSink  # noqa: E402
-from logwatch.sinks.base import ListSink  # noqa: E402
-from logwatch.sinks.fanout import FanOut  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 STEP = (
     "2026-11-28 14:02:07,199 INFO [train] step {n}/200000 | loss 2.1182 | acc 0.242 | "
@@ -70,8 +70,13 @@ def start_alertmanager(folder: Path) -> tuple[subprocess.Popen[bytes] | None, st
     config = folder / "am.yml"
     config.write_text("route:\n  receiver: none\nreceivers:\n  - name: none\n", encoding="utf-8")
     proc = subprocess.Popen(
-        [binary, f"--config.file={config}", f"--storage.path={folder / 'am'}"]
-        + [f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
+        [
+            binary,
+            f"--config.file={config}",
+            f"--storage.path={folder / 'am'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--cluster.listen-address=",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -223,10 +228,8 @@ def idle_cpu(files: int, seconds: float, am_url: str, work: Path) -> dict[str, f
     before = {name: cpu_s(p.pid) for name, p in procs.items()}
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        try:
+        with contextlib.suppress(OSError):
             urllib.request.urlopen(f"http://{metrics}/metrics", timeout=2).read()
-        except OSError:
-            pass
         time.sleep(5.0)
     out = {name: (cpu_s(p.pid) - before[name]) / seconds for name, p in procs.items()}
     for p in procs.values():
