@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from logwatch import __version__
-from logwatch.alerts import Severity
+from logwatch.alerts import AlertEvent, Severity
 from logwatch.config import Config, config_rules, default_state_dir, find_config, load_config
 from logwatch.doctor import run_doctor
 from logwatch.drivers.replay import ReplayOptions, replay
@@ -184,6 +184,13 @@ def cli() -> None:
 @click.option(
     "--notify", is_flag=True, help="Post one digest message to Slack ([slack] in the config)."
 )
+@click.option(
+    "--export-metrics",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the metrics as OpenMetrics with the log's timestamps (for `promtool tsdb "
+    "create-blocks-from openmetrics`).",
+)
 @CONFIG_OPTION
 @STATE_DIR_OPTION
 @VERBOSE_OPTION
@@ -195,6 +202,7 @@ def replay_cmd(
     fail_on: str | None,
     max_line_bytes: int,
     notify: bool,
+    export_metrics: Path | None,
     config_path: str | None,
     state_dir: str | None,
     verbose: bool,
@@ -203,17 +211,28 @@ def replay_cmd(
     config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
     sink = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and wants_colour(sys.stdout))
     progress = _Progress()
+    timeline = _timeline() if export_metrics is not None else None
+
+    def on_event(event: AlertEvent) -> None:
+        sink.emit(event)
+        if timeline is not None:
+            timeline.add_event(event)
+
     try:
         result = replay(
             paths,
             specs,
             options=ReplayOptions(max_line_bytes=max_line_bytes),
             progress=progress,
-            on_event=sink.emit,
+            on_event=on_event,
             on_error=_warn_rule_error,
+            on_frame=timeline.add_frame if timeline is not None else None,
         )
     finally:
         progress.close()
+    if timeline is not None and export_metrics is not None:
+        samples = timeline.write(export_metrics)
+        _status_line(f"{samples} metric samples written to {export_metrics} (OpenMetrics)")
     if fmt == "text":
         if not result.events:
             click.echo("no alerts")
@@ -231,6 +250,12 @@ def replay_cmd(
         threshold = Severity.parse(fail_on)
         if any(e.severity >= threshold and e.status == "firing" for e in result.events):
             sys.exit(1)
+
+
+def _timeline() -> Any:
+    from logwatch.metrics.openmetrics import MetricsTimeline
+
+    return MetricsTimeline()
 
 
 def _text_or_json(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -327,6 +352,25 @@ class _Duration(click.ParamType):  # type: ignore[type-arg]  # generic since cli
     default=None,
     help="NVML sampling interval [default: the config's [gpu] interval, else 5s].",
 )
+@click.option(
+    "--alertmanager",
+    "alertmanager_urls",
+    multiple=True,
+    metavar="URL",
+    help="Post alerts to this Alertmanager (every HA peer: repeat it) [default: [alertmanager] urls].",
+)
+@click.option(
+    "--metrics",
+    metavar="HOST:PORT",
+    default=None,
+    help="Serve Prometheus /metrics here, e.g. 127.0.0.1:9808 [default: [prometheus] listen].",
+)
+@click.option(
+    "--metrics-textfile",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write logwatch.prom into this node-exporter textfile-collector folder.",
+)
 @CONFIG_OPTION
 @VERBOSE_OPTION
 def tail_cmd(
@@ -342,12 +386,16 @@ def tail_cmd(
     max_line_bytes: int,
     gpu_mode: str | None,
     gpu_interval: float | None,
+    alertmanager_urls: tuple[str, ...],
+    metrics: str | None,
+    metrics_textfile: Path | None,
     config_path: str | None,
     verbose: bool,
 ) -> None:
     """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
+    from logwatch.cluster_config import with_cluster_options
     from logwatch.drivers.runner import check_patterns, run_tail
-    from logwatch.drivers.startup import startup_lines
+    from logwatch.drivers.startup import metrics_line, startup_lines
     from logwatch.drivers.statesafe import secure_state_dir
     from logwatch.drivers.tail import StartMode, TailOptions
     from logwatch.sources.follow import FollowOptions
@@ -355,6 +403,7 @@ def tail_cmd(
     if from_beginning and from_end:
         raise click.UsageError("--from-beginning and --from-end exclude each other; pick one")
     config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
+    config = with_cluster_options(config, alertmanager_urls, metrics, metrics_textfile)
     state_dir = state_dir or default_state_dir()
     secure_state_dir(state_dir)  # before the Slack sink reads silences and its spool there
     start = (
@@ -377,6 +426,9 @@ def tail_cmd(
     terminal = TerminalSink(sys.stdout, fmt=fmt, silences=SilenceStore(state_dir, report=status))
     sinks = open_sinks(terminal, config, state_dir)
     startup = [*startup_lines(patterns, specs, state_dir, config), *gpu_line]
+    exporter = start_exporter(config, sinks, gpu)
+    if exporter is not None:
+        startup.append(metrics_line(exporter.endpoint, exporter.textfile))
     with _logging(verbose):
         run_tail(
             patterns,
@@ -385,7 +437,7 @@ def tail_cmd(
             state_dir=state_dir,
             options=options,
             status=status,
-            plugins=[gpu] if gpu is not None else [],
+            plugins=[p for p in (gpu, exporter) if p is not None],  # the exporter counts last
             startup=startup,
         )
 
@@ -559,6 +611,32 @@ def start_gpu_link(
     if settings.mode == "off":
         return None
     return GpuLink(started, specs)
+
+
+def start_exporter(config: Config, sinks: Sequence[Any], gpu: Any) -> Any:
+    """The Prometheus exporter the config and options ask for (None when neither does); when
+    it cannot start, the sinks and the GPU side are closed before the error goes up."""
+    if config.prometheus is None:
+        return None
+    from logwatch.hostinfo import environment_run
+    from logwatch.metrics.exporter import exporter_for
+    from logwatch.sinks.registry import sink_backlogs
+
+    try:
+        return exporter_for(
+            config.prometheus.listen,
+            config.prometheus.textfile_dir,
+            backlogs=sink_backlogs(sinks, config),
+            gpu=gpu,
+            export_gpu=config.gpu.export,
+            env_run=environment_run(),
+        )
+    except BaseException:
+        for sink in sinks:
+            sink.close()
+        if gpu is not None:
+            gpu.close()
+        raise
 
 
 def main(argv: Sequence[str] | None = None) -> None:

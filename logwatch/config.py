@@ -1,4 +1,5 @@
-"""The config file (`logwatch.toml`): Slack, rule overrides, alert lifecycle, GPU; `file:line:` errors."""
+"""The config file (`logwatch.toml`): Slack, Alertmanager, Prometheus, rule overrides, alert
+lifecycle, GPU; `file:line:` errors."""
 
 from __future__ import annotations
 
@@ -10,6 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from logwatch.cluster_config import (
+    AlertmanagerConfig,
+    PrometheusConfig,
+    read_alertmanager,
+    read_prometheus,
+)
 from logwatch.durations import parse_duration
 from logwatch.errors import ConfigError
 from logwatch.gpu.model import GpuMode
@@ -21,10 +28,13 @@ from logwatch.rules.registry import duration_params
 DEFAULT_CONFIG = Path("logwatch.toml")
 SLACK_API = "https://slack.com/api/"
 DEFAULT_INHIBIT = (("nvml-disabled", "gpu-metrics-missing"),)
-_TOP_KEYS = {"slack", "rules", "alerts", "gpu", "rule_packs", "builtin_rules"}
+_TOP_KEYS = {"slack", "alertmanager", "prometheus", "rules", "alerts", "gpu"} | {
+    "rule_packs",
+    "builtin_rules",
+}
 _SLACK_KEYS = {"channel", "base_url", "token_file", "webhook_url_env", "timeout"}
 _ALERT_KEYS = {"group_wait", "repeat_interval", "inhibit", "notify_on_resolve"}
-_GPU_KEYS = {"mode", "interval", "notify_unavailable"}
+_GPU_KEYS = {"mode", "interval", "notify_unavailable", "export"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -61,6 +71,7 @@ class GpuConfig:
     mode: GpuMode = GpuMode.AUTO
     interval_s: float = 5.0
     notify_unavailable: bool = False  # `logwatch-gpu-unavailable` to Slack too, not only stdout
+    export: bool = True  # GPU series in /metrics (false where dcgm-exporter runs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +80,8 @@ class Config:
 
     path: Path | None = None
     slack: SlackConfig | None = None
+    alertmanager: AlertmanagerConfig | None = None
+    prometheus: PrometheusConfig | None = None
     alerts: AlertsConfig = AlertsConfig()
     gpu: GpuConfig = GpuConfig()
     rule_packs: tuple[Path, ...] = ()
@@ -80,7 +93,8 @@ class Config:
     @property
     def sink_tables(self) -> frozenset[str]:
         """The sink tables this config has ([slack], ...): what `sinks.registry` opens."""
-        tables = {"slack": self.slack}  # a new sink: its table's field here, its parser below
+        # a new sink: its table's field here, its parser below
+        tables = {"slack": self.slack, "alertmanager": self.alertmanager}
         return frozenset(name for name, table in tables.items() if table is not None)
 
     def where(self, rule_id: str, key: str | None = None) -> str:
@@ -255,6 +269,12 @@ class _Reader:
         return Config(
             path=self.file,
             slack=self.slack(self.table(data, "slack")) if "slack" in data else None,
+            alertmanager=read_alertmanager(self, self.table(data, "alertmanager"))
+            if "alertmanager" in data
+            else None,
+            prometheus=read_prometheus(self, self.table(data, "prometheus"))
+            if "prometheus" in data
+            else None,
             alerts=self.alerts(alerts),
             gpu=self.gpu(self.table(data, "gpu")),
             rule_packs=tuple((self.file.parent / p) for p in packs),
@@ -372,7 +392,10 @@ class _Reader:
         if interval <= 0:
             raise self.fail(self.key_line("gpu", "interval"), "'interval' must be more than 0s")
         notify = self.typed("gpu", data, "notify_unavailable", bool, False)
-        return GpuConfig(mode=GpuMode(mode), interval_s=interval, notify_unavailable=notify)
+        export = self.typed("gpu", data, "export", bool, True)
+        return GpuConfig(
+            mode=GpuMode(mode), interval_s=interval, notify_unavailable=notify, export=export
+        )
 
     def rules(self, data: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
         """The `[rules.<id>]` tables, checked as far as they can be without the rule packs (the
@@ -408,6 +431,7 @@ class _Reader:
 
 
 _TYPE_NAMES = {
+    dict: "table",
     str: "string",
     bool: "boolean (true/false)",
     list: "list",

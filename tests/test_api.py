@@ -38,10 +38,10 @@ def test_every_public_name_is_importable_from_the_package() -> None:
 
 
 def test_import_logwatch_stays_light() -> None:
-    """`import logwatch` loads neither slack_sdk, pynvml, click nor watchdog."""
+    """`import logwatch` loads neither slack_sdk, pynvml, click, watchdog nor prometheus_client."""
     code = (
         "import sys, logwatch\n"
-        "heavy = {'slack_sdk', 'pynvml', 'click', 'watchdog'}\n"
+        "heavy = {'slack_sdk', 'pynvml', 'click', 'watchdog', 'prometheus_client'}\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -105,11 +105,15 @@ def replay_file(
     options: ReplayOptions = ReplayOptions(),
     progress: Progress | None = None,
     source: str | None = None,
+    on_frame: Callable[[pl.DataFrame], None] | None = None,
 ) -> Iterator[AlertEvent]:
-    """Yield the alert events of one file, in file order; `source` names it (default: `path`)."""
+    """Yield the alert events of one file, in file order; `source` names it (default: `path`),
+    `on_frame` sees each parsed block."""
     name = source or path
     engine.state_of(name)
     for frame, end_offset, total in _scan(path, name, options):
+        if on_frame is not None:
+            on_frame(frame)
         yield from engine.process(frame)
         if progress is not None:
             progress(path, end_offset, total)
@@ -234,13 +238,15 @@ def replay(
     progress: Progress | None = None,
     on_event: Callable[[AlertEvent], None] | None = None,
     on_error: ErrorHandler | None = None,
+    on_frame: Callable[[pl.DataFrame], None] | None = None,
 ) -> ReplayResult:
     """Replay files one after another through one engine; each file is its own source."""
     check_readable(paths)
     engine = Engine(rules, on_error=on_error)
     events: list[AlertEvent] = []
     for path in paths:
-        for event in replay_file(path, engine, options=options, progress=progress):
+        blocks = replay_file(path, engine, options=options, progress=progress, on_frame=on_frame)
+        for event in blocks:
             events.append(event)
             if on_event is not None:
                 on_event(event)

@@ -54,9 +54,18 @@ def sinks_line(config: Config) -> str:
     if config.slack is not None:
         where = "" if config.slack.mode == "webhook" else f" #{config.slack.channel}"
         sinks.append(f"Slack{where} ({config.slack.mode})")
-    sinks += sorted(config.sink_tables - {"slack"})
+    if config.alertmanager is not None:
+        sinks.append(f"Alertmanager {', '.join(config.alertmanager.urls)}")
+    sinks += sorted(config.sink_tables - {"slack", "alertmanager"})
     return "alerts to " + ", ".join(sinks)
 
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def metrics_line(endpoint: str | None, textfile: Path | None) -> str:
+    """`metrics on http://127.0.0.1:9808/metrics` and / or `metrics to DIR/logwatch.prom`."""
+    where = [f"on {endpoint}"] if endpoint else []
+    where += [f"to {textfile} (node-exporter textfile)"] if textfile else []
+    return "metrics " + " and ".join(where)

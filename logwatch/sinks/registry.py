@@ -2,13 +2,15 @@
 
 A new destination is one entry here plus the parser of its config table in `config.py`. Each
 factory imports its sink when called, so importing this module pulls in no client library
-(`slack_sdk` loads only when a config has a [slack] table).
+(`slack_sdk` loads only when a config has a [slack] table). A sink with a `backlog()` (what it
+still has to deliver) shows in `logwatch_delivery_queue_depth{sink}`, keyed by its table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from logwatch.config import Config
 from logwatch.sinks.base import Sink
@@ -23,8 +25,15 @@ def _slack(config: Config, state_dir: Path) -> Sink:
     return open_slack_sink(config, state_dir)
 
 
+def _alertmanager(config: Config, state_dir: Path) -> Sink:
+    from logwatch.sinks.alertmanager.sink import open_alertmanager_sink
+
+    return open_alertmanager_sink(config, state_dir)
+
+
 SINKS: dict[str, SinkFactory] = {
     "slack": _slack,
+    "alertmanager": _alertmanager,
 }
 
 
@@ -39,3 +48,23 @@ def open_sinks(
         if table in config.sink_tables
     ]
     return [terminal, *opened]
+
+
+@runtime_checkable
+class Backlogged(Protocol):
+    """A sink that can say how much it still has to deliver."""
+
+    def backlog(self) -> int:
+        """Items accepted but not yet delivered."""
+        ...
+
+
+def sink_backlogs(sinks: Sequence[Sink], config: Config) -> dict[str, Callable[[], int]]:
+    """`backlog()` of each opened config sink that has one, by its table name."""
+    tables = [table for table in SINKS if table in config.sink_tables]
+    # open_sinks puts the terminal first, then one sink per table in registry order
+    return {
+        table: sink.backlog
+        for table, sink in zip(tables, sinks[1:], strict=False)
+        if isinstance(sink, Backlogged)
+    }

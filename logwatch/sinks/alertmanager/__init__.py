@@ -1,0 +1,1 @@
+"""Alertmanager: alert events to every HA peer as API v2 alerts."""

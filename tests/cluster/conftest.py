@@ -1,0 +1,68 @@
+"""Fixtures for the tests against the real Alertmanager and Prometheus: everything started
+through `cluster` is stopped (or killed) at teardown, whatever the test did."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cluster.engines import Alertmanager, Engine, Node, Prometheus, Webhook
+
+
+class Cluster:
+    """Starts engines, webhook receivers and logwatch nodes under one temp folder."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._engines: list[Engine] = []
+        self._nodes: list[Node] = []
+        self._hooks: list[Webhook] = []
+
+    def webhook(self) -> Webhook:
+        hook = Webhook()
+        self._hooks.append(hook)
+        return hook
+
+    def alertmanager(self, name: str, webhook: Webhook, **options: Any) -> Alertmanager:
+        am = Alertmanager(self.root / name, webhook, **options)
+        self._engines.append(am)
+        return am
+
+    def prometheus(self, targets: list[str]) -> Prometheus:
+        prom = Prometheus(self.root / "prometheus", targets)
+        self._engines.append(prom)
+        return prom
+
+    def node(self, name: str, config: str, *args: str, log: str = "") -> Node:
+        """A logwatch tail on ROOT/name/*.log with `config` as its logwatch.toml."""
+        folder = self.root / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "train.log").write_text(log, encoding="utf-8")
+        (folder / "logwatch.toml").write_text(config, encoding="utf-8")
+        return self.adopt(Node(folder, ["--config", str(folder / "logwatch.toml"), *args]))
+
+    def adopt(self, node: Node) -> Node:
+        """Kill this node at teardown too."""
+        self._nodes.append(node)
+        return node
+
+    def close(self) -> None:
+        for node in self._nodes:
+            node.kill()
+        for engine in self._engines:
+            engine.stop()
+        for hook in self._hooks:
+            hook.close()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    """Real engines on loopback, torn down at the end of the test."""
+    started = Cluster(tmp_path)
+    try:
+        yield started
+    finally:
+        started.close()
