@@ -222,8 +222,9 @@ def _compile(table: Any, at: _Locator, overrides: Overrides | None) -> RuleSpec:
     summary: str = values["summary"]
     given_resolved: str | None = values["resolved_summary"]
     resolved = "resolved: " + summary if given_resolved is None else given_resolved
-    fields = blame.template("summary", summary, set(given))
-    fields |= blame.template("resolved_summary", resolved, set(given))
+    known = set(given) | rule_type.fields
+    fields = blame.template("summary", summary, known)
+    fields |= blame.template("resolved_summary", resolved, known)
     return RuleSpec(
         id=rule_id,
         type=kind,

@@ -22,12 +22,14 @@ from logwatch.rules.params import Columns, Kind, Param
 
 @dataclass(frozen=True, slots=True)
 class Transition:
-    """An alert of one rule fired or resolved at a row of the frame."""
+    """An alert of one rule fired or resolved at a row of the frame. `fields` add to (or, for
+    a transition decided after its line's batch, replace) what the summary reads from the row."""
 
     row: int
     status: Status
     value: float | None
     labels: Mapping[str, str] = field(default_factory=dict)
+    fields: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Rule(Protocol):
@@ -202,6 +204,16 @@ class WallClockRule(Rule, Protocol):
         ...
 
 
+@runtime_checkable
+class EndOfInputRule(Rule, Protocol):
+    """A rule that waits for lines that may never come. `replay` calls `finish` when a file
+    ends; a live driver cannot know the end, so such a rule also needs another way to decide."""
+
+    def finish(self, state: dict[str, Any]) -> tuple[list[Transition], dict[str, Any]]:
+        """Transitions now that no line follows (a transition's `fields` give its line)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class StallRule:
     """Fires when a source that was receiving lines gets none for `stall_after_s` of wall time;
@@ -246,6 +258,7 @@ class RuleType:
 
     params: tuple[Param, ...]
     build: Callable[[Mapping[str, Any]], Rule]
+    fields: frozenset[str] = frozenset()  # what its transitions add for summaries to show
 
 
 FLOAT_COLUMNS = ("loss", "grad_norm", "lr")
@@ -298,6 +311,7 @@ LOG_RULE_TYPES: dict[str, RuleType] = {
 
 __all__ = [
     "LOG_RULE_TYPES",
+    "EndOfInputRule",
     "MatchRule",
     "NonFiniteRule",
     "Rule",
