@@ -4,9 +4,10 @@ A traceback alone does not mean the run died: a caught exception printed with it
 can be followed by more training. So a traceback's final exception line is held as *pending*
 until something decides:
 - a line that only a dead run prints: torch elastic's `failed (exitcode: N) local_rank: R`,
-  its `ChildFailedError` summary (`rank : N (local_rank: ...)`, `exitcode : -9 (pid: ...)`),
-  `Signals.SIGKILL`, DeepSpeed's launcher `exits with return code = N` (N != 0): the alert
-  fires at that line;
+  the Root Cause block of its `ChildFailedError` summary (`rank : N (local_rank: ...)`,
+  `exitcode : -9 (pid: ...)`), `Signals.SIGKILL`, DeepSpeed's launcher `exits with return code
+  = N` (N != 0): the alert fires at that line (a `ChildFailedError` traceback that the log ends
+  on is a pending exception like any other);
 - training progress (a loss, grad norm or throughput) from the same rank, or from a line
   without a rank: the traceback was survived, it is dropped;
 - the end of the input (`replay`: the file ends after it) or, live, `quiet_after` of wall time
@@ -43,9 +44,10 @@ _DECIDING: tuple[tuple[str, int | None, int | None], ...] = (
     (r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)", 2, 1),  # torch elastic agent
     (r"^\s*rank\s*: (\d+) \(local_rank", 1, None),  # elastic Root Cause block
     (r"^\s*exitcode\s*: (-?\d+) \(pid", None, 1),
-    (r"ChildFailedError", None, None),
-    (r"Signals\.SIGKILL", None, None),
-    (r"exits with return code = (-?[1-9]\d*)", None, 1),  # DeepSpeed launcher
+    (r"Signals\.SIGKILL|Signal 9 \(SIGKILL\) received", None, None),
+    # DeepSpeed's launcher names the rank in the command it ran
+    (r"--local_rank=(\d+).*exits with return code = (-?[1-9]\d*)", 1, 2),
+    (r"exits with return code = (-?[1-9]\d*)", None, 1),
 )
 _EXCEPTION_CHARS = 200
 
