@@ -51,7 +51,9 @@ def _with_fields(
     return out
 
 
-_HIGH = StreakRule(applies=pl.lit(True), condition=pl.col("_high"), count=1, value_column="_x")
+_HIGH = StreakRule(
+    applies=pl.col("_x").is_not_null(), condition=pl.col("_high"), count=1, value_column="_x"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +127,10 @@ class DropRule:
 
     def _streak(self) -> StreakRule:
         return StreakRule(
-            applies=pl.lit(True), condition=pl.col("_low"), count=self.count, value_column="_x"
+            applies=pl.col("_x").is_not_null(),
+            condition=pl.col("_low"),
+            count=self.count,
+            value_column="_x",
         )
 
     def initial_state(self) -> dict[str, Any]:
