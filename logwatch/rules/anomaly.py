@@ -1,9 +1,14 @@
 """Rule types that compare a metric with its own recent history: `spike` (a loss above a robust
 band) and `drop` (throughput under a fraction of its rolling median).
 
-Both keep the last `window` values in their state and evaluate rolling statistics over that tail
-followed by the batch, so every row sees the same `window` predecessors whatever the split of
-the file into batches. A rule fires only once a full window of history is there.
+Both keep the last `window` values in their state and look at that tail followed by the batch,
+so every value is judged against the same `window` predecessors whatever the split of the file
+into batches; a rule fires only once a full window of history is there.
+
+`spike` needs its band at every value (a noisy loss is near it often), so it uses rolling
+medians. `drop` is rarely near its threshold: a cheap rolling max first picks the values that
+could be under it, and the exact window median is computed for those (and the rows right after
+them, where an alert can resolve) only.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ import polars as pl
 from logwatch.rules.log import Rule, RuleType, StreakRule, Transition
 from logwatch.rules.params import Kind, Param
 
-# A robust scale needs a few values before it means anything; the band is only used once a full
-# window is there, these are the deviations that feed the early part of that window.
+_MIN_WINDOW = 5
+# The spike band's median and MAD use partial windows early on (a robust scale needs a few
+# values); the band is only used once a full window is there.
 _MIN_SAMPLES = 5
 
 # Lines after which the next throughput report is a pause, not a slowdown: checkpoint saves and
@@ -28,6 +34,51 @@ PAUSE_PATTERN = (
     r"Running Evaluation|[Ee]valuating|eval_loss|[Vv]alidation|validating|Epoch\(val\)|"
     r"saving checkpoint|save_checkpoint"
 )
+
+
+def _series(tail: list[float], values: pl.Series) -> pl.Series:
+    """The carried tail followed by this batch's values."""
+    return pl.concat([pl.Series(tail, dtype=pl.Float64), values.cast(pl.Float64)])
+
+
+def _bound(x: pl.Series, window: int, *, low: bool) -> pl.Series:
+    """The min (or max) of the `window` values before each one; null without a full window."""
+    rolled = x.rolling_min(window) if low else x.rolling_max(window)
+    return rolled.shift(1)
+
+
+def _window_stats(x: pl.Series, at: pl.Series, window: int) -> pl.DataFrame:
+    """Median and MAD of the `window` values before each index in `at` (each >= window)."""
+    spans = pl.DataFrame({"_i": at.cast(pl.Int64).unique(maintain_order=True)})
+    flat = spans.with_columns(pl.int_ranges(pl.col("_i") - window, pl.col("_i")).alias("_j"))
+    flat = flat.explode("_j")
+    flat = flat.with_columns(x.gather(flat.get_column("_j")).alias("_v"))
+    median = pl.col("_v").median()
+    return flat.group_by("_i", maintain_order=True).agg(
+        median.alias("median"), (pl.col("_v") - median).abs().median().alias("mad")
+    )
+
+
+def _near(candidates: pl.Series, first: int, size: int, carried: bool) -> pl.Series:
+    """The candidate indexes, the index after each (where an alert can end) and, when an
+    alert is carried in, the batch's first index: every place a transition can be."""
+    after = candidates + 1
+    parts = [candidates, after.filter(after < first + size)]
+    if carried:
+        parts.append(pl.Series([first], dtype=candidates.dtype))
+    return pl.concat(parts).unique().sort()
+
+
+def _judged(x: pl.Series, first: int, at: pl.Series, window: int) -> pl.DataFrame:
+    """Batch positions (`_p`) of `at`, with their value and window stats."""
+    stats = (
+        _window_stats(x, at, window)
+        if at.len()
+        else pl.DataFrame(schema={"_i": pl.Int64, "median": pl.Float64, "mad": pl.Float64})
+    )
+    return stats.with_columns(
+        (pl.col("_i") - first).alias("_p"), x.gather(stats.get_column("_i")).alias("_x")
+    )
 
 
 def _history(values: pl.Series, tail: list[float | None], window: int) -> pl.DataFrame:
@@ -164,18 +215,33 @@ class DropRule:
         }
         if kept.is_empty():
             return [], new_state
-        tail: list[float | None] = state["values"]
-        history = _history(kept.get_column(self.column), tail, self.window)
-        scored = history.with_columns(
-            ((pl.col("_i") >= self.window) & (pl.col("_x") < self.fraction * pl.col("_median")))
-            .fill_null(False)
-            .alias("_low")
-        ).slice(len(tail))
+        tail: list[float] = state["values"]
+        x = _series(tail, kept.get_column(self.column))
+        first, size = len(tail), kept.height
+        # median <= the window's max: a value at or over fraction x max is not low.
+        highest = _bound(x, self.window, low=False)
+        candidates = (x < self.fraction * highest).fill_null(False).slice(first).arg_true().cast(
+            pl.Int64
+        ) + first
+        carried = int(state["streak"]["run"]) > 0
+        near = _near(candidates, first, size, carried)
+        judged = _judged(x, first, near.filter(near >= self.window), self.window)
+        judged = judged.with_columns(
+            (pl.col("_x") < self.fraction * pl.col("median")).alias("_low")
+        )
+        low = pl.repeat(False, size, eager=True).scatter(
+            judged.filter(pl.col("_low")).get_column("_p"), True
+        )
+        scored = pl.DataFrame({"_x": x.slice(first), "_low": low})
         found, streak = self._streak().evaluate(scored, state["streak"])
-        new_state["values"] = history.get_column("_x").tail(self.window).to_list()
+        medians = dict(zip(judged.get_column("_p"), judged.get_column("median"), strict=True))
+        rows = kept.get_column("_row")
+        new_state["values"] = x.tail(self.window).to_list()
         new_state["streak"] = streak
-        fields = scored.select(pl.col("_median").alias("median"))
-        return _with_fields(found, kept.get_column("_row").to_list(), fields), new_state
+        return [
+            Transition(rows[t.row], t.status, t.value, fields={"median": medians.get(t.row)})
+            for t in found
+        ], new_state
 
 
 def _build_spike(params: Mapping[str, Any]) -> Rule:
@@ -200,7 +266,7 @@ ANOMALY_RULE_TYPES: dict[str, RuleType] = {
     "spike": RuleType(
         (
             Param("column", Kind.STRING, default="loss", choices=("loss", "grad_norm")),
-            Param("window", Kind.INT, default=30, minimum=_MIN_SAMPLES),
+            Param("window", Kind.INT, default=30, minimum=_MIN_WINDOW),
             Param("k", Kind.FLOAT, default=6.0),
             Param("min_rise", Kind.FLOAT, default=0.1),
         ),
@@ -210,7 +276,7 @@ ANOMALY_RULE_TYPES: dict[str, RuleType] = {
     "drop": RuleType(
         (
             Param("column", Kind.STRING, default="throughput", choices=("throughput",)),
-            Param("window", Kind.INT, default=20, minimum=_MIN_SAMPLES),
+            Param("window", Kind.INT, default=20, minimum=_MIN_WINDOW),
             Param("fraction", Kind.FLOAT, default=0.5),
             Param("count", Kind.INT, default=3, minimum=1),
         ),

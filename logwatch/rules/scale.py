@@ -49,13 +49,11 @@ class HalvingRule:
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
         hinted = frame.get_column("text").str.contains(OVERFLOW_HINT)
-        progress = frame.select(
-            (pl.col("step").is_not_null() | pl.col("loss").is_not_null())
-            .cast(pl.Int8)
-            .cum_max()
-            .cast(pl.Boolean)
-            | state["progress"]
-        ).to_series()
+        if state["progress"]:  # once the run made progress, every later report counts
+            progress = pl.repeat(True, frame.height, eager=True)
+        else:
+            seen = pl.col("step").is_not_null() | pl.col("loss").is_not_null()
+            progress = frame.select(seen.cast(pl.Int8).cum_max().cast(pl.Boolean)).to_series()
         new_state = {**state, "progress": bool(progress[-1])}
         if not hinted.any():
             return [], new_state
