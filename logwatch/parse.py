@@ -211,31 +211,27 @@ def _timestamp(default_year: int) -> pl.Expr:
 
 # Throughput, in the units trainers print it. A cheap literal test picks the lines first: `/s`
 # (`9.80it/s`, `samples/sec: 233.5`, `tok/s 49791`), `s/it`, `PerSec`, `per_second`, torchtitan's
-# `tps`. One regex then reads a keyed rate (`tps: 1,321`), a rate with its unit after it (tqdm's
-# `9.80it/s`) or tqdm's `4.12s/it` when slow (inverted), whichever comes first in the line.
+# `tps`. Then a keyed rate (`tps: 1,321`), else a rate with its unit after it (tqdm's `9.80it/s`),
+# else tqdm's `4.12s/it` when slow, inverted. Three patterns, each starting or ending in a
+# literal the regex engine searches for fast (one alternation of the three is 5x slower).
 THROUGHPUT_HINT = r"/s|s/it|PerSec|_per_sec|tps"
 _COUNT = r"(\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?)"  # `1,321` (torchtitan) is 1321
-THROUGHPUT_PATTERN = (
+_RATE_KEY = (
     r"(?-u:\b)(?:CurrSamplesPerSec|tokens?(?:/s(?:ec)?|_per_sec(?:ond)?)|toks?/s(?:ec)?|tps"
-    r"|samples(?:/s(?:ec)?|_per_sec(?:ond)?)|it/s)['\"]?\s*[=:]?\s*"
-    + _COUNT
-    + r"|"
-    + _COUNT
-    + r"\s*(?:(?:it|tok|toks|tokens|samples)/s|(s/it))(?-u:\b)"
+    r"|samples(?:/s(?:ec)?|_per_sec(?:ond)?)|it/s)['\"]?\s*[=:]?\s*" + _COUNT
 )
+_RATE_AFTER = _COUNT + r"\s*(?:it|tok|toks|tokens|samples)/s(?-u:\b)"
+_SECONDS_PER_IT = _COUNT + r"\s*s/it(?-u:\b)"
 
 
 def _throughput() -> pl.Expr:
-    """Work per second from `THROUGHPUT_PATTERN` (null where the line has none)."""
-    found = pl.col("text").str.extract_groups(THROUGHPUT_PATTERN)
+    """Work per second: a keyed rate, else a rate with its unit after it, else 1 / `s/it`."""
 
-    def number(group: str) -> pl.Expr:
-        text = found.struct.field(group).str.replace_all(",", "", literal=True)
-        return text.cast(pl.Float64, strict=False)
+    def rate(pattern: str) -> pl.Expr:
+        found = pl.col("text").str.extract(pattern, 1).str.replace_all(",", "", literal=True)
+        return found.cast(pl.Float64, strict=False)
 
-    after = number("2")
-    inverted = found.struct.field("3").is_not_null()
-    return pl.coalesce(number("1"), pl.when(inverted).then(1.0 / after).otherwise(after))
+    return pl.coalesce(rate(_RATE_KEY), rate(_RATE_AFTER), 1.0 / rate(_SECONDS_PER_IT))
 
 
 def _q_hsb() -> pl.Expr:

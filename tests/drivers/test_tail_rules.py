@@ -26,7 +26,8 @@ LIVE = load_rules([builtin_rules_dir() / "live.toml"])
 @pytest.mark.parametrize("sample", sample_logs(), ids=lambda p: str(p.relative_to(SAMPLES)))
 def test_chunked_writes_give_the_alerts_replay_gives(tmp_path: Path, sample: Path) -> None:
     """A log written in random-sized chunks while tailed yields exactly replay's alert events
-    (every annotated sample: DFlash runs and each trainer's excerpt, progress bars included)."""
+    (every annotated sample: DFlash runs and each trainer's excerpt, progress bars included),
+    once the file has been quiet for run-crashed's quiet_after."""
     data = sample.read_bytes()
     chunks, rng, at = [], random.Random(sample.name), 0
     while at < len(data):
@@ -40,6 +41,9 @@ def test_chunked_writes_give_the_alerts_replay_gives(tmp_path: Path, sample: Pat
             out.write(chunk)
             if rng.random() < 0.3:
                 driver.sync()
+        driver.sync()
+        # A traceback the log ends on: replay knows the file ended, tail waits for quiet_after.
+        tail.clock.advance(180)
         driver.sync()
     expected = replay([str(log)], BUILTIN).events
     assert expected or sample.name == "train_healthy.log"  # the one sample with no alerts
