@@ -19,7 +19,7 @@ from logwatch.parse import SCHEMA
 from logwatch.redact import redact
 from logwatch.rules.gpu import GpuRule, log_gpu_frame
 from logwatch.rules.loader import RuleSpec
-from logwatch.rules.log import Override, Transition, WallClockRule
+from logwatch.rules.log import EndOfInputRule, Override, Transition, WallClockRule
 
 ErrorHandler = Callable[[str, str, Exception], None]
 """Called as (rule id, source, exception) when a rule raises; the engine goes on without it."""
@@ -191,8 +191,8 @@ class Engine:
         state: SourceState,
     ) -> AlertEvent | None:
         row = frame.row(transition.row, named=True)
-        if transition.details:  # summary-only captures: they fill placeholders, not identity
-            row = {**row, **transition.details}
+        if transition.fields:  # summary-only values: they fill placeholders, not identity
+            row = {**row, **transition.fields}
         if transition.override is not None:
             spec = _overridden(spec, transition.override)
         event = AlertEvent(
@@ -232,6 +232,22 @@ class Engine:
                 if frame is None:
                     row = {"source": source, "line": line, "ts": now, "step": state.last_step}
                     frame = pl.DataFrame([{**row, "text": ""}], schema=SCHEMA)
+                event = self._event(spec, source, frame, transition, state)
+                if event is not None:
+                    events.append(event)
+        return events
+
+    def finish(self, source: str) -> list[AlertEvent]:
+        """A source's input has ended (replay, at the end of a file): rules that were waiting
+        for more lines decide now."""
+        state = self.state_of(source)
+        events: list[AlertEvent] = []
+        for spec in self.rules:
+            if spec.id not in state.rule_states or not isinstance(spec.rule, EndOfInputRule):
+                continue
+            for transition in self._guarded(spec, source, state, spec.rule.finish):
+                row = {"source": source, "line": 0, "step": state.last_step, "text": ""}
+                frame = pl.DataFrame([row], schema=SCHEMA)
                 event = self._event(spec, source, frame, transition, state)
                 if event is not None:
                     events.append(event)

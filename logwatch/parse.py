@@ -136,9 +136,11 @@ SCHEMA: dict[str, pl.DataType] = {
     "run_start": pl.Boolean(),
     "pid": pl.Int64(),
     "nan_iterations": pl.Int64(),
+    "throughput": pl.Float64(),
 }
 """The frame every parser produces and every rule reads. Metric columns are null where the line
-has no such value. `telemetry` holds a snapshot's `key=value` pairs (`gpu/0/util`...)."""
+has no such value. `telemetry` holds a snapshot's `key=value` pairs (`gpu/0/util`...). `throughput` is work per
+second as the trainer prints it (tokens/s, samples/s or it/s; tflops is not throughput)."""
 
 _LOGGING_TS_FORMAT = "%Y-%m-%d %H:%M:%S,%3f"  # Python logging's default, the most common by far
 
@@ -262,6 +264,31 @@ def _generic_loss() -> pl.Expr:
     )
 
 
+# Throughput, in the units trainers print it. A cheap literal test picks the lines first: `/s`
+# (`9.80it/s`, `samples/sec: 233.5`, `tok/s 49791`), `s/it`, `PerSec`, `per_second`, torchtitan's
+# `tps`. Then a keyed rate (`tps: 1,321`), else a rate with its unit after it (tqdm's `9.80it/s`),
+# else tqdm's `4.12s/it` when slow, inverted. Three patterns, each starting or ending in a
+# literal the regex engine searches for fast (one alternation of the three is 5x slower).
+THROUGHPUT_HINT = r"/s|s/it|PerSec|_per_sec|tps"
+_COUNT = r"(\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?)"  # `1,321` (torchtitan) is 1321
+_RATE_KEY = (
+    r"(?-u:\b)(?:CurrSamplesPerSec|tokens?(?:/s(?:ec)?|_per_sec(?:ond)?)|toks?/s(?:ec)?|tps"
+    r"|samples(?:/s(?:ec)?|_per_sec(?:ond)?)|it/s)['\"]?\s*[=:]?\s*" + _COUNT
+)
+_RATE_AFTER = _COUNT + r"\s*(?:it|tok|toks|tokens|samples)/s(?-u:\b)"
+_SECONDS_PER_IT = _COUNT + r"\s*s/it(?-u:\b)"
+
+
+def _throughput() -> pl.Expr:
+    """Work per second: a keyed rate, else a rate with its unit after it, else 1 / `s/it`."""
+
+    def rate(pattern: str) -> pl.Expr:
+        found = pl.col("text").str.extract(pattern, 1).str.replace_all(",", "", literal=True)
+        return found.cast(pl.Float64, strict=False)
+
+    return pl.coalesce(rate(_RATE_KEY), rate(_RATE_AFTER), 1.0 / rate(_SECONDS_PER_IT))
+
+
 def _q_hsb() -> pl.Expr:
     body = pl.col("text").str.extract(r"(?:^|[^\w])q_hsb\s*[=:]\s*\[([^\]]*)\]", 1)
     return (
@@ -373,6 +400,7 @@ def _dense(frame: pl.DataFrame) -> pl.DataFrame:
             txt.str.contains(r"(?i)loss").alias("_has_loss_word"),
             txt.str.contains("nan iterations", literal=True).alias("_nan_iter_rows"),
             txt.str.contains(RARE_LOSS_GATE).alias("_rare_loss_rows"),
+            txt.str.contains(THROUGHPUT_HINT).alias("_throughput_rows"),
         )
         .with_columns(_keyed_metrics())
         .drop("_loss_g", "_grad_g")
@@ -391,6 +419,7 @@ def _rare(frame: pl.DataFrame) -> pl.DataFrame:
             frame, col("_maybe_validation"), pl.col("text").str.contains(VALIDATION), "_validation"
         ),
         _sparse(frame, col("_nan_iter_rows"), _integer(NAN_ITERATIONS), "nan_iterations"),
+        _sparse(frame, col("_throughput_rows"), _throughput(), "throughput"),
     )
 
 

@@ -92,6 +92,14 @@ class Tail:
         """The seq numbers the engine saw, in order."""
         return seqs(self.rec.texts())
 
+    def settle(self) -> None:
+        """Let the fake wall clock run past run-crashed's quiet_after (2m) with no new line: a
+        tick first sees the last lines arrive, then the silence. A traceback the log ends on is
+        then decided, as replay decides it at the end of the file."""
+        for seconds in (1, 180):
+            self.clock.advance(seconds)
+            self.driver.sync()
+
     def alerts(self) -> list[tuple[int, str, str]]:
         """(line, rule, status) of the emitted alerts, in order."""
         return [(e.line, e.rule, e.status) for e in self.sink.events]

@@ -157,12 +157,16 @@ def test_stats_say_what_the_text_summary_says() -> None:
 
 
 def test_engine_driven_by_hand_gives_replays_events() -> None:
-    """Engine(rules).process(read_log(...)) finds the same events as replay()."""
+    """Engine(rules).process(read_log(...)) then .finish(source) (the file ended: the
+    RuntimeError it ends on is a crash) finds the same events as replay()."""
     rules = logwatch.load_rules()
-    events = logwatch.Engine(rules).process(logwatch.read_log(NAN_LOG))
+    engine = logwatch.Engine(rules)
+    events = engine.process(logwatch.read_log(NAN_LOG))
+    assert "run-crashed" not in {e.rule for e in events}  # undecided until the end
+    events += engine.finish(NAN_LOG)
     replayed = logwatch.replay(NAN_LOG, rules=rules).events
     assert [e.to_jsonl() for e in events] == [e.to_jsonl() for e in replayed]  # NaN != NaN
-    assert len(events) == 5
+    assert len(events) == 6 and events[-1].rule == "run-crashed"
 
 
 def test_load_rules_adds_packs_after_the_builtin_ones(tmp_path: Path) -> None:

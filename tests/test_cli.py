@@ -102,7 +102,7 @@ BROKEN_PACKS = [
     (
         '[[rule]]\nid = "x"\ntype = "treshold"\nseverity = "warning"\nsummary = "s"\n',
         3,
-        "unknown rule type 'treshold' (expected one of: classify, gpu-hold, gpu-rise, match, nonfinite, stalled, streak)",
+        "unknown rule type 'treshold' (expected one of: classify, crash, drop, gpu-hold, gpu-rise, halving, match, nonfinite, spike, stalled, streak)",
     ),
     (
         '[[rule]]\nid = "x"\ntype = "match"\nseverity = "warning"\nsummary = "s"\npattern = "(unclosed"\n',

@@ -117,6 +117,7 @@ def replay_file(
         yield from engine.process(frame)
         if progress is not None:
             progress(path, end_offset, total)
+    yield from engine.finish(path)
 
 
 def _ordered_map(

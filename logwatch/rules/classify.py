@@ -159,7 +159,7 @@ class ClassifyRule:
         return hits
 
     def _transition(self, hit: Mapping[str, Any], labels: dict[str, str]) -> Transition:
-        details = {
+        fields = {
             key.removeprefix("_detail_"): str(value)
             for key, value in hit.items()
             if key.startswith("_detail_") and value is not None
@@ -170,7 +170,7 @@ class ClassifyRule:
             status=FIRING,
             value=None,
             labels=labels,
-            details=details,
+            fields=fields,
             override=None if case is None else case.override,
         )
 

@@ -227,7 +227,7 @@ def _compile(table: Any, at: _Locator, overrides: Overrides | None) -> RuleSpec:
     given_resolved: str | None = values["resolved_summary"]
     resolved = "resolved: " + summary if given_resolved is None else given_resolved
     extra = rule_type.templates(typed) if rule_type.templates else Templates()
-    allowed = set(given) | extra.fields
+    allowed = set(given) | rule_type.fields | extra.fields
     fields = blame.template("summary", summary, allowed)
     fields |= blame.template("resolved_summary", resolved, allowed)
     for where, template in extra.summaries:

@@ -32,15 +32,16 @@ class Override:
 
 @dataclass(frozen=True, slots=True)
 class Transition:
-    """An alert of one rule fired or resolved at a row of the frame. `details` fill summary
+    """An alert of one rule fired or resolved at a row of the frame. `fields` fill summary
     placeholders only (they vary per occurrence, so they are not the alert's identity, which
-    `labels` are); `override` is the event's own summary / fix / severity."""
+    `labels` are; for a transition decided after its line's batch they replace what the summary
+    reads from the row); `override` is the event's own summary / fix / severity."""
 
     row: int
     status: Status
     value: float | None
     labels: Mapping[str, str] = field(default_factory=dict)
-    details: Mapping[str, str] = field(default_factory=dict)
+    fields: Mapping[str, Any] = field(default_factory=dict)
     override: Override | None = None
 
 
@@ -216,6 +217,16 @@ class WallClockRule(Rule, Protocol):
         ...
 
 
+@runtime_checkable
+class EndOfInputRule(Rule, Protocol):
+    """A rule that waits for lines that may never come. `replay` calls `finish` when a file
+    ends; a live driver cannot know the end, so such a rule also needs another way to decide."""
+
+    def finish(self, state: dict[str, Any]) -> tuple[list[Transition], dict[str, Any]]:
+        """Transitions now that no line follows (a transition's `fields` give its line)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class StallRule:
     """Fires when a source that was receiving lines gets none for `stall_after_s` of wall time;
@@ -272,6 +283,7 @@ class RuleType:
     params: tuple[Param, ...]
     build: Callable[[Mapping[str, Any]], Rule]
     templates: Callable[[Mapping[str, Any]], Templates] | None = None
+    fields: frozenset[str] = frozenset()  # what its transitions add for summaries to show
 
 
 FLOAT_COLUMNS = ("loss", "grad_norm", "lr")
@@ -324,6 +336,7 @@ LOG_RULE_TYPES: dict[str, RuleType] = {
 
 __all__ = [
     "LOG_RULE_TYPES",
+    "EndOfInputRule",
     "MatchRule",
     "NonFiniteRule",
     "Override",

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from logwatch.rules.anomaly import ANOMALY_RULE_TYPES
 from logwatch.rules.classify import CLASSIFY_RULE_TYPES
+from logwatch.rules.crash import CRASH_RULE_TYPES
 from logwatch.rules.gpu import GPU_RULE_TYPES
 from logwatch.rules.log import LOG_RULE_TYPES, RuleType
 from logwatch.rules.params import Kind, Param
+from logwatch.rules.scale import SCALE_RULE_TYPES
 
-_MODULES = (LOG_RULE_TYPES, GPU_RULE_TYPES, CLASSIFY_RULE_TYPES)
+_MODULES = (
+    LOG_RULE_TYPES,
+    GPU_RULE_TYPES,
+    CLASSIFY_RULE_TYPES,
+    ANOMALY_RULE_TYPES,
+    SCALE_RULE_TYPES,
+    CRASH_RULE_TYPES,
+)
 RULE_TYPES: dict[str, RuleType] = {name: t for types in _MODULES for name, t in types.items()}
 """Rule types by the name packs give in `type = "..."`."""
 

@@ -9,12 +9,15 @@ import polars as pl
 import pytest
 
 from logwatch.errors import RulesError
+from logwatch.rules.anomaly import ANOMALY_RULE_TYPES
 from logwatch.rules.classify import CLASSIFY_RULE_TYPES
+from logwatch.rules.crash import CRASH_RULE_TYPES
 from logwatch.rules.gpu import GPU_RULE_TYPES
 from logwatch.rules.loader import load_rules
 from logwatch.rules.log import LOG_RULE_TYPES, MatchRule, StallRule, StreakRule
 from logwatch.rules.params import Kind, Param, ParamError, WrongType
 from logwatch.rules.registry import RULE_TYPES, duration_params
+from logwatch.rules.scale import SCALE_RULE_TYPES
 
 
 def test_an_integer_is_accepted_for_a_float() -> None:
@@ -64,19 +67,31 @@ def test_a_regex_polars_cannot_run_is_refused() -> None:
 
 
 def test_registry_assembles_every_rule_type() -> None:
-    """RULE_TYPES is the log, GPU and classify types together, and the duration parameters
-    come from it."""
-    assert set(RULE_TYPES) == set(LOG_RULE_TYPES) | set(GPU_RULE_TYPES) | set(CLASSIFY_RULE_TYPES)
+    """RULE_TYPES is every rule-type module's types together, and the duration parameters come
+    from it."""
+    modules = (
+        LOG_RULE_TYPES,
+        GPU_RULE_TYPES,
+        CLASSIFY_RULE_TYPES,
+        ANOMALY_RULE_TYPES,
+        SCALE_RULE_TYPES,
+        CRASH_RULE_TYPES,
+    )
+    assert set(RULE_TYPES) == {name for types in modules for name in types}
     assert sorted(RULE_TYPES) == [
         "classify",
+        "crash",
+        "drop",
         "gpu-hold",
         "gpu-rise",
+        "halving",
         "match",
         "nonfinite",
+        "spike",
         "stalled",
         "streak",
     ]
-    assert sorted(duration_params()) == ["hold", "stall_after"]
+    assert sorted(duration_params()) == ["hold", "quiet_after", "stall_after"]
 
 
 def write_pack(tmp_path: Path, body: str) -> Path:

@@ -1,0 +1,249 @@
+"""The stateful rules (run-crashed, loss-spike, throughput-drop, loss-scale-overflow) fire on real
+pasted logs, stay quiet on look-alikes, and give the same events for any split of a file."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tomllib
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from logwatch.alerts import AlertEvent
+from logwatch.cli import cli
+from logwatch.drivers.replay import ReplayOptions, replay
+from logwatch.engine import Engine
+from logwatch.parse import parse_lines
+from logwatch.rules.loader import builtin_rules_dir, load_rules
+from tests.conftest import SAMPLES
+
+RULES = load_rules([builtin_rules_dir()])
+CORPUS: list[dict[str, Any]] = tomllib.loads(
+    (Path(__file__).parent.parent / "data" / "stateful.toml").read_text("utf-8")
+)["case"]
+STATEFUL = ("run-crashed", "loss-spike", "throughput-drop", "loss-scale-overflow")
+
+
+def events_of(path: Path | str, rule: str, block_bytes: int | None = None) -> list[AlertEvent]:
+    """The events of one rule when replaying a file (optionally in blocks of this many bytes)."""
+    options = ReplayOptions(block_bytes=block_bytes) if block_bytes else ReplayOptions()
+    return [e for e in replay([str(path)], RULES, options=options).events if e.rule == rule]
+
+
+def write(tmp_path: Path, lines: list[str], name: str = "train.log") -> Path:
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=lambda c: f"{c['rule']}:{c['source'][:50]}")
+def test_real_excerpts(tmp_path: Path, case: dict[str, Any]) -> None:
+    """Each corpus excerpt gives exactly its expected events of the rule, with its labels."""
+    path = write(tmp_path, case["input"].strip("\n").split("\n"))
+    got = events_of(path, case["rule"])
+    assert [f"{e.line} {e.status}" for e in got] == case["expect"]
+    for key, value in case.get("labels", {}).items():
+        assert got[0].labels[key] == value
+
+
+@pytest.mark.parametrize(
+    "sample", ["trainers/crash.log", "trainers/anomaly.log", "trainers/deepspeed.log"]
+)
+@pytest.mark.parametrize("block_bytes", [1, 7, 4096])
+def test_any_split_gives_the_same_events(sample: str, block_bytes: int) -> None:
+    """Replaying in blocks of 1, 7 and 4096 bytes gives exactly the whole file's events."""
+    whole = replay([str(SAMPLES / sample)], RULES).events
+    split = replay(
+        [str(SAMPLES / sample)], RULES, options=ReplayOptions(block_bytes=block_bytes)
+    ).events
+    assert [e.to_json() for e in split] == [e.to_json() for e in whole]
+    assert any(e.rule in STATEFUL for e in whole)
+
+
+def test_crash_names_first_failing_rank_and_exception() -> None:
+    """The elastic agent's line decides; the alert names rank 2's FileNotFoundError, not the
+    caught JSONDecodeError rank 0 survived."""
+    (event,) = events_of(SAMPLES / "trainers/crash.log", "run-crashed")
+    assert event.line == 28 and event.value == 1.0
+    assert event.labels == {
+        "rank": "2",
+        "exception": "FileNotFoundError: [Errno 2] No such file or directory: "
+        "'/data/shards/shard_00412.arrow'",
+    }
+    assert "rank 2 failed first with FileNotFoundError" in event.summary
+
+
+def test_traceback_that_ends_the_log_fires_at_its_exception_line(tmp_path: Path) -> None:
+    """With no launcher line after it, a traceback the file ends on fires at the exception line."""
+    lines = [
+        "[rank1]:step 5 | loss 2.0",
+        "[rank1]:Traceback (most recent call last):",
+        '[rank1]:  File "train.py", line 3, in <module>',
+        "[rank1]:RuntimeError: shapes cannot be multiplied (4x3 and 5x6)",
+        "[rank0]:step 6 | loss 2.0",  # another rank's progress does not save rank 1
+    ]
+    (event,) = events_of(write(tmp_path, lines), "run-crashed")
+    assert (event.line, event.step, event.labels["rank"]) == (4, 5, "1")
+    assert event.text == lines[3]
+    assert event.labels["exception"] == "RuntimeError: shapes cannot be multiplied (4x3 and 5x6)"
+
+
+def test_traceback_then_progress_of_same_rank_does_not_fire(tmp_path: Path) -> None:
+    """A traceback the rank survives (more progress from it) is no crash, in any split."""
+    lines = [
+        "[rank1]:Traceback (most recent call last):",
+        '[rank1]:  File "train.py", line 3, in <module>',
+        "[rank1]:ValueError: a warning printed with its traceback",
+        "[rank1]:step 6 | loss 2.0",
+    ]
+    path = write(tmp_path, lines)
+    for block in (None, 1, 7):
+        assert events_of(path, "run-crashed", block) == []
+
+
+def test_crash_fires_once_per_run_and_again_after_a_restart(tmp_path: Path) -> None:
+    """One alert per run: a second launcher line repeats nothing; a new run can crash again."""
+    failed = "E0302 09:18:41.402000 7110 api.py:869] failed (exitcode: -9) local_rank: {r} (pid: 7) of binary: python"
+    lines = [
+        "run start: pid=1",
+        failed.format(r=0),
+        failed.format(r=1),
+        "run start: pid=2",
+        failed.format(r=3),
+    ]
+    got = [
+        (e.line, e.status, e.labels.get("rank"))
+        for e in events_of(write(tmp_path, lines), "run-crashed")
+    ]
+    assert [g for g in got if g[1] == "firing"] == [(2, "firing", "0"), (5, "firing", "3")]
+
+
+def test_live_crash_fires_after_quiet_after_without_new_lines() -> None:
+    """Live, the end of the log is `quiet_after` (2m) of silence after the exception line."""
+    lines = ["step 5 | loss 2.0", "Traceback (most recent call last):", "KeyError: 'labels'"]
+    frame = parse_lines(pl.Series(lines), source="t.log", first_line=1, default_year=2026)
+    engine = Engine(RULES)
+    assert [e.rule for e in engine.process(frame) if e.rule == "run-crashed"] == []
+    start = datetime(2026, 1, 1, 12, 0, 0)
+    for seconds, arrived in ((0, True), (60, False)):
+        now = start + timedelta(seconds=seconds)
+        assert engine.tick("t.log", now, arrived=arrived, line=3) == []
+    fired = engine.tick("t.log", start + timedelta(seconds=121), arrived=False, line=3)
+    assert [(e.rule, e.line, e.labels["exception"]) for e in fired] == [
+        ("run-crashed", 3, "KeyError: 'labels'")
+    ]
+
+
+def test_loss_spike_fires_and_resolves_on_the_sample() -> None:
+    """The spike at step 60 fires with the median and band in its summary and resolves at 61."""
+    got = events_of(SAMPLES / "trainers/anomaly.log", "loss-spike")
+    assert [(e.line, e.status, e.step) for e in got] == [(66, "firing", 60), (67, "resolved", 61)]
+    losses = [
+        float(line.split("loss:")[1].split()[0])
+        for line in (SAMPLES / "trainers/anomaly.log").read_text("utf-8").splitlines()
+        if "loss:" in line and "validation" not in line
+    ]
+    median, band = reference_band(losses, at=59)  # step 60 is the 60th loss
+    assert f"median {median:.6g}, limit {band:.6g}" in got[0].summary
+
+
+def reference_band(
+    values: list[float], at: int, window: int = 30, k: float = 6.0
+) -> tuple[float, float]:
+    """The spike band at `values[at]`, computed the slow way: the median of the `window` values
+    before it, plus k x the median of their deviations from the median before each of them."""
+
+    def median_before(series: list[float | None], i: int) -> float | None:
+        known = [v for v in series[max(0, i - window) : i] if v is not None]
+        return statistics.median(known) if len(known) >= 5 else None
+
+    deviations: list[float | None] = []
+    for i, v in enumerate(values):
+        m = median_before(list(values), i)
+        deviations.append(None if m is None else abs(v - m))
+    median = median_before(list(values), at)
+    mad = median_before(deviations, at)
+    assert median is not None and mad is not None
+    return median, median + max(k * mad, 0.1 * abs(median))
+
+
+def test_flat_loss_needs_min_rise(tmp_path: Path) -> None:
+    """A constant loss has a MAD of 0: a 5% bump is inside the band, a 50% one is not."""
+    lines = [f"step {i} | loss 2.0" for i in range(1, 41)]
+    lines += ["step 41 | loss 2.1", "step 42 | loss 3.0", "step 43 | loss 2.0"]
+    got = events_of(write(tmp_path, lines), "loss-spike")
+    assert [(e.step, e.status) for e in got] == [(42, "firing"), (43, "resolved")]
+
+
+def test_no_spike_before_a_full_window(tmp_path: Path) -> None:
+    """Early steps (fewer than `window` losses before them) never fire, however high."""
+    lines = [f"step {i} | loss 2.0" for i in range(1, 20)] + ["step 20 | loss 50.0"]
+    assert events_of(write(tmp_path, lines), "loss-spike") == []
+
+
+def test_throughput_drop_ignores_checkpoint_and_eval_pauses() -> None:
+    """Steps 41 and 51 (after a save, after an eval) are slow but not alerts; 70-74 are."""
+    got = events_of(SAMPLES / "trainers/anomaly.log", "throughput-drop")
+    assert [(e.line, e.status, e.step) for e in got] == [(78, "firing", 72), (81, "resolved", 75)]
+    assert got[0].value == 2073.0
+
+
+def test_throughput_drop_counts_only_consecutive_reports(tmp_path: Path) -> None:
+    """Two slow reports, one normal, two slow: never 3 in a row, no alert."""
+    tps = [1000] * 25 + [300, 300, 1000, 300, 300, 1000]
+    lines = [f"step {i} | loss 2.0 | {t} tok/s" for i, t in enumerate(tps, 1)]
+    assert events_of(write(tmp_path, lines), "throughput-drop") == []
+
+
+def test_tqdm_seconds_per_iteration_counts_as_a_drop(tmp_path: Path) -> None:
+    """tqdm switching from it/s to s/it when slow is a drop (1/s/it), not a missing value."""
+    bars = [f"{i}/900 [00:{i:02d}<10:00,  2.50it/s]" for i in range(1, 26)]
+    bars += [f"{i}/900 [00:{i:02d}<50:00,  4.00s/it]" for i in range(26, 30)]
+    got = events_of(write(tmp_path, bars), "throughput-drop")
+    assert [(e.line, e.status) for e in got] == [(28, "firing")]
+    assert got[0].value == 0.25
+
+
+def test_parameters_are_overridable_from_the_config(tmp_path: Path) -> None:
+    """`[rules.loss-scale-overflow] halvings = 3` makes three halvings in a row enough."""
+    lines = ["step 1 | loss 2.0"] + [
+        f"OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {2**k}, reducing to {2 ** (k - 1)}"
+        for k in (16, 15, 14)
+    ]
+    log = write(tmp_path, lines)
+    config = tmp_path / "logwatch.toml"
+    config.write_text("[rules.loss-scale-overflow]\nhalvings = 3\n", encoding="utf-8")
+    args = ["replay", str(log), "--format", "jsonl", "--config", str(config)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.output.splitlines()]
+    assert [(e["rule"], e["line"], e["value"]) for e in events] == [
+        ("loss-scale-overflow", 4, 8192.0)
+    ]
+    assert events_of(log, "loss-scale-overflow") == []  # the default (8) needs more
+
+
+def test_repeated_reports_of_one_overflow_do_not_break_the_streak(tmp_path: Path) -> None:
+    """Ranks that each report the same halving count once and do not reset the streak."""
+    lines = ["step 1 | loss 2.0"]
+    for k in range(16, 7, -1):
+        for rank in (0, 1):
+            lines.append(
+                f"[deepspeed] OVERFLOW! Rank {rank} Skipping step. Attempted loss scale: {2**k}, reducing to {2 ** (k - 1)}"
+            )
+    got = events_of(write(tmp_path, lines), "loss-scale-overflow")
+    assert [(e.line, e.status, e.value) for e in got] == [(16, "firing", 256.0)]
+
+
+def test_calibration_before_first_progress_does_not_count(tmp_path: Path) -> None:
+    """DeepSpeed halving its start scale before the first step line is calibration."""
+    lines = [
+        f"OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {2**k}, reducing to {2 ** (k - 1)}"
+        for k in range(32, 16, -1)
+    ] + ["steps: 10 loss: 2.29"]
+    assert events_of(write(tmp_path, lines), "loss-scale-overflow") == []
