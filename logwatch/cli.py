@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -285,54 +285,74 @@ class _Duration(click.ParamType):  # type: ignore[type-arg]  # generic since cli
         return seconds
 
 
-@cli.command("tail")
-@click.argument("patterns", nargs=-1, required=True, metavar="PATH_OR_GLOB...")
-@FORMAT_OPTION
-@RULES_OPTION
-@NO_BUILTIN_OPTION
-@click.option(
-    "--state-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Checkpoints and lock [default: $XDG_STATE_HOME/logwatch or ~/.local/state/logwatch].",
-)
-@click.option("--from-beginning", is_flag=True, help="Emit every alert of existing files' history.")
-@click.option("--from-end", is_flag=True, help="Skip existing files' history.")
-@click.option(
-    "--poll-interval",
-    type=_Duration(),
-    default="1s",
-    show_default=True,
-    help="Safety poll: every file is stat()ed this often, whatever inotify says (missed events).",
-)
-@click.option(
-    "--partial-flush",
-    type=_Duration(),
-    default="5s",
-    show_default=True,
-    help="Evaluate a last line without newline once the file stopped growing this long.",
-)
-@MAX_LINE_OPTION
-@click.option(
-    "--gpu",
-    "gpu_mode",
-    type=click.Choice(["auto", "required", "off"]),
-    default=None,
-    help="Read the GPUs through NVML: auto says why when it cannot, required exits 2 then "
-    "[default: the config's [gpu] mode, else auto].",
-)
-@click.option(
-    "--gpu-interval",
-    type=_Duration(),
-    default=None,
-    help="NVML sampling interval [default: the config's [gpu] interval, else 5s].",
-)
-@CONFIG_OPTION
-@VERBOSE_OPTION
-def tail_cmd(
-    patterns: tuple[str, ...],
-    fmt: str,
-    rule_paths: tuple[str, ...],
+FOLLOW_OPTIONS = [
+    RULES_OPTION,
+    NO_BUILTIN_OPTION,
+    click.option(
+        "--state-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="Checkpoints and lock [default: $XDG_STATE_HOME/logwatch or ~/.local/state/logwatch].",
+    ),
+    click.option(
+        "--from-beginning", is_flag=True, help="Emit every alert of existing files' history."
+    ),
+    click.option("--from-end", is_flag=True, help="Skip existing files' history."),
+    click.option(
+        "--poll-interval",
+        type=_Duration(),
+        default="1s",
+        show_default=True,
+        help="Safety poll: every file is stat()ed this often, whatever inotify says (missed events).",
+    ),
+    click.option(
+        "--partial-flush",
+        type=_Duration(),
+        default="5s",
+        show_default=True,
+        help="Evaluate a last line without newline once the file stopped growing this long.",
+    ),
+    MAX_LINE_OPTION,
+    click.option(
+        "--gpu",
+        "gpu_mode",
+        type=click.Choice(["auto", "required", "off"]),
+        default=None,
+        help="Read the GPUs through NVML: auto says why when it cannot, required exits 2 then "
+        "[default: the config's [gpu] mode, else auto].",
+    ),
+    click.option(
+        "--gpu-interval",
+        type=_Duration(),
+        default=None,
+        help="NVML sampling interval [default: the config's [gpu] interval, else 5s].",
+    ),
+    CONFIG_OPTION,
+]
+"""The options `tail` and `top` share: what to follow, with which rules, where state lives."""
+
+
+def _follow_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(FOLLOW_OPTIONS):
+        command = option(command)
+    return command
+
+
+@dataclass(frozen=True, slots=True)
+class _Follow:
+    """What `tail` and `top` set up the same way from their shared options."""
+
+    config: Config
+    specs: list[RuleSpec]
+    state_dir: Path
+    options: Any  # TailOptions (imported with the command)
+    gpu: Any  # GpuLink | None
+    gpu_line: list[str]
+
+
+def _follow_setup(
+    patterns: Sequence[str],
+    rule_paths: Sequence[str],
     no_builtin_rules: bool,
     state_dir: Path | None,
     from_beginning: bool,
@@ -343,11 +363,8 @@ def tail_cmd(
     gpu_mode: str | None,
     gpu_interval: float | None,
     config_path: str | None,
-    verbose: bool,
-) -> None:
-    """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
-    from logwatch.drivers.runner import check_patterns, run_tail
-    from logwatch.drivers.startup import startup_lines
+) -> _Follow:
+    from logwatch.drivers.runner import check_patterns
     from logwatch.drivers.statesafe import secure_state_dir
     from logwatch.drivers.tail import StartMode, TailOptions
     from logwatch.sources.follow import FollowOptions
@@ -365,7 +382,6 @@ def tail_cmd(
         poll_interval_s=poll_interval,
         follow=FollowOptions(partial_flush_s=partial_flush, max_line_bytes=max_line_bytes),
     )
-    status = _status_line
     check_patterns(patterns)
     gpu_line: list[str] = []  # said last in the startup block, once the sinks are open too
     gpu = start_gpu_link(
@@ -374,20 +390,84 @@ def tail_cmd(
         specs,
         gpu_line.append,
     )
-    terminal = TerminalSink(sys.stdout, fmt=fmt, silences=SilenceStore(state_dir, report=status))
-    sinks = open_sinks(terminal, config, state_dir)
-    startup = [*startup_lines(patterns, specs, state_dir, config), *gpu_line]
+    return _Follow(config, specs, state_dir, options, gpu, gpu_line)
+
+
+@cli.command("tail")
+@click.argument("patterns", nargs=-1, required=True, metavar="PATH_OR_GLOB...")
+@FORMAT_OPTION
+@_follow_options
+@VERBOSE_OPTION
+def tail_cmd(patterns: tuple[str, ...], fmt: str, verbose: bool, **follow: Any) -> None:
+    """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
+    from logwatch.drivers.runner import run_tail
+    from logwatch.drivers.startup import startup_lines
+
+    setup = _follow_setup(patterns, **follow)
+    status = _status_line
+    silences = SilenceStore(setup.state_dir, report=status)
+    terminal = TerminalSink(sys.stdout, fmt=fmt, silences=silences)
+    sinks = open_sinks(terminal, setup.config, setup.state_dir)
+    startup = [*startup_lines(patterns, setup.specs, setup.state_dir, setup.config)]
     with _logging(verbose):
         run_tail(
             patterns,
-            specs,
+            setup.specs,
             sinks,
-            state_dir=state_dir,
-            options=options,
+            state_dir=setup.state_dir,
+            options=setup.options,
             status=status,
-            plugins=[gpu] if gpu is not None else [],
-            startup=startup,
+            plugins=[setup.gpu] if setup.gpu is not None else [],
+            startup=[*startup, *setup.gpu_line],
         )
+
+
+@cli.command("top")
+@click.argument("patterns", nargs=-1, required=True, metavar="PATH_OR_GLOB...")
+@_follow_options
+@click.option(
+    "--interval",
+    type=_Duration(),
+    default="1s",
+    show_default=True,
+    help="How often ages refresh (and, piped, how often a status line per source is printed).",
+)
+def top_cmd(patterns: tuple[str, ...], interval: float, **follow: Any) -> None:
+    """A live view of every followed run (step, loss, stalls, alerts, GPUs); piped, one status
+    line per source every interval. Same files, rules and checkpoints as `tail`."""
+    from logwatch.drivers.startup import sinks_line, watching_line
+    from logwatch.redact import install_log_handler
+    from logwatch.top.app import Notes, TopOptions, run_top
+    from logwatch.top.plugin import TopPlugin
+
+    setup = _follow_setup(patterns, **follow)
+    notes = Notes(sys.stderr)
+    for line in setup.gpu_line:
+        notes.say(visible(line))
+    view = TopPlugin()
+    sinks = open_sinks(view, setup.config, setup.state_dir)
+    footer = (
+        f"{watching_line(patterns)} · state {setup.state_dir}",
+        sinks_line(setup.config).replace("the terminal", "this view"),
+    )
+    handler = install_log_handler(notes, verbose=False)  # library warnings: the view's notes
+    try:
+        run_top(
+            patterns,
+            setup.specs,
+            view,
+            sinks,
+            state_dir=setup.state_dir,
+            options=setup.options,
+            top=TopOptions(interval_s=interval),
+            gpu=setup.gpu,
+            footer=[visible(line) for line in footer],
+            stdout=sys.stdout,
+            stdin=sys.stdin,
+            notes=notes,
+        )
+    finally:
+        remove_log_handler(handler)
 
 
 @cli.group("silence")

@@ -78,6 +78,10 @@ class SlackSink:
         else:
             self._last_said = ""
 
+    def backlog(self) -> int:
+        """Messages spooled and not yet delivered (or dead-lettered)."""
+        return self.spool.pending_count()
+
     def close(self) -> None:
         """Send waiting groups, give delivery `drain_s` to finish, keep the rest spooled."""
         with self._lock:
