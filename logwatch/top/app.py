@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import glob
 import io
+import os
 import shutil
 import signal
 import sys
@@ -175,6 +176,7 @@ class TopLoop:
         self.driver, self.plugin, self.gpu, self.sinks = driver, plugin, gpu, list(sinks)
         self.silences, self.footer = silences, tuple(footer)
         self.stopping = False
+        self.stdout_fd = 1
         self.runner: DriverThread | None = None
         self.keys: deque[str] = deque()
         self.state = Screen(width=80, height=24, now_s=0, rows=())
@@ -220,6 +222,7 @@ class TopLoop:
         from logwatch.top.keys import KeyReader, cbreak
 
         console = Console(file=stdout, highlight=False)
+        self.stdout_fd = stdout.fileno()
         fd = stdin.fileno() if stdin.isatty() else None
         reader = KeyReader(fd, self._on_key) if fd is not None else None
         winch = signal.signal(signal.SIGWINCH, lambda n, f: self._wake())
@@ -265,7 +268,7 @@ class TopLoop:
         self.plugin.changed.set()
 
     def _screen(self, notes: Notes) -> Screen:
-        size = shutil.get_terminal_size()
+        size = self._size()
         now = time.time()
         rows = tuple(self.plugin.rows())
         firing = self.plugin.firing()
@@ -286,6 +289,13 @@ class TopLoop:
             footer=(*self.footer, self._backlog()),
         )
         return replace(self.state, message=message)
+
+    def _size(self) -> os.terminal_size:
+        """The terminal's size now (not $COLUMNS / $LINES: a resize must show at once)."""
+        try:
+            return os.get_terminal_size(self.stdout_fd)
+        except (OSError, ValueError):
+            return shutil.get_terminal_size()
 
     def _gpus(self, rows: Sequence[Any]) -> tuple[str | None, tuple[GpuRow, ...]]:
         if self.gpu is None:

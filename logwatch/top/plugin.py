@@ -16,6 +16,7 @@ import polars as pl
 
 from logwatch.alerts import FIRING, AlertEvent
 from logwatch.drivers.plugins import Plugin
+from logwatch.engine import run_id
 
 if TYPE_CHECKING:
     from logwatch.drivers.tail import TailDriver
@@ -118,6 +119,8 @@ class TopPlugin(Plugin):
         points = self._points(frame)
         now = self.now()
         with self._lock:
+            if not starts.is_empty():
+                self._runs[source] = run_id(starts.get_column("text")[-1])
             facts = _Facts() if not starts.is_empty() else self._facts.get(source, _Facts())
             self._facts[source] = facts
             facts.last_line_s = now
@@ -148,6 +151,7 @@ class TopPlugin(Plugin):
         runs = {source: state.run_id for source, state in driver.engine.sources.items()}
         stalled = {source for source, since in driver.stall_states().items() if since is not None}
         with self._lock:
+            runs = {**self._runs, **runs}  # the engine's (checkpointed) word wins
             if runs != self._runs or stalled != self._stalled:
                 self._runs, self._stalled = runs, stalled
                 self.changed.set()

@@ -358,19 +358,22 @@ def _event_lines(screen: Screen) -> list[Text]:
     from rich.text import Text
 
     room = 3 if screen.height < 30 else 6
+    names = display_names(screen.rows)
     lines = []
     for _arrived, event in screen.recent[-room:]:
         style = SEVERITY_STYLE[event.severity] if event.status == FIRING else "green"
-        lines.append(Text(event_text(event), style=style, no_wrap=True, overflow="ellipsis"))
+        text = event_text(event, names.get(event.source))
+        lines.append(Text(text, style=style, no_wrap=True, overflow="ellipsis"))
     return lines
 
 
-def event_text(event: AlertEvent) -> str:
+def event_text(event: AlertEvent, name: str | None = None) -> str:
     """`14:03:07 FIRING nan-loss train.log:111 loss is nan at step 1403`."""
     when = f"{event.ts:%H:%M:%S}" if event.ts else "--:--:--"
     status = "FIRING" if event.status == FIRING else "RESOLVED"
-    where = f"{event.source}:{event.line}" if event.line else event.source
-    return safe(f"{when} {status} {event.rule} {where} {event.summary}")
+    source = safe(event.source) if name is None else name
+    where = f"{source}:{event.line}" if event.line else source
+    return f"{when} {status} {safe(event.rule)} {where} {safe(event.summary)}"
 
 
 def _message(screen: Screen) -> Text:
