@@ -35,7 +35,7 @@ from logwatch.rules.loader import RuleSpec
 from logwatch.sinks.base import Sink
 from logwatch.sinks.slack.silences import SilenceStore
 from logwatch.top.plugin import TopPlugin
-from logwatch.top.view import GpuRow, Screen, plain_lines, render, shown_rows
+from logwatch.top.view import GpuRow, Screen, plain_lines, render, seconds_shown, shown_rows
 
 SILENCE_S = 3600.0
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -181,6 +181,8 @@ class TopLoop:
         self.keys: deque[str] = deque()
         self.state = Screen(width=80, height=24, now_s=0, rows=())
         self._gpu_cache: tuple[int, tuple[GpuRow, ...]] = (-1, ())
+        sampler = gpu.started.sampler if gpu is not None else None
+        self._slow_tick = 60.0 if sampler is None else min(60.0, sampler.interval_s)
 
     def stop(self) -> None:
         """End the loop (safe from a signal handler: the wake-up happens on another thread)."""
@@ -242,12 +244,18 @@ class TopLoop:
             sys.stderr = saved_stderr
             notes.held = False
             signal.signal(signal.SIGWINCH, winch)
+            for line in notes.lines:  # what was said while the view owned the screen
+                notes.say(line)
 
     def _draw_loop(self, live: Any, notes: Notes, top: TopOptions) -> None:
         last_draw, drawn = float("-inf"), None
         while self.alive():
-            self.plugin.changed.wait(top.interval_s - time.time() % top.interval_s + 0.01)
-            self.plugin.changed.clear()
+            # Nothing changed: wake only when an age on screen would (each second while one is
+            # under a minute, else at the minute, or per GPU sample), so a quiet view costs next
+            # to nothing.
+            tick = top.interval_s if drawn is None or seconds_shown(drawn) else self._slow_tick
+            if self.plugin.changed.wait(tick - time.time() % tick + 0.01):
+                self.plugin.changed.clear()
             while self.keys:
                 self._key(self.keys.popleft())
             if not self.alive():

@@ -4,6 +4,7 @@ and to plain lines for a pipe. Log-derived text goes through `visible(redact(...
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -69,8 +70,10 @@ class Screen:
     footer: tuple[str, ...] = ()
 
 
+@functools.lru_cache(maxsize=4096)
 def safe(text: str) -> str:
-    """Log or file text as the terminal may show it: secrets masked, controls escaped."""
+    """Log or file text as the terminal may show it: secrets masked, controls escaped (cached:
+    the same source names and rule ids come back every frame)."""
     return visible(redact(text))
 
 
@@ -86,15 +89,26 @@ def shown_rows(screen: Screen) -> tuple[SourceRow, ...]:
 
 
 def fmt_age(seconds: float | None) -> str:
-    """`7s`, `3m05s`, `2h04m`; `-` when unknown."""
+    """`7s`, `3m`, `2h04m`, `3d04h`; `-` when unknown. Past a minute only whole minutes: a quiet
+    view then changes, and redraws, once a minute instead of every second."""
     if seconds is None:
         return "-"
     s = max(0, int(seconds))
     if s < 60:
         return f"{s}s"
     if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+        return f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def seconds_shown(screen: Screen) -> bool:
+    """Whether some age on screen is under a minute, so shown in seconds (changing each second);
+    past that, ages and the clock change once a wall-clock minute."""
+    times = [r.last_line_s for r in screen.rows if r.last_line_s is not None]
+    times += [e.ts.timestamp() for r in screen.rows for e in r.alerts if e.ts is not None]
+    return any(screen.now_s - t < 60 for t in times)
 
 
 def fmt_float(value: float | None, digits: int = 4) -> str:
@@ -179,7 +193,7 @@ def _header(screen: Screen) -> Text:
     from rich.text import Text
 
     firing = sum(len(r.alerts) for r in screen.rows) + len(screen.other_firing)
-    clock = time.strftime("%H:%M:%S", time.localtime(screen.now_s))
+    clock = time.strftime("%H:%M", time.localtime(screen.now_s))
     text = Text(f"logwatch top · {len(screen.rows)} sources · ", style="bold")
     text.append(f"{firing} firing", style="bold red" if firing else "green")
     text.append(f" · {clock}   ? help")
@@ -207,7 +221,11 @@ MIN_ALERTS_W = 24
 
 def display_names(rows: Sequence[SourceRow]) -> dict[str, str]:
     """Sources without the folder they all share (`/runs/a/train.log` -> `a/train.log`)."""
-    sources = [r.source for r in rows]
+    return _display_names(tuple(r.source for r in rows))
+
+
+@functools.lru_cache(maxsize=8)
+def _display_names(sources: tuple[str, ...]) -> dict[str, str]:
     if len(sources) < 1:
         return {}
     folder = os.path.commonpath(sources) if all(s.startswith("/") for s in sources) else ""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -143,5 +145,28 @@ def test_a_stalled_run_is_marked_in_red(tmp_path: Path, runs: Path) -> None:
         screen = top.wait_for(lambda s: "STALL" in s and "log-stalled" in s, 30.0, escapes=True)
         (beta,) = [line for line in screen.splitlines() if "beta.log" in line and "STALL" in line]
         assert re.search(r"\x1b\[[0-9;]*31[;m]", beta), repr(beta)
+    finally:
+        top.close()
+
+
+def test_sigterm_exits_0_with_a_checkpoint_and_the_terminal_restored(
+    tmp_path: Path, runs: Path
+) -> None:
+    """SIGTERM to the full-screen top ends it as q does: exit 0, checkpoint, tty mode back."""
+    state = tmp_path / "state"
+    top = TmuxTop(
+        tmp_path,
+        [str(runs / "*.log"), "--state-dir", str(state), "--gpu", "off"],
+        after="; stty -a; sleep 30",
+    )
+    try:
+        top.wait_for(lambda s: "alpha" in s and "beta" in s, START_S)
+        shell = int(top.pane_pid())
+        (child,) = Path(f"/proc/{shell}/task/{shell}/children").read_text().split()
+        os.kill(int(child), signal.SIGTERM)
+        assert top.wait_exit() == 0, top.err_file.read_text()
+        shown = top.wait_for(lambda s: "icanon" in s)
+        assert "-icanon" not in shown and "-echo " not in shown, shown
+        assert (state / "checkpoint.json").exists()
     finally:
         top.close()

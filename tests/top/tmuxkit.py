@@ -60,6 +60,10 @@ class TmuxTop:
         """What the pane shows now (`escapes`: with its SGR colour codes)."""
         return self._tmux("capture-pane", "-p", *(["-e"] if escapes else []), "-t", "top")
 
+    def pane_pid(self) -> str:
+        """The pid of the pane's shell (logwatch is its child)."""
+        return self._tmux("display-message", "-p", "-t", "top", "#{pane_pid}").strip()
+
     def keys(self, *keys: str) -> None:
         """Type keys (tmux key names: `Enter`, `Up`, or literal text)."""
         self._tmux("send-keys", "-t", "top", *keys)
