@@ -95,6 +95,7 @@ class TopPlugin(Plugin):
         self._lock = threading.Lock()
         self._facts: dict[str, _Facts] = {}
         self._runs: dict[str, str | None] = {}
+        self._steps: dict[str, int | None] = {}  # the engine's, kept in the checkpoint
         self._stalled: set[str] = set()
         self._firing: dict[str, AlertEvent] = {}
         self._recent: deque[tuple[float, AlertEvent]] = deque(maxlen=RECENT_EVENTS)
@@ -148,12 +149,14 @@ class TopPlugin(Plugin):
 
     def round(self, driver: TailDriver) -> Sequence[AlertEvent]:
         """Take the run ids and stall states the engine knows; no alerts of its own."""
-        runs = {source: state.run_id for source, state in driver.engine.sources.items()}
+        states = list(driver.engine.sources.items())
+        runs = {source: state.run_id for source, state in states}
+        steps = {source: state.last_step for source, state in states}
         stalled = {source for source, since in driver.stall_states().items() if since is not None}
         with self._lock:
             runs = {**self._runs, **runs}  # the engine's (checkpointed) word wins
-            if runs != self._runs or stalled != self._stalled:
-                self._runs, self._stalled = runs, stalled
+            if (runs, steps, stalled) != (self._runs, self._steps, self._stalled):
+                self._runs, self._steps, self._stalled = runs, steps, stalled
                 self.changed.set()
         return []
 
@@ -186,7 +189,7 @@ class TopPlugin(Plugin):
         return SourceRow(
             source=source,
             run=self._runs.get(source),
-            step=facts.step,
+            step=facts.step if facts.step is not None else self._steps.get(source),
             steps_per_s=steps_per_s(list(facts.points)),
             last_line_s=facts.last_line_s,
             stalled=source in self._stalled,

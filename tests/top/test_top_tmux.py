@@ -170,3 +170,28 @@ def test_sigterm_exits_0_with_a_checkpoint_and_the_terminal_restored(
         assert (state / "checkpoint.json").exists()
     finally:
         top.close()
+
+
+def test_a_restart_from_the_checkpoint_shows_each_runs_step_at_once(
+    tmp_path: Path, runs: Path
+) -> None:
+    """Quit, start again on the same state directory: the files resume past their history, yet
+    each row has its run and step (from the checkpointed engine state) before any new line."""
+    args = [str(runs / "*.log"), "--state-dir", str(tmp_path / "state"), "--gpu", "off"]
+    (tmp_path / "one").mkdir()
+    first = TmuxTop(tmp_path / "one", args)
+    try:
+        first.wait_for(lambda s: "alpha" in s and "beta" in s, START_S)
+        first.keys("q")
+        assert first.wait_exit() == 0
+    finally:
+        first.close()
+    (tmp_path / "two").mkdir()
+    second = TmuxTop(tmp_path / "two", args)
+    try:
+        screen = second.wait_for(lambda s: "alpha.log" in s and "beta.log" in s, START_S)
+        assert re.search(r"\balpha\b +100\b", row(screen, "alpha.log")), screen
+        assert re.search(r"\bbeta\b +200\b", row(screen, "beta.log")), screen
+        assert "resuming at line 3 (checkpoint)" in (tmp_path / "two" / "top.err").read_text()
+    finally:
+        second.close()
