@@ -285,62 +285,114 @@ class _Duration(click.ParamType):  # type: ignore[type-arg]  # generic since cli
         return seconds
 
 
-FOLLOW_OPTIONS = [
-    RULES_OPTION,
-    NO_BUILTIN_OPTION,
-    click.option(
-        "--state-dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        help="Checkpoints and lock [default: $XDG_STATE_HOME/logwatch or ~/.local/state/logwatch].",
-    ),
-    click.option(
-        "--from-beginning", is_flag=True, help="Emit every alert of existing files' history."
-    ),
-    click.option("--from-end", is_flag=True, help="Skip existing files' history."),
-    click.option(
-        "--poll-interval",
-        type=_Duration(),
-        default="1s",
-        show_default=True,
-        help="Safety poll: every file is stat()ed this often, whatever inotify says (missed events).",
-    ),
-    click.option(
-        "--partial-flush",
-        type=_Duration(),
-        default="5s",
-        show_default=True,
-        help="Evaluate a last line without newline once the file stopped growing this long.",
-    ),
-    MAX_LINE_OPTION,
-    click.option(
-        "--gpu",
-        "gpu_mode",
-        type=click.Choice(["auto", "required", "off"]),
-        default=None,
-        help="Read the GPUs through NVML: auto says why when it cannot, required exits 2 then "
-        "[default: the config's [gpu] mode, else auto].",
-    ),
-    click.option(
-        "--gpu-interval",
-        type=_Duration(),
-        default=None,
-        help="NVML sampling interval [default: the config's [gpu] interval, else 5s].",
-    ),
-    CONFIG_OPTION,
-]
-"""The options `tail` and `top` share: what to follow, with which rules, where state lives."""
+@cli.command("tail")
+@click.argument("patterns", nargs=-1, required=True, metavar="PATH_OR_GLOB...")
+@FORMAT_OPTION
+@RULES_OPTION
+@NO_BUILTIN_OPTION
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Checkpoints and lock [default: $XDG_STATE_HOME/logwatch or ~/.local/state/logwatch].",
+)
+@click.option("--from-beginning", is_flag=True, help="Emit every alert of existing files' history.")
+@click.option("--from-end", is_flag=True, help="Skip existing files' history.")
+@click.option(
+    "--poll-interval",
+    type=_Duration(),
+    default="1s",
+    show_default=True,
+    help="Safety poll: every file is stat()ed this often, whatever inotify says (missed events).",
+)
+@click.option(
+    "--partial-flush",
+    type=_Duration(),
+    default="5s",
+    show_default=True,
+    help="Evaluate a last line without newline once the file stopped growing this long.",
+)
+@MAX_LINE_OPTION
+@click.option(
+    "--gpu",
+    "gpu_mode",
+    type=click.Choice(["auto", "required", "off"]),
+    default=None,
+    help="Read the GPUs through NVML: auto says why when it cannot, required exits 2 then "
+    "[default: the config's [gpu] mode, else auto].",
+)
+@click.option(
+    "--gpu-interval",
+    type=_Duration(),
+    default=None,
+    help="NVML sampling interval [default: the config's [gpu] interval, else 5s].",
+)
+@CONFIG_OPTION
+@VERBOSE_OPTION
+def tail_cmd(
+    patterns: tuple[str, ...],
+    fmt: str,
+    rule_paths: tuple[str, ...],
+    no_builtin_rules: bool,
+    state_dir: Path | None,
+    from_beginning: bool,
+    from_end: bool,
+    poll_interval: float,
+    partial_flush: float,
+    max_line_bytes: int,
+    gpu_mode: str | None,
+    gpu_interval: float | None,
+    config_path: str | None,
+    verbose: bool,
+) -> None:
+    """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
+    from logwatch.drivers.runner import check_patterns, run_tail
+    from logwatch.drivers.startup import startup_lines
+    from logwatch.drivers.statesafe import secure_state_dir
+    from logwatch.drivers.tail import StartMode, TailOptions
+    from logwatch.sources.follow import FollowOptions
 
-
-def _follow_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    for option in reversed(FOLLOW_OPTIONS):
-        command = option(command)
-    return command
+    if from_beginning and from_end:
+        raise click.UsageError("--from-beginning and --from-end exclude each other; pick one")
+    config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
+    state_dir = state_dir or default_state_dir()
+    secure_state_dir(state_dir)  # before the Slack sink reads silences and its spool there
+    start = (
+        StartMode.BEGINNING if from_beginning else StartMode.END if from_end else StartMode.CATCH_UP
+    )
+    options = TailOptions(
+        start=start,
+        poll_interval_s=poll_interval,
+        follow=FollowOptions(partial_flush_s=partial_flush, max_line_bytes=max_line_bytes),
+    )
+    status = _status_line
+    check_patterns(patterns)
+    gpu_line: list[str] = []  # said last in the startup block, once the sinks are open too
+    gpu = start_gpu_link(
+        gpu_mode or config.gpu.mode,
+        gpu_interval if gpu_interval is not None else config.gpu.interval_s,
+        specs,
+        gpu_line.append,
+    )
+    terminal = TerminalSink(sys.stdout, fmt=fmt, silences=SilenceStore(state_dir, report=status))
+    sinks = open_sinks(terminal, config, state_dir)
+    startup = [*startup_lines(patterns, specs, state_dir, config), *gpu_line]
+    with _logging(verbose):
+        run_tail(
+            patterns,
+            specs,
+            sinks,
+            state_dir=state_dir,
+            options=options,
+            status=status,
+            plugins=[gpu] if gpu is not None else [],
+            startup=startup,
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class _Follow:
-    """What `tail` and `top` set up the same way from their shared options."""
+    """What `top` sets up from `tail`'s options, the way `tail_cmd` does inline."""
 
     config: Config
     specs: list[RuleSpec]
@@ -364,6 +416,8 @@ def _follow_setup(
     gpu_interval: float | None,
     config_path: str | None,
 ) -> _Follow:
+    """Config, rules, a secured state directory, tail options and the GPU side, from `tail`'s
+    option values (the same checks and errors)."""
     from logwatch.drivers.runner import check_patterns
     from logwatch.drivers.statesafe import secure_state_dir
     from logwatch.drivers.tail import StartMode, TailOptions
@@ -393,38 +447,24 @@ def _follow_setup(
     return _Follow(config, specs, state_dir, options, gpu, gpu_line)
 
 
-@cli.command("tail")
-@click.argument("patterns", nargs=-1, required=True, metavar="PATH_OR_GLOB...")
-@FORMAT_OPTION
-@_follow_options
-@VERBOSE_OPTION
-def tail_cmd(patterns: tuple[str, ...], fmt: str, verbose: bool, **follow: Any) -> None:
-    """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
-    from logwatch.drivers.runner import run_tail
-    from logwatch.drivers.startup import startup_lines
-
-    setup = _follow_setup(patterns, **follow)
-    status = _status_line
-    silences = SilenceStore(setup.state_dir, report=status)
-    terminal = TerminalSink(sys.stdout, fmt=fmt, silences=silences)
-    sinks = open_sinks(terminal, setup.config, setup.state_dir)
-    startup = [*startup_lines(patterns, setup.specs, setup.state_dir, setup.config)]
-    with _logging(verbose):
-        run_tail(
-            patterns,
-            setup.specs,
-            sinks,
-            state_dir=setup.state_dir,
-            options=setup.options,
-            status=status,
-            plugins=[setup.gpu] if setup.gpu is not None else [],
-            startup=[*startup, *setup.gpu_line],
-        )
+TOP_SHARED = (
+    "patterns",
+    "rule_paths",
+    "no_builtin_rules",
+    "state_dir",
+    "from_beginning",
+    "from_end",
+    "poll_interval",
+    "partial_flush",
+    "max_line_bytes",
+    "gpu_mode",
+    "gpu_interval",
+    "config_path",
+)
+"""`tail`'s parameters that `top` takes as they are (what to follow, rules, state, GPUs)."""
 
 
-@cli.command("top")
-@click.argument("patterns", nargs=-1, required=True, metavar="PATH_OR_GLOB...")
-@_follow_options
+@cli.command("top", params=[p for p in tail_cmd.params if p.name in TOP_SHARED])
 @click.option(
     "--interval",
     type=_Duration(),

@@ -79,7 +79,7 @@ class SlackSink:
             self._last_said = ""
 
     def backlog(self) -> int:
-        """Messages spooled and not yet delivered (or dead-lettered)."""
+        """Slack requests spooled but not yet delivered (`logwatch_delivery_queue_depth`)."""
         return self.spool.pending_count()
 
     def close(self) -> None:
