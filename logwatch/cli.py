@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -440,6 +440,126 @@ def tail_cmd(
             plugins=[p for p in (gpu, exporter) if p is not None],  # the exporter counts last
             startup=startup,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Follow:
+    """What `top` sets up from `tail`'s options, the way `tail_cmd` does inline."""
+
+    config: Config
+    specs: list[RuleSpec]
+    state_dir: Path
+    options: Any  # TailOptions (imported with the command)
+    gpu: Any  # GpuLink | None
+    gpu_line: list[str]
+
+
+def _follow_setup(
+    patterns: Sequence[str],
+    rule_paths: Sequence[str],
+    no_builtin_rules: bool,
+    state_dir: Path | None,
+    from_beginning: bool,
+    from_end: bool,
+    poll_interval: float,
+    partial_flush: float,
+    max_line_bytes: int,
+    gpu_mode: str | None,
+    gpu_interval: float | None,
+    config_path: str | None,
+) -> _Follow:
+    """Config, rules, a secured state directory, tail options and the GPU side, from `tail`'s
+    option values (the same checks and errors)."""
+    from logwatch.drivers.runner import check_patterns
+    from logwatch.drivers.statesafe import secure_state_dir
+    from logwatch.drivers.tail import StartMode, TailOptions
+    from logwatch.sources.follow import FollowOptions
+
+    if from_beginning and from_end:
+        raise click.UsageError("--from-beginning and --from-end exclude each other; pick one")
+    config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
+    state_dir = state_dir or default_state_dir()
+    secure_state_dir(state_dir)  # before the Slack sink reads silences and its spool there
+    start = (
+        StartMode.BEGINNING if from_beginning else StartMode.END if from_end else StartMode.CATCH_UP
+    )
+    options = TailOptions(
+        start=start,
+        poll_interval_s=poll_interval,
+        follow=FollowOptions(partial_flush_s=partial_flush, max_line_bytes=max_line_bytes),
+    )
+    check_patterns(patterns)
+    gpu_line: list[str] = []  # said last in the startup block, once the sinks are open too
+    gpu = start_gpu_link(
+        gpu_mode or config.gpu.mode,
+        gpu_interval if gpu_interval is not None else config.gpu.interval_s,
+        specs,
+        gpu_line.append,
+    )
+    return _Follow(config, specs, state_dir, options, gpu, gpu_line)
+
+
+TOP_SHARED = (
+    "patterns",
+    "rule_paths",
+    "no_builtin_rules",
+    "state_dir",
+    "from_beginning",
+    "from_end",
+    "poll_interval",
+    "partial_flush",
+    "max_line_bytes",
+    "gpu_mode",
+    "gpu_interval",
+    "config_path",
+)
+"""`tail`'s parameters that `top` takes as they are (what to follow, rules, state, GPUs)."""
+
+
+@cli.command("top", params=[p for p in tail_cmd.params if p.name in TOP_SHARED])
+@click.option(
+    "--interval",
+    type=_Duration(),
+    default="1s",
+    show_default=True,
+    help="How often ages refresh (and, piped, how often a status line per source is printed).",
+)
+def top_cmd(patterns: tuple[str, ...], interval: float, **follow: Any) -> None:
+    """A live view of every followed run (step, loss, stalls, alerts, GPUs); piped, one status
+    line per source every interval. Same files, rules and checkpoints as `tail`."""
+    from logwatch.drivers.startup import sinks_line, watching_line
+    from logwatch.redact import install_log_handler
+    from logwatch.top.app import Notes, TopOptions, run_top
+    from logwatch.top.plugin import TopPlugin
+
+    setup = _follow_setup(patterns, **follow)
+    notes = Notes(sys.stderr)
+    for line in setup.gpu_line:
+        notes.say(visible(line))
+    view = TopPlugin()
+    sinks = open_sinks(view, setup.config, setup.state_dir)
+    footer = (
+        f"{watching_line(patterns)} · state {setup.state_dir}",
+        sinks_line(setup.config).replace("the terminal", "this view"),
+    )
+    handler = install_log_handler(notes, verbose=False)  # library warnings: the view's notes
+    try:
+        run_top(
+            patterns,
+            setup.specs,
+            view,
+            sinks,
+            state_dir=setup.state_dir,
+            options=setup.options,
+            top=TopOptions(interval_s=interval),
+            gpu=setup.gpu,
+            footer=[visible(line) for line in footer],
+            stdout=sys.stdout,
+            stdin=sys.stdin,
+            notes=notes,
+        )
+    finally:
+        remove_log_handler(handler)
 
 
 @cli.group("silence")

@@ -58,6 +58,31 @@ def check_patterns(patterns: Sequence[str]) -> None:
             )
 
 
+def tail_driver(
+    patterns: Sequence[str],
+    rules: Sequence[RuleSpec],
+    sinks: Sequence[Sink],
+    *,
+    state_dir: Path,
+    options: TailOptions,
+    status: Status,
+    plugins: Sequence[TailPlugin] = (),
+) -> TailDriver:
+    """The driver `tail` and `top` run: one engine whose rule errors are said once, the sinks
+    behind one FanOut whose failures are said on `status`."""
+    engine = Engine(rules, on_error=rule_error_reporter(status))
+    sink = FanOut(sinks, report=status)
+    return TailDriver(
+        patterns,
+        engine,
+        sink,
+        plugins=plugins,
+        state_dir=state_dir,
+        options=options,
+        status=status,
+    )
+
+
 def run_tail(
     patterns: Sequence[str],
     rules: Sequence[RuleSpec],
@@ -78,15 +103,8 @@ def run_tail(
         for plugin in plugins:
             plugin.close()
         raise
-    engine = Engine(rules, on_error=rule_error_reporter(status))
-    driver = TailDriver(
-        patterns,
-        engine,
-        FanOut(sinks, report=status),
-        plugins=plugins,
-        state_dir=state_dir,
-        options=options,
-        status=status,
+    driver = tail_driver(
+        patterns, rules, sinks, state_dir=state_dir, options=options, status=status, plugins=plugins
     )
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

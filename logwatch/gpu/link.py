@@ -18,6 +18,7 @@ import polars as pl
 from logwatch.alerts import RESOLVED, AlertEvent, event_from_json
 from logwatch.clock import Clock, SystemClock
 from logwatch.gpu.enrich import NvmlDiagnosis, RunInfo, RunTracker
+from logwatch.gpu.model import GpuSample
 from logwatch.gpu.monitor import GpuMonitor
 from logwatch.gpu.procs import with_descendants
 from logwatch.gpu.sampler import GpuStart
@@ -94,6 +95,16 @@ class GpuLink:
         ]
         self.announced = now
         return [*over, *fired]
+
+    def latest(self) -> tuple[GpuSample, ...]:
+        """The sampler's last good round (empty when NVML is off or unavailable here)."""
+        sampler = self.started.sampler
+        return sampler.latest() if sampler is not None else ()
+
+    def run_pids(self) -> dict[str, int]:
+        """The pid each followed log's `run start:` line announced, by source."""
+        trackers = list(self.trackers.items())  # the driver's thread may add one meanwhile
+        return {source: t.info.pid for source, t in trackers if t.info.pid is not None}
 
     def _stalled_since(self, driver: TailDriver) -> datetime | None:
         """When the run's logs went quiet: the latest stall among followed logs, only when every

@@ -1,0 +1,1 @@
+"""`logwatch top`: the health of every followed run at a glance (facts, view, keys, wiring)."""
