@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 
 import polars as pl
 
-from logwatch.alerts import AlertEvent
+from logwatch.alerts import AlertEvent, json_number, still_firing
+from logwatch.drivers.window import Window
 from logwatch.engine import Engine, ErrorHandler, SourceStats
 from logwatch.errors import InputError
 from logwatch.parse import SCHEMA, parse_lines
@@ -24,6 +25,7 @@ from logwatch.sources.framing import (
     read_blocks,
 )
 from logwatch.sources.streams import check_readable, close_stream, open_log
+from logwatch.throughput import throughput
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -94,19 +96,33 @@ def _scan(
         close_stream(stream)
 
 
+FrameHook = Callable[[pl.DataFrame], None]
+"""Sees each parsed block (inside the window) before the rules do: exports, reports."""
+
+
 def replay_file(
     path: str,
     engine: Engine,
     *,
     options: ReplayOptions = ReplayOptions(),
     progress: Progress | None = None,
+    window: Window | None = None,
+    on_frame: FrameHook | None = None,
 ) -> Iterator[AlertEvent]:
     """Yield the alert events of one file, in file order."""
-    engine.state_of(path)
-    for frame, end_offset, total in _scan(path, path, options):
-        yield from engine.process(frame)
+    stats = engine.state_of(path).stats
+    rates: list[pl.Series] = []
+    for block, end_offset, total in _scan(path, path, options):
+        frame = block if window is None else window.select(block)
+        if frame.height:
+            rates.append(throughput(frame).drop_nulls())
+            if on_frame is not None:
+                on_frame(frame)
+            yield from engine.process(frame)
         if progress is not None:
             progress(path, end_offset, total)
+    if rates:
+        stats.throughput_median = pl.concat(rates).median()  # type: ignore[assignment]  # Float64: a float or None
 
 
 def _ordered_map(
@@ -177,6 +193,31 @@ class ReplayResult:
         rows = [_event_row(event) for event in self.events]
         return pl.DataFrame(rows, schema=EVENT_SCHEMA, orient="row")
 
+    def to_json(self) -> dict[str, Any]:
+        """`replay --format json`: the events (JSONL's objects) and each source's stats, plus
+        the alerts still firing at the end, as strict-JSON data."""
+        firing = still_firing(self.events)
+        return {
+            "events": [event.to_json() for event in self.events],
+            "stats": {
+                source: {
+                    **{
+                        name: _json_stat(getattr(stats, name))
+                        for name in SourceStats.__slots__
+                        if name != "fired"
+                    },
+                    "restarts": max(stats.runs - 1, 0),
+                    "fired": dict(sorted(stats.fired.items())),
+                    "still_firing": [e.rule for e in firing if e.source == source],
+                }
+                for source, stats in self.stats.items()
+            },
+        }
+
+
+def _json_stat(value: Any) -> Any:
+    return json_number(value) if isinstance(value, float) else value
+
 
 EVENT_SCHEMA: dict[str, Any] = {
     "rule": pl.String,
@@ -228,13 +269,19 @@ def replay(
     progress: Progress | None = None,
     on_event: Callable[[AlertEvent], None] | None = None,
     on_error: ErrorHandler | None = None,
+    window: Window | None = None,
+    on_frame: FrameHook | None = None,
 ) -> ReplayResult:
-    """Replay files one after another through one engine; each file is its own source."""
+    """Replay files one after another through one engine; each file is its own source.
+    `window`: only the lines between `--since` and `--until`; `on_frame` sees each block."""
     check_readable(paths)
     engine = Engine(rules, on_error=on_error)
     events: list[AlertEvent] = []
     for path in paths:
-        for event in replay_file(path, engine, options=options, progress=progress):
+        blocks = replay_file(
+            path, engine, options=options, progress=progress, window=window, on_frame=on_frame
+        )
+        for event in blocks:
             events.append(event)
             if on_event is not None:
                 on_event(event)
