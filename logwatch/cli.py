@@ -300,6 +300,58 @@ def replay_cmd(
             sys.exit(1)
 
 
+@cli.command("report")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, metavar="FILE", help="The HTML file to write.")
+@RULES_OPTION
+@NO_BUILTIN_OPTION
+@SINCE_OPTION
+@UNTIL_OPTION
+@click.option(
+    "--png",
+    "png_dir",
+    metavar="DIR",
+    default=None,
+    help="Also write each chart as a PNG (needs Chromium).",
+)
+@MAX_LINE_OPTION
+@CONFIG_OPTION
+def report_cmd(
+    paths: tuple[str, ...],
+    output: str,
+    rule_paths: tuple[str, ...],
+    no_builtin_rules: bool,
+    since: str | None,
+    until: str | None,
+    png_dir: str | None,
+    max_line_bytes: int,
+    config_path: str | None,
+) -> None:
+    """Write a post-mortem report: one self-contained HTML file with a header per run, plots
+    (NaN and Inf marked), and the alert table."""
+    from logwatch.report.build import build_report
+    from logwatch.report.png import find_browser, write_pngs
+
+    _, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
+    window = _window(since, until)
+    browser = find_browser() if png_dir is not None else None  # before the work, not after
+    report = build_report(
+        list(paths),
+        specs,
+        options=ReplayOptions(max_line_bytes=max_line_bytes),
+        window=window,
+        on_error=_warn_rule_error,
+    )
+    size = report.write(output)
+    click.echo(
+        f"wrote {output} ({size / 1024:.0f} KiB: {len(report.sources)} file(s), "
+        f"{len(report.charts)} charts, {len(report.result.events)} alert events)"
+    )
+    if png_dir is not None and browser is not None:
+        pngs = write_pngs(report.charts, png_dir, browser)
+        click.echo(f"wrote {len(pngs)} PNG files to {png_dir}")
+
+
 def _text_or_json(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """`--format text|json` (default text) for commands that print one document."""
     return click.option(
