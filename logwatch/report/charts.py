@@ -26,6 +26,9 @@ STARVED_AFTER = 5
 """Consecutive single-bucket queue reports shaded as starvation (bucket-starvation's count)."""
 
 
+_UNPLACED = ("gaps", "untimed")  # frames that are not drawn as points
+
+
 @dataclass(frozen=True, slots=True)
 class Placed:
     """One source's projections with an `x` column each, in report order."""
@@ -47,7 +50,7 @@ def place(ordered: Sequence[tuple[str, SourceData]], *, time: bool) -> list[Plac
             else (pl.col("line") + offset).cast(pl.Float64)
         )
         placed = {
-            name: frame.with_columns(x.alias("x")) if name != "gaps" else frame
+            name: frame.with_columns(x.alias("x")) if name not in _UNPLACED else frame
             for name, frame in frames.items()
         }
         out.append(Placed(source, placed, offset))
@@ -223,13 +226,15 @@ def _starvation(queue: pl.DataFrame) -> list[Band]:
 def alert_spans(placed: Sequence[Placed], events: Sequence[AlertEvent], axis: XAxis) -> list[Span]:
     """Each alert from firing to its resolve (or to the end of its log)."""
     offsets = {p.source: p.offset for p in placed}
+    untimed = {p.source: _untimed(p, events) for p in placed}
     ends = {p.source: _last_x(p) for p in placed}
     open_spans: dict[str, tuple[AlertEvent, float]] = {}
     spans = []
     for event in events:
         if event.source not in offsets:
             continue
-        x = x_of(event.ts, event.line, offsets[event.source], time=axis.time)
+        when = event.ts or untimed[event.source].get(event.line)
+        x = x_of(when, event.line, offsets[event.source], time=axis.time)
         if x is None:
             continue
         if event.status == FIRING:
@@ -243,13 +248,26 @@ def alert_spans(placed: Sequence[Placed], events: Sequence[AlertEvent], axis: XA
     return sorted(spans, key=lambda s: s.x0)
 
 
+def _untimed(p: Placed, events: Sequence[AlertEvent]) -> dict[int, datetime]:
+    """For alerts on lines without a timestamp: the last timestamp before each such line."""
+    lines = [e.line for e in events if e.source == p.source and e.ts is None]
+    rows = p.frames["untimed"].filter(pl.col("line").is_in(lines))
+    return dict(
+        zip(rows.get_column("line").to_list(), rows.get_column("ts").to_list(), strict=True)
+    )
+
+
 def _span(event: AlertEvent, x0: float, x1: float, end: str) -> Span:
     title = f"{event.rule} ({event.severity.label}) from line {event.line}, {end}: {event.summary}"
     return Span(event.rule, event.severity.label, x0, x1, title)
 
 
 def _last_x(p: Placed) -> float | None:
-    xs = [f.get_column("x").drop_nulls() for n, f in p.frames.items() if n != "gaps" and f.height]
+    xs = [
+        f.get_column("x").drop_nulls()
+        for n, f in p.frames.items()
+        if n not in _UNPLACED and f.height
+    ]
     found = [float(s.max()) for s in xs if s.len()]  # type: ignore[arg-type]  # Float64
     return max(found) if found else None
 
@@ -259,7 +277,7 @@ def axis_for(placed: Sequence[Placed], *, time: bool) -> XAxis:
     lo, hi = [], []
     for p in placed:
         for name, frame in p.frames.items():
-            if name != "gaps" and frame.height:
+            if name not in _UNPLACED and frame.height:
                 xs = frame.get_column("x").drop_nulls()
                 if xs.len():
                     lo.append(float(xs.min()))  # type: ignore[arg-type]  # Float64

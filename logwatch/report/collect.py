@@ -39,6 +39,7 @@ _EMPTY_GPU: dict[str, Any] = {
     "value": pl.Float64,
 }
 _EMPTY_STARTS: dict[str, Any] = {"line": pl.Int64, "ts": pl.Datetime("us"), "text": pl.String}
+_EMPTY_UNTIMED: dict[str, Any] = {"line": pl.Int64, "ts": pl.Datetime("us")}
 _EMPTY_GAPS: dict[str, Any] = {
     "line": pl.Int64,
     "start": pl.Datetime("us"),
@@ -55,6 +56,7 @@ class SourceData:
     gpus: list[pl.DataFrame] = field(default_factory=list)
     starts: list[pl.DataFrame] = field(default_factory=list)
     gaps: list[pl.DataFrame] = field(default_factory=list)
+    untimed: list[pl.DataFrame] = field(default_factory=list)  # lines placed at an earlier ts
     last_ts: datetime | None = None
     lines: int = 0
 
@@ -66,6 +68,7 @@ class SourceData:
             "gpus": _EMPTY_GPU,
             "starts": _EMPTY_STARTS,
             "gaps": _EMPTY_GAPS,
+            "untimed": _EMPTY_UNTIMED,
         }
         parts = {
             "steps": self.steps,
@@ -73,6 +76,7 @@ class SourceData:
             "gpus": self.gpus,
             "starts": self.starts,
             "gaps": self.gaps,
+            "untimed": self.untimed,
         }
         return {
             name: pl.concat(blocks) if blocks else pl.DataFrame(schema=empty[name])
@@ -96,6 +100,11 @@ class Collector:
         # A line without its own timestamp sits at the last one before it.
         ts = pl.col("ts").fill_null(strategy="forward")
         filled = frame.with_columns(ts if data.last_ts is None else ts.fill_null(data.last_ts))
+        data.untimed.append(
+            filled.filter(frame.get_column("ts").is_null() & pl.col("ts").is_not_null()).select(
+                "line", "ts"
+            )
+        )
         last = filled.get_column("ts").drop_nulls()
         data.last_ts = last[-1] if last.len() else data.last_ts
         metrics = filled.with_columns(throughput(frame))
