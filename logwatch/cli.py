@@ -262,7 +262,7 @@ def replay_cmd(
         result = replay(
             paths,
             specs,
-            options=ReplayOptions(max_line_bytes=max_line_bytes),
+            options=ReplayOptions(max_line_bytes=max_line_bytes, metrics=export is not None),
             progress=progress,
             on_event=None if fmt == "json" else sink.emit,
             on_error=_warn_rule_error,

@@ -96,9 +96,13 @@ SCHEMA: dict[str, pl.DataType] = {
     "run_start": pl.Boolean(),
     "pid": pl.Int64(),
     "nan_iterations": pl.Int64(),
+    "epoch": pl.Float64(),
+    "metrics": pl.List(pl.Struct({"key": pl.String(), "value": pl.Float64()})),
 }
 """The frame every parser produces and every rule reads. Metric columns are null where the line
-has no such value. `telemetry` holds a snapshot's `key=value` pairs (`gpu/0/util`...)."""
+has no such value. `telemetry` holds a snapshot's `key=value` pairs (`gpu/0/util`...);
+`metrics` a step line's other numeric pairs (`acc 0.242`, `ppl=10397.87`), when parsed with
+`metrics=True` (exports and reports), else null."""
 
 _TS_HEAD_CHARS = 96
 _MONTHS = {
@@ -239,7 +243,12 @@ def _rank() -> pl.Expr:
 
 
 def parse_lines(
-    text: pl.Series, *, source: str, first_line: int, default_year: int | None = None
+    text: pl.Series,
+    *,
+    source: str,
+    first_line: int,
+    default_year: int | None = None,
+    metrics: bool = False,
 ) -> pl.DataFrame:
     """Parse a block of lines into a frame with the `SCHEMA` columns, vectorized.
 
@@ -259,6 +268,7 @@ def parse_lines(
     frame = frame.hstack(_dense(frame).get_columns())
     frame = _rare(frame, year)
     frame = _by_priority(frame)
+    frame = _epoch_and_metrics(frame, metrics=metrics)
     return _derived(frame).select([pl.col(name).cast(dtype) for name, dtype in SCHEMA.items()])
 
 
@@ -310,6 +320,48 @@ def _rare(frame: pl.DataFrame, year: int) -> pl.DataFrame:
         ),
         _sparse(frame, col("_nan_iter_rows"), _integer(NAN_ITERATIONS), "nan_iterations"),
     )
+
+
+# Epochs: `epoch=0/...` (DeepSpeed), `epoch 001:` (fairseq), `'epoch': 0.01` (HF), `Epoch 3:`
+# (Lightning), `Epoch(train) [1][...]` (mmengine).
+EPOCH_PATTERN = r"(?i)(?-u:\b)epoch(?:['\"]?\s*[=: ]\s*['\"]?|\(train\)\s*\[\s*)(\d+(?:\.\d+)?)"
+# A step line's numeric pairs: `key=value`, `'key': value`, and DFlash / fairseq-valid `| key value`.
+_METRIC_PAIR = (
+    r"(?:([A-Za-z_][\w./-]*)['\"]?\s*[=:]\s*['\"]?|\|\s*([A-Za-z_][\w./-]*)\s+)("
+    + NUMBER
+    + r")(?:[\s,|\]})';\"]|$)"
+)
+_NOT_OTHER = ["step", "global_step", "iter", "iteration", "loss", "lr", "grad_norm", "q_hs"]
+
+
+def _epoch_and_metrics(frame: pl.DataFrame, *, metrics: bool) -> pl.DataFrame:
+    """`epoch` on the lines that say `poch`; `metrics` on step lines (only when asked: it is
+    the one list-building pass, and rules do not read it)."""
+    has_epoch = frame.get_column("text").str.contains("poch", literal=True)
+    columns = [_sparse(frame, has_epoch, _value(EPOCH_PATTERN), "epoch")]
+    if metrics:
+        steps = frame.select(
+            pl.col("step").is_not_null() | pl.col("loss").is_not_null()
+        ).to_series()
+        columns.append(_sparse(frame, steps, _metric_pairs(), "metrics"))
+    else:
+        columns.append(
+            pl.repeat(None, frame.height, dtype=SCHEMA["metrics"], eager=True).alias("metrics")
+        )
+    return frame.with_columns(columns)
+
+
+def _metric_pairs() -> pl.Expr:
+    pairs = pl.col("text").str.extract_all(_METRIC_PAIR)
+    groups = pl.element().str.extract_groups(_METRIC_PAIR)
+    key = pl.coalesce(groups.struct.field("1"), groups.struct.field("2"))
+    found = pairs.list.eval(
+        pl.struct(
+            key.alias("key"),
+            groups.struct.field("3").cast(pl.Float64, strict=False).alias("value"),
+        )
+    )
+    return found.list.eval(pl.element().filter(~pl.element().struct.field("key").is_in(_NOT_OTHER)))
 
 
 def _by_priority(frame: pl.DataFrame) -> pl.DataFrame:

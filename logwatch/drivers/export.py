@@ -45,7 +45,7 @@ class FrameExport:
         source = str(frame.item(0, "source"))
         parts = self._files.setdefault(source if self.per_source else "", [])
         part = self._parts / f"{len(self._files):06d}-{len(parts):09d}.parquet"
-        frame.write_parquet(part)
+        frame.select(list(SCHEMA)).write_parquet(part)
         parts.append(part)
 
     def close(self) -> list[Path]:

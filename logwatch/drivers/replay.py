@@ -42,6 +42,8 @@ class ReplayOptions:
     block_bytes: int = DEFAULT_BLOCK_BYTES
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     workers: int = min(2, os.cpu_count() or 1)  # threads parsing blocks in parallel
+    metrics: bool = False  # fill the `metrics` column (exports); rules do not read it
+    throughput: bool = True  # add a `throughput` column for summaries and reports
 
 
 def scan_log(
@@ -55,7 +57,9 @@ def scan_log(
     frames with `logwatch.SCHEMA`, block by block in file order, in bounded memory."""
     name = os.fspath(path)
     check_readable([name])
-    options = ReplayOptions(block_bytes=block_bytes, max_line_bytes=max_line_bytes)
+    options = ReplayOptions(
+        block_bytes=block_bytes, max_line_bytes=max_line_bytes, metrics=True, throughput=False
+    )
     for frame, _, _ in _scan(name, source or name, options):
         yield frame
 
@@ -80,8 +84,14 @@ def _scan(
 
         def parse(block: LineBlock) -> tuple[pl.DataFrame, int, int]:
             frame = parse_lines(
-                block.text, source=source, first_line=block.first_line, default_year=year
+                block.text,
+                source=source,
+                first_line=block.first_line,
+                default_year=year,
+                metrics=options.metrics,
             )
+            if options.throughput and "throughput" not in frame.columns:
+                frame = frame.with_columns(throughput(frame))  # on this worker thread
             return frame, block.end_offset, total
 
         yield from _ordered_map(parse, _prefetch(blocks), workers=options.workers)
@@ -97,7 +107,9 @@ def _scan(
 
 
 FrameHook = Callable[[pl.DataFrame], None]
-"""Sees each parsed block (inside the window) before the rules do: exports, reports."""
+"""Sees each parsed block (inside the window) before the rules do: exports, reports. The block
+has the `SCHEMA` columns, plus `throughput` while that is not a `SCHEMA` column."""
+_SCHEMA_COLUMNS = list(SCHEMA)
 
 
 def replay_file(
@@ -118,7 +130,7 @@ def replay_file(
             rates.append(throughput(frame).drop_nulls())
             if on_frame is not None:
                 on_frame(frame)
-            yield from engine.process(frame)
+            yield from engine.process(frame.select(_SCHEMA_COLUMNS))
         if progress is not None:
             progress(path, end_offset, total)
     if rates:
