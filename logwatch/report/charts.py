@@ -127,14 +127,20 @@ def _metric(
 
 def _throughput(frames: Sequence[pl.DataFrame], axis: XAxis, bands: Sequence[Band]) -> str:
     rates = [f.filter(pl.col("throughput").is_not_null()) for f in frames]
-    rates = [rolling_median(f, "throughput") for f in rates if f.height]
+    rates = [f for f in rates if f.height]
     if not rates:
         return ""
+    medians = [_with_nulls(rolling_median(f, "throughput")) for f in rates]
     lines = [
         Line("throughput /s", [points(f, "throughput") for f in rates], PALETTE[4]),
-        Line("rolling median", [points(f, "throughput_median") for f in rates], "#333", True),
+        Line("rolling median", [points(m, "throughput_median") for m in medians], "#333", True),
     ]
     return line_chart("throughput", "throughput", axis, lines, bands)
+
+
+def _with_nulls(frame: pl.DataFrame) -> pl.DataFrame:
+    """A derived series has no line of its own."""
+    return frame.with_columns(pl.lit(None, pl.Int64).alias("line"))
 
 
 def _gpu_chart(

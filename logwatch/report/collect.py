@@ -97,29 +97,42 @@ class Collector:
         data = self.sources.setdefault(str(frame.item(0, "source")), SourceData())
         data.lines += frame.height
         data.gaps.append(self._gaps(frame, data.last_ts))
-        # A line without its own timestamp sits at the last one before it.
+        # A line without its own timestamp sits at the last one before it. Columns are picked
+        # before rows: filtering the whole block would copy every line's text.
         ts = pl.col("ts").fill_null(strategy="forward")
-        filled = frame.with_columns(ts if data.last_ts is None else ts.fill_null(data.last_ts))
+        own_ts = frame.get_column("ts")
+        filled = frame.select(
+            "line",
+            ts if data.last_ts is None else ts.fill_null(data.last_ts),
+            "step",
+            *STEP_COLUMNS[:-1],
+            throughput(frame),
+            "q_hs",
+            "q_hsb",
+            "q_hsb_nonzero",
+            "run_start",
+        )
         data.untimed.append(
-            filled.filter(frame.get_column("ts").is_null() & pl.col("ts").is_not_null()).select(
-                "line", "ts"
-            )
+            filled.select("line", "ts").filter(own_ts.is_null() & pl.col("ts").is_not_null())
         )
         last = filled.get_column("ts").drop_nulls()
         data.last_ts = last[-1] if last.len() else data.last_ts
-        metrics = filled.with_columns(throughput(frame))
         data.steps.append(
-            metrics.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in STEP_COLUMNS)).select(
-                "line", "ts", "step", *STEP_COLUMNS
+            filled.select("line", "ts", "step", *STEP_COLUMNS).filter(
+                pl.any_horizontal(pl.col(c).is_not_null() for c in STEP_COLUMNS)
             )
         )
         data.queue.append(
-            filled.filter(pl.col("q_hs").is_not_null() | pl.col("q_hsb").is_not_null()).select(
-                _EMPTY_QUEUE.keys()
+            filled.select(_EMPTY_QUEUE.keys()).filter(
+                pl.col("q_hs").is_not_null() | pl.col("q_hsb").is_not_null()
             )
         )
-        data.gpus.append(_gpu_rows(filled))
-        data.starts.append(filled.filter(pl.col("run_start")).select("line", "ts", "text"))
+        snapshots = frame.get_column("gpu_keys") > 0
+        if snapshots.any():
+            data.gpus.append(_gpu_rows(frame.select("line", "ts", "telemetry").filter(snapshots)))
+        starts = frame.get_column("run_start")
+        if starts.any():
+            data.starts.append(frame.select("line", "ts", "text").filter(starts))
 
     def _gaps(self, frame: pl.DataFrame, before: datetime | None) -> pl.DataFrame:
         """Where the log fell silent for `stall_after` or longer (by its own timestamps)."""
@@ -135,11 +148,9 @@ class Collector:
 
 
 def _gpu_rows(frame: pl.DataFrame) -> pl.DataFrame:
-    """One row per `gpu/<i>/<metric>` key of each snapshot line (`mem_total` is capacity)."""
-    rows = frame.filter(pl.col("gpu_keys") > 0)
-    if rows.is_empty():
-        return pl.DataFrame(schema=_EMPTY_GPU)
-    pairs = rows.select("line", "ts", "telemetry").explode("telemetry").unnest("telemetry")
+    """One row per `gpu/<i>/<metric>` key of snapshot lines (`line`, `ts`, `telemetry`);
+    `mem_total` is capacity, not use."""
+    pairs = frame.explode("telemetry").unnest("telemetry")
     found = pairs.with_columns(pl.col("key").str.extract_groups(_GPU_KEY).alias("_g")).filter(
         pl.col("_g").struct.field("1").is_not_null() & ~pl.col("key").str.contains("total")
     )
