@@ -326,10 +326,12 @@ def _rare(frame: pl.DataFrame, year: int) -> pl.DataFrame:
 # (Lightning), `Epoch(train) [1][...]` (mmengine).
 EPOCH_PATTERN = r"(?i)(?-u:\b)epoch(?:['\"]?\s*[=: ]\s*['\"]?|\(train\)\s*\[\s*)(\d+(?:\.\d+)?)"
 # A step line's numeric pairs: `key=value`, `'key': value`, and DFlash / fairseq-valid `| key value`.
+# Case-sensitive spellings of NaN/Inf: a (?i) number here triples the cost of this pass.
+_METRIC_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|NAN|inf|Inf|INF)"
 _METRIC_PAIR = (
-    r"(?:([A-Za-z_][\w./-]*)['\"]?\s*[=:]\s*['\"]?|\|\s*([A-Za-z_][\w./-]*)\s+)("
-    + NUMBER
-    + r")(?:[\s,|\]})';\"]|$)"
+    r"(?:[A-Za-z_][\w./-]*['\"]?\s*[=:]\s*['\"]?|\|\s*[A-Za-z_][\w./-]*\s+)"
+    + _METRIC_NUMBER
+    + r"(?:[\s,|\]})';\"]|$)"
 )
 _NOT_OTHER = ["step", "global_step", "iter", "iteration", "loss", "lr", "grad_norm", "q_hs"]
 
@@ -352,13 +354,16 @@ def _epoch_and_metrics(frame: pl.DataFrame, *, metrics: bool) -> pl.DataFrame:
 
 
 def _metric_pairs() -> pl.Expr:
-    pairs = pl.col("text").str.extract_all(_METRIC_PAIR)
-    groups = pl.element().str.extract_groups(_METRIC_PAIR)
-    key = pl.coalesce(groups.struct.field("1"), groups.struct.field("2"))
-    found = pairs.list.eval(
-        pl.struct(
-            key.alias("key"),
-            groups.struct.field("3").cast(pl.Float64, strict=False).alias("value"),
+    """Each pair matched whole, then its key and value by two small anchored patterns."""
+    value = r"(" + _METRIC_NUMBER + r")[\s,|\]})';\"]?$"
+    found = (
+        pl.col("text")
+        .str.extract_all(_METRIC_PAIR)
+        .list.eval(
+            pl.struct(
+                pl.element().str.extract(r"([A-Za-z_][\w./-]*)", 1).alias("key"),
+                pl.element().str.extract(value, 1).cast(pl.Float64, strict=False).alias("value"),
+            )
         )
     )
     return found.list.eval(pl.element().filter(~pl.element().struct.field("key").is_in(_NOT_OTHER)))
