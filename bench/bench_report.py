@@ -2,6 +2,8 @@
 
 Usage: python bench/bench_report.py [FILE] [--runs 3] [--base DIR]
 
+Times `replay --format jsonl` (the baseline), `report -o FILE` and `replay --export FILE`.
+
 FILE defaults to bench/data/dflash.log (made by bench_replay.py). Runs are interleaved
 (replay, report, replay, report, ...) so machine load hits both alike; the best of --runs is
 kept. `--base DIR`: also time `replay` with the `logwatch` package found in DIR (e.g. a
@@ -41,10 +43,15 @@ def main() -> None:
     parser.add_argument("--base", default=None)
     args = parser.parse_args()
     html = Path(tempfile.mkdtemp()) / "report.html"
+    parquet = html.with_name("frames.parquet")
     py = sys.executable
     cmds: dict[str, tuple[list[str], dict[str, str] | None]] = {
         "replay": ([py, "-c", CLI, "replay", args.file, "--format", "jsonl"], None),
         "report": ([py, "-c", CLI, "report", args.file, "-o", str(html)], None),
+        "replay --export": (
+            [py, "-c", CLI, "replay", args.file, "--format", "jsonl", "--export", str(parquet)],
+            None,
+        ),
     }
     if args.base:
         env = {**os.environ, "PYTHONPATH": args.base}
@@ -64,6 +71,7 @@ def main() -> None:
             f"| {name} | {best[name]:.2f} | {best[name] / best['replay']:.2f} | {rss / 1e6:.0f} |"
         )
     print(f"report file: {html.stat().st_size / 1024:.0f} KiB")
+    print(f"export file: {parquet.stat().st_size / 1e6:.0f} MB")
 
 
 if __name__ == "__main__":
