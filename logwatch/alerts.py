@@ -6,7 +6,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import IntEnum, StrEnum
@@ -165,3 +165,13 @@ def event_from_json(data: Mapping[str, Any]) -> AlertEvent:
 def _reason(raw: Any) -> EndReason | None:
     """A saved reason; absent (checkpoints and spools written before it existed) is None."""
     return None if raw is None else EndReason(raw)
+
+
+def still_firing(events: Iterable[AlertEvent]) -> list[AlertEvent]:
+    """The alerts whose last event is a firing one (what was still wrong at the end), in
+    firing order."""
+    last: dict[str, AlertEvent] = {}
+    for event in events:
+        last.pop(event.fingerprint, None)
+        last[event.fingerprint] = event
+    return [event for event in last.values() if event.status == FIRING]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -16,7 +17,9 @@ from logwatch import __version__
 from logwatch.alerts import AlertEvent, Severity
 from logwatch.config import Config, config_rules, default_state_dir, find_config, load_config
 from logwatch.doctor import run_doctor
+from logwatch.drivers.export import FrameExport, write_events
 from logwatch.drivers.replay import ReplayOptions, replay
+from logwatch.drivers.window import Window, parse_bound
 from logwatch.durations import parse_duration
 from logwatch.errors import LogwatchError
 from logwatch.redact import install_log_handler, redact, remove_log_handler, visible
@@ -169,9 +172,37 @@ def cli() -> None:
     """Watch ML training runs through their logs; alert fast and once when a run goes wrong."""
 
 
+SINCE_OPTION = click.option(
+    "--since",
+    metavar="T",
+    default=None,
+    help="Only the lines from this step (1400) or time ('2026-11-28 14:05') on.",
+)
+UNTIL_OPTION = click.option(
+    "--until", metavar="T", default=None, help="Only the lines up to this step or time."
+)
+
+
+def _window(since: str | None, until: str | None) -> Window | None:
+    if since is None and until is None:
+        return None
+    return Window(
+        None if since is None else parse_bound(since, "--since"),
+        None if until is None else parse_bound(until, "--until"),
+    )
+
+
 @cli.command("replay")
 @click.argument("paths", nargs=-1, required=True)
-@FORMAT_OPTION
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "jsonl", "json"]),
+    default="text",
+    show_default=True,
+    help="text: a timeline of alerts and a summary per file; jsonl: one JSON object per alert "
+    "event; json: one JSON document (events and stats).",
+)
 @RULES_OPTION
 @NO_BUILTIN_OPTION
 @click.option(
@@ -194,6 +225,23 @@ def cli() -> None:
 @CONFIG_OPTION
 @STATE_DIR_OPTION
 @VERBOSE_OPTION
+@SINCE_OPTION
+@UNTIL_OPTION
+@click.option(
+    "--export",
+    "export_path",
+    metavar="PATH",
+    default=None,
+    help="Write the parsed frames (logwatch.SCHEMA) as Parquet: one file, or one per source "
+    "when PATH is a folder or ends with /.",
+)
+@click.option(
+    "--export-events",
+    "events_path",
+    metavar="FILE",
+    default=None,
+    help="Write the alert events as Parquet (the JSONL fields).",
+)
 def replay_cmd(
     paths: tuple[str, ...],
     fmt: str,
@@ -206,15 +254,23 @@ def replay_cmd(
     config_path: str | None,
     state_dir: str | None,
     verbose: bool,
+    since: str | None,
+    until: str | None,
+    export_path: str | None,
+    events_path: str | None,
 ) -> None:
     """Run the rules over finished log files and print a timeline of what went wrong."""
     config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
-    sink = StreamSink(sys.stdout, fmt=fmt, colour=fmt == "text" and wants_colour(sys.stdout))
+    window = _window(since, until)
+    stream_fmt = "jsonl" if fmt == "json" else fmt
+    sink = StreamSink(sys.stdout, fmt=stream_fmt, colour=fmt == "text" and wants_colour(sys.stdout))
+    export = FrameExport(export_path) if export_path is not None else None
     progress = _Progress()
     timeline = _timeline() if export_metrics is not None else None
 
     def on_event(event: AlertEvent) -> None:
-        sink.emit(event)
+        if fmt != "json":  # json: one document at the end
+            sink.emit(event)
         if timeline is not None:
             timeline.add_event(event)
 
@@ -222,22 +278,33 @@ def replay_cmd(
         result = replay(
             paths,
             specs,
-            options=ReplayOptions(max_line_bytes=max_line_bytes),
+            options=ReplayOptions(max_line_bytes=max_line_bytes, metrics=export is not None),
             progress=progress,
             on_event=on_event,
             on_error=_warn_rule_error,
-            on_frame=timeline.add_frame if timeline is not None else None,
+            window=window,
+            on_frame=_frame_hooks(export, timeline.add_frame if timeline is not None else None),
         )
+    except BaseException:
+        if export is not None:
+            export.abort()
+        raise
     finally:
         progress.close()
     if timeline is not None and export_metrics is not None:
         samples = timeline.write(export_metrics)
         _status_line(f"{samples} metric samples written to {export_metrics} (OpenMetrics)")
+    if export is not None:
+        export.close()
+    if events_path is not None:
+        write_events(result.events_frame(), events_path)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_json(), allow_nan=False, indent=2))
     if fmt == "text":
         if not result.events:
             click.echo("no alerts")
         click.echo("")
-        for line in summary_lines(result.stats):
+        for line in summary_lines(result.stats, result.events):
             click.echo(line)
     if notify:
         with _logging(verbose):
@@ -258,6 +325,71 @@ def _timeline() -> Any:
     return MetricsTimeline()
 
 
+def _frame_hooks(*hooks: Callable[[Any], None] | None) -> Callable[[Any], None] | None:
+    """One `on_frame` for replay from those given (the export, the metrics timeline)."""
+    given = [hook for hook in hooks if hook is not None]
+    if not given:
+        return None
+
+    def each(frame: Any) -> None:
+        for hook in given:
+            hook(frame)
+
+    return each
+
+
+@cli.command("report")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("-o", "--output", required=True, metavar="FILE", help="The HTML file to write.")
+@RULES_OPTION
+@NO_BUILTIN_OPTION
+@SINCE_OPTION
+@UNTIL_OPTION
+@click.option(
+    "--png",
+    "png_dir",
+    metavar="DIR",
+    default=None,
+    help="Also write each chart as a PNG (needs Chromium).",
+)
+@MAX_LINE_OPTION
+@CONFIG_OPTION
+def report_cmd(
+    paths: tuple[str, ...],
+    output: str,
+    rule_paths: tuple[str, ...],
+    no_builtin_rules: bool,
+    since: str | None,
+    until: str | None,
+    png_dir: str | None,
+    max_line_bytes: int,
+    config_path: str | None,
+) -> None:
+    """Write a post-mortem report: one self-contained HTML file with a header per run, plots
+    (NaN and Inf marked), and the alert table."""
+    from logwatch.report.build import build_report
+    from logwatch.report.png import find_browser, write_pngs
+
+    _, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
+    window = _window(since, until)
+    browser = find_browser() if png_dir is not None else None  # before the work, not after
+    report = build_report(
+        list(paths),
+        specs,
+        options=ReplayOptions(max_line_bytes=max_line_bytes),
+        window=window,
+        on_error=_warn_rule_error,
+    )
+    size = report.write(output)
+    click.echo(
+        f"wrote {output} ({size / 1024:.0f} KiB: {len(report.sources)} file(s), "
+        f"{len(report.charts)} charts, {len(report.result.events)} alert events)"
+    )
+    if png_dir is not None and browser is not None:
+        pngs = write_pngs(report.charts, png_dir, browser)
+        click.echo(f"wrote {len(pngs)} PNG files to {png_dir}")
+
+
 def _text_or_json(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """`--format text|json` (default text) for commands that print one document."""
     return click.option(
@@ -275,7 +407,6 @@ def _text_or_json(help_text: str) -> Callable[[Callable[..., Any]], Callable[...
 def gpu_cmd(fmt: str) -> None:
     """Show one snapshot of this host's GPUs through NVML, the NVML status first (exit 1 when
     NVML does not work here)."""
-    import json
 
     from logwatch.gpu.nvml import NvmlReader
     from logwatch.gpu.report import snapshot_json, snapshot_lines

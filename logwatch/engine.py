@@ -41,6 +41,9 @@ class SourceStats:
     q_hs_max: int | None = None
     runs: int = 0
     fired: Counter[str] = field(default_factory=Counter)
+    first_ts: str | None = None  # ISO 8601, as the checkpoint stores it
+    last_ts: str | None = None
+    throughput_median: float | None = None  # set by replay (the median of every step's value)
 
     def update(self, frame: pl.DataFrame) -> None:
         """Fold one parsed batch into the stats (vectorized aggregates)."""
@@ -53,6 +56,8 @@ class SourceStats:
             pl.col("q_hs").min().alias("q_min"),
             pl.col("q_hs").max().alias("q_max"),
             pl.col("run_start").sum().alias("runs"),
+            pl.col("ts").drop_nulls().first().alias("first_ts"),
+            pl.col("ts").drop_nulls().last().alias("last_ts"),
         ).row(0, named=True)
         self.lines += agg["n"]
         self.steps_seen += agg["steps"]
@@ -65,6 +70,10 @@ class SourceStats:
         self.q_hs_min = _fold(min, self.q_hs_min, agg["q_min"])
         self.q_hs_max = _fold(max, self.q_hs_max, agg["q_max"])
         self.runs += agg["runs"]
+        if self.first_ts is None and agg["first_ts"] is not None:
+            self.first_ts = agg["first_ts"].isoformat()
+        if agg["last_ts"] is not None:
+            self.last_ts = agg["last_ts"].isoformat()
 
 
 def _fold(fn: Callable[[int, int], int], old: int | None, new: int | None) -> int | None:

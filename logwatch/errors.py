@@ -44,3 +44,7 @@ class SilencesUnreadable(SilenceError):
     def __init__(self, message: str, reason: str, stamp: tuple[int, int, int] | None) -> None:
         super().__init__(message)
         self.reason, self.stamp = reason, stamp
+
+
+class ReportError(LogwatchError):
+    """A report's extra output cannot be made (no browser for `--png`, a screenshot failed)."""

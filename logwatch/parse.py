@@ -137,10 +137,14 @@ SCHEMA: dict[str, pl.DataType] = {
     "pid": pl.Int64(),
     "nan_iterations": pl.Int64(),
     "throughput": pl.Float64(),
+    "epoch": pl.Float64(),
+    "metrics": pl.List(pl.Struct({"key": pl.String(), "value": pl.Float64()})),
 }
 """The frame every parser produces and every rule reads. Metric columns are null where the line
-has no such value. `telemetry` holds a snapshot's `key=value` pairs (`gpu/0/util`...). `throughput` is work per
-second as the trainer prints it (tokens/s, samples/s or it/s; tflops is not throughput)."""
+has no such value. `telemetry` holds a snapshot's `key=value` pairs (`gpu/0/util`...).
+`throughput` is work per second as the trainer prints it (tokens/s, samples/s or it/s; tflops is
+not throughput). `metrics` holds a step line's other numeric pairs (`acc 0.242`, `ppl=10397.87`),
+when parsed with `metrics=True` (exports and reports), else null."""
 
 _LOGGING_TS_FORMAT = "%Y-%m-%d %H:%M:%S,%3f"  # Python logging's default, the most common by far
 
@@ -321,7 +325,12 @@ def _rank() -> pl.Expr:
 
 
 def parse_lines(
-    text: pl.Series, *, source: str, first_line: int, default_year: int | None = None
+    text: pl.Series,
+    *,
+    source: str,
+    first_line: int,
+    default_year: int | None = None,
+    metrics: bool = False,
 ) -> pl.DataFrame:
     """Parse a block of lines into a frame with the `SCHEMA` columns, vectorized.
 
@@ -330,13 +339,22 @@ def parse_lines(
     the rows a cheap literal test selects, then filled in. A timestamp without a year takes the
     year of the last dated line before it in the block, else `default_year` (this year when
     None); `parse_block` says which lines took `default_year`, for drivers that carry the year
-    from block to block.
+    from block to block. `metrics`: fill the `metrics` column (exports, reports; rules do not
+    read it), else it is null.
     """
-    return parse_block(text, source=source, first_line=first_line, default_year=default_year).frame
+    block = parse_block(
+        text, source=source, first_line=first_line, default_year=default_year, metrics=metrics
+    )
+    return block.frame
 
 
 def parse_block(
-    text: pl.Series, *, source: str, first_line: int, default_year: int | None = None
+    text: pl.Series,
+    *,
+    source: str,
+    first_line: int,
+    default_year: int | None = None,
+    metrics: bool = False,
 ) -> ParsedBlock:
     """`parse_lines`, with where its timestamps without a year got their year."""
     year = default_year if default_year is not None else datetime.now().year
@@ -352,6 +370,7 @@ def parse_block(
     frame, head_rows, last_year = _timestamps(frame, year)
     frame = _rare(frame)
     frame = _by_priority(frame)
+    frame = _epoch_and_metrics(frame, metrics=metrics)
     frame = _derived(frame).select([pl.col(name).cast(dtype) for name, dtype in SCHEMA.items()])
     return ParsedBlock(frame, default_year=year, head_rows=head_rows, last_year=last_year)
 
@@ -421,6 +440,53 @@ def _rare(frame: pl.DataFrame) -> pl.DataFrame:
         _sparse(frame, col("_nan_iter_rows"), _integer(NAN_ITERATIONS), "nan_iterations"),
         _sparse(frame, col("_throughput_rows"), _throughput(), "throughput"),
     )
+
+
+# Epochs: `epoch=0/...` (DeepSpeed), `epoch 001:` (fairseq), `'epoch': 0.01` (HF), `Epoch 3:`
+# (Lightning), `Epoch(train) [1][...]` (mmengine).
+EPOCH_PATTERN = r"(?i)(?-u:\b)epoch(?:['\"]?\s*[=: ]\s*['\"]?|\(train\)\s*\[\s*)(\d+(?:\.\d+)?)"
+# A step line's numeric pairs: `key=value`, `'key': value`, and DFlash / fairseq-valid `| key value`.
+# Case-sensitive spellings of NaN/Inf: a (?i) number here triples the cost of this pass.
+_METRIC_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+|nan|NaN|NAN|inf|Inf|INF)"
+_METRIC_PAIR = (
+    r"(?:[A-Za-z_][\w./-]*['\"]?\s*[=:]\s*['\"]?|\|\s*[A-Za-z_][\w./-]*\s+)"
+    + _METRIC_NUMBER
+    + r"(?:[\s,|\]})';\"]|$)"
+)
+_NOT_OTHER = ["step", "global_step", "iter", "iteration", "loss", "lr", "grad_norm", "q_hs"]
+
+
+def _epoch_and_metrics(frame: pl.DataFrame, *, metrics: bool) -> pl.DataFrame:
+    """`epoch` on the lines that say `poch`; `metrics` on step lines (only when asked: it is
+    the one list-building pass, and rules do not read it)."""
+    has_epoch = frame.get_column("text").str.contains("poch", literal=True)
+    columns = [_sparse(frame, has_epoch, _value(EPOCH_PATTERN), "epoch")]
+    if metrics:
+        steps = frame.select(
+            pl.col("step").is_not_null() | pl.col("loss").is_not_null()
+        ).to_series()
+        columns.append(_sparse(frame, steps, _metric_pairs(), "metrics"))
+    else:
+        columns.append(
+            pl.repeat(None, frame.height, dtype=SCHEMA["metrics"], eager=True).alias("metrics")
+        )
+    return frame.with_columns(columns)
+
+
+def _metric_pairs() -> pl.Expr:
+    """Each pair matched whole, then its key and value by two small anchored patterns."""
+    value = r"(" + _METRIC_NUMBER + r")[\s,|\]})';\"]?$"
+    found = (
+        pl.col("text")
+        .str.extract_all(_METRIC_PAIR)
+        .list.eval(
+            pl.struct(
+                pl.element().str.extract(r"([A-Za-z_][\w./-]*)", 1).alias("key"),
+                pl.element().str.extract(value, 1).cast(pl.Float64, strict=False).alias("value"),
+            )
+        )
+    )
+    return found.list.eval(pl.element().filter(~pl.element().struct.field("key").is_in(_NOT_OTHER)))
 
 
 def _by_priority(frame: pl.DataFrame) -> pl.DataFrame:

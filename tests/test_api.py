@@ -151,7 +151,7 @@ def test_stats_say_what_the_text_summary_says() -> None:
     """result.stats[path] carries the summary's numbers: lines, steps, last loss, alerts."""
     result = logwatch.replay(NAN_LOG)
     stats = result.stats[NAN_LOG]
-    summary = _cli("replay", NAN_LOG).stdout.decode().strip().splitlines()[-1]
+    summary = _cli("replay", NAN_LOG).stdout.decode().strip().splitlines()[-3]
     assert summary.startswith(f"{NAN_LOG}: {stats.lines} lines, {stats.steps_seen} step lines")
     assert f"nan-loss x{stats.fired['nan-loss']}" in summary
 

@@ -36,9 +36,10 @@ def test_timeline_names_time_rule_line_and_fix(write_log) -> None:  # type: igno
     assert lines[2].startswith(
         f"2026-11-28 14:09:13  OK    nan-loss             {path}:3  loss is finite again (2.2)"
     )
-    assert lines[-1] == (
+    assert lines[-3] == (
         f"{path}: 3 lines, 3 step lines (1402..1404), last loss 2.2; alerts: nan-loss x1"
     )
+    assert lines[-1] == "  still firing: none"
 
 
 def test_jsonl_is_strict_json_with_contract_fields(write_log) -> None:  # type: ignore[no-untyped-def]
@@ -199,7 +200,7 @@ def test_several_files_each_summarized(write_log) -> None:  # type: ignore[no-un
     ]
     assert (
         summary[1]
-        == f"{b}: 6 lines, no step lines, last loss ?, q_hs 31..31; alerts: bucket-starvation x1"
+        == f"{b}: 6 lines, no step lines, no loss, q_hs 31..31; alerts: bucket-starvation x1"
     )
 
 

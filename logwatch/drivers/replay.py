@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 
 import polars as pl
 
-from logwatch.alerts import AlertEvent
+from logwatch.alerts import AlertEvent, json_number, still_firing
+from logwatch.drivers.window import Window
 from logwatch.engine import Engine, ErrorHandler, SourceStats
 from logwatch.errors import InputError
 from logwatch.parse import SCHEMA, parse_block
@@ -41,6 +42,7 @@ class ReplayOptions:
     block_bytes: int = DEFAULT_BLOCK_BYTES
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     workers: int = min(2, os.cpu_count() or 1)  # threads parsing blocks in parallel
+    metrics: bool = False  # fill the `metrics` column (exports); rules do not read it
 
 
 def scan_log(
@@ -54,7 +56,7 @@ def scan_log(
     frames with `logwatch.SCHEMA`, block by block in file order, in bounded memory."""
     name = os.fspath(path)
     check_readable([name])
-    options = ReplayOptions(block_bytes=block_bytes, max_line_bytes=max_line_bytes)
+    options = ReplayOptions(block_bytes=block_bytes, max_line_bytes=max_line_bytes, metrics=True)
     for frame, _, _ in _scan(name, source or name, options):
         yield frame
 
@@ -81,7 +83,11 @@ def _scan(
 
         def parse(block: LineBlock) -> tuple[ParsedBlock, int]:
             parsed = parse_block(
-                block.text, source=source, first_line=block.first_line, default_year=year
+                block.text,
+                source=source,
+                first_line=block.first_line,
+                default_year=year,
+                metrics=options.metrics,
             )
             return parsed, block.end_offset
 
@@ -98,6 +104,11 @@ def _scan(
         close_stream(stream)
 
 
+FrameHook = Callable[[pl.DataFrame], None]
+"""Sees each parsed block (inside the window, with the `SCHEMA` columns) before the rules do:
+exports, reports, metrics."""
+
+
 def replay_file(
     path: str,
     engine: Engine,
@@ -105,19 +116,26 @@ def replay_file(
     options: ReplayOptions = ReplayOptions(),
     progress: Progress | None = None,
     source: str | None = None,
-    on_frame: Callable[[pl.DataFrame], None] | None = None,
+    window: Window | None = None,
+    on_frame: FrameHook | None = None,
 ) -> Iterator[AlertEvent]:
     """Yield the alert events of one file, in file order; `source` names it (default: `path`),
-    `on_frame` sees each parsed block."""
+    `window` keeps only the lines between `--since` and `--until`, `on_frame` sees each block."""
     name = source or path
-    engine.state_of(name)
-    for frame, end_offset, total in _scan(path, name, options):
-        if on_frame is not None:
-            on_frame(frame)
-        yield from engine.process(frame)
+    stats = engine.state_of(name).stats
+    rates: list[pl.Series] = []
+    for block, end_offset, total in _scan(path, name, options):
+        frame = block if window is None else window.select(block)
+        if frame.height:
+            rates.append(frame.get_column("throughput").drop_nulls())
+            if on_frame is not None:
+                on_frame(frame)
+            yield from engine.process(frame)
         if progress is not None:
             progress(path, end_offset, total)
-    yield from engine.finish(path)
+    yield from engine.finish(name)
+    if rates:
+        stats.throughput_median = pl.concat(rates).median()  # type: ignore[assignment]  # Float64: a float or None
 
 
 def _ordered_map(
@@ -188,6 +206,31 @@ class ReplayResult:
         rows = [_event_row(event) for event in self.events]
         return pl.DataFrame(rows, schema=EVENT_SCHEMA, orient="row")
 
+    def to_json(self) -> dict[str, Any]:
+        """`replay --format json`: the events (JSONL's objects) and each source's stats, plus
+        the alerts still firing at the end, as strict-JSON data."""
+        firing = still_firing(self.events)
+        return {
+            "events": [event.to_json() for event in self.events],
+            "stats": {
+                source: {
+                    **{
+                        name: _json_stat(getattr(stats, name))
+                        for name in SourceStats.__slots__
+                        if name != "fired"
+                    },
+                    "restarts": max(stats.runs - 1, 0),
+                    "fired": dict(sorted(stats.fired.items())),
+                    "still_firing": [e.rule for e in firing if e.source == source],
+                }
+                for source, stats in self.stats.items()
+            },
+        }
+
+
+def _json_stat(value: Any) -> Any:
+    return json_number(value) if isinstance(value, float) else value
+
 
 EVENT_SCHEMA: dict[str, Any] = {
     "rule": pl.String,
@@ -239,14 +282,18 @@ def replay(
     progress: Progress | None = None,
     on_event: Callable[[AlertEvent], None] | None = None,
     on_error: ErrorHandler | None = None,
-    on_frame: Callable[[pl.DataFrame], None] | None = None,
+    window: Window | None = None,
+    on_frame: FrameHook | None = None,
 ) -> ReplayResult:
-    """Replay files one after another through one engine; each file is its own source."""
+    """Replay files one after another through one engine; each file is its own source.
+    `window`: only the lines between `--since` and `--until`; `on_frame` sees each block."""
     check_readable(paths)
     engine = Engine(rules, on_error=on_error)
     events: list[AlertEvent] = []
     for path in paths:
-        blocks = replay_file(path, engine, options=options, progress=progress, on_frame=on_frame)
+        blocks = replay_file(
+            path, engine, options=options, progress=progress, window=window, on_frame=on_frame
+        )
         for event in blocks:
             events.append(event)
             if on_event is not None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from logwatch.alerts import FIRING, AlertEvent, Severity
+from logwatch.alerts import FIRING, AlertEvent, Severity, still_firing
+from logwatch.durations import format_duration
 from logwatch.engine import SourceStats, format_value
 from logwatch.redact import visible
 
@@ -64,19 +65,46 @@ def _wrap(head: str, text: str, indent: str, width: int | None) -> list[str]:
     )
 
 
-def summary_lines(stats: Mapping[str, SourceStats]) -> list[str]:
-    """A short post-mortem summary per file."""
+def summary_lines(stats: Mapping[str, SourceStats], events: Sequence[AlertEvent] = ()) -> list[str]:
+    """A short post-mortem summary per file (a header line per file when there are several):
+    counts, the last loss, the time span, restarts, throughput, the alerts still firing."""
+    firing = still_firing(events)
     out: list[str] = []
     for source, s in stats.items():
+        if len(stats) > 1:
+            out.append(f"== {visible(source)} ==")
         steps = (
-            f"{s.steps_seen} step lines ({format_value(s.first_step)}..{format_value(s.last_step)})"
+            f"{s.steps_seen} step lines ({s.first_step}..{s.last_step})"
             if s.steps_seen
             else "no step lines"
         )
+        loss = "no loss" if s.last_loss is None else f"last loss {format_value(s.last_loss)}"
         queue = f", q_hs {s.q_hs_min}..{s.q_hs_max}" if s.q_hs_min is not None else ""
         fired = ", ".join(f"{rule} x{n}" for rule, n in sorted(s.fired.items())) or "none"
         out.append(
-            f"{visible(source)}: {s.lines} lines, {steps}, last loss {format_value(s.last_loss)}{queue}; "
-            f"alerts: {visible(fired)}"
+            f"{visible(source)}: {s.lines} lines, {steps}, {loss}{queue}; alerts: {visible(fired)}"
         )
+        out.append(f"  {_span(s)}, {_restarts(s)}, {_rate(s)}")
+        left = [f"{visible(e.rule)} (line {e.line})" for e in firing if e.source == source]
+        out.append(f"  still firing: {', '.join(left) or 'none'}")
     return out
+
+
+def _span(s: SourceStats) -> str:
+    if s.first_ts is None or s.last_ts is None:
+        return "no timestamps"
+    first, last = datetime.fromisoformat(s.first_ts), datetime.fromisoformat(s.last_ts)
+    took = format_duration(max((last - first).total_seconds(), 0.0))
+    return f"{first:%Y-%m-%d %H:%M:%S} .. {last:%Y-%m-%d %H:%M:%S} ({took})"
+
+
+def _restarts(s: SourceStats) -> str:
+    restarts = max(s.runs - 1, 0)
+    return {0: "no restarts", 1: "restarted once"}.get(restarts, f"restarted {restarts} times")
+
+
+def _rate(s: SourceStats) -> str:
+    if s.throughput_median is None:
+        return "no throughput"
+    rate = s.throughput_median
+    return f"throughput median {rate:,.0f}/s" if rate >= 100 else f"throughput median {rate:.3g}/s"

@@ -1,0 +1,220 @@
+"""The report page: a header per run, the charts, the alert table; one self-contained HTML file.
+
+Everything a log said is HTML-escaped; nothing is fetched (no script, style, font or image comes
+from anywhere but this file).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from html import escape
+
+from logwatch.alerts import FIRING, AlertEvent, Severity, still_firing
+from logwatch.durations import format_duration
+from logwatch.engine import SourceStats, run_id
+from logwatch.redact import redact
+
+_HOST = re.compile(r"\bhost(?:name)?\s*[=:]\s*['\"]?([\w.-]{1,80})")
+_PHRASE = {
+    "nan-loss": "NaN loss",
+    "nan-grad": "non-finite gradient norm",
+    "nan-iterations": "NaN iterations",
+    "cuda-oom": "CUDA out of memory",
+    "nccl-timeout": "NCCL timeout",
+    "gpu-lost": "GPU lost",
+    "loss-scale-collapse": "loss scale collapsed",
+    "bucket-starvation": "HS queue starved",
+    "nvml-disabled": "NVML off",
+    "gpu-metrics-missing": "GPU metrics missing",
+    "gpu-idle": "GPUs idle",
+    "gpu-memory-high": "GPU memory high",
+    "gpu-hot": "GPU hot",
+    "log-stalled": "log stalled",
+}
+CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:16px 24px;color:#222;background:#fff}
+h1{font-size:20px;margin:0 0 8px} h2{font-size:16px;margin:20px 0 6px}
+.run{border:1px solid #ddd;border-radius:6px;padding:8px 12px;margin:8px 0;max-width:1076px}
+.run dl{display:grid;grid-template-columns:150px 1fr;margin:4px 0;gap:2px 8px} .run dt{color:#666}
+.verdict{font-weight:600} .controls{margin:8px 0}
+svg.chart{display:block;margin:6px 0;background:#fafafa;border:1px solid #eee}
+svg .title{font-weight:600;font-size:13px} svg .tick,svg .legend,svg .rule{font-size:11px;fill:#444}
+svg .grid{stroke:#e4e4e4} svg .axis{stroke:#999} svg polyline{stroke-width:1.3}
+svg .band.restart{fill:#555;opacity:.35} svg .band.stall{fill:#f0c040;opacity:.3}
+svg .band.starved{fill:#ff7f0e;opacity:.18}
+svg .nf{fill:#d62728;stroke:#fff;stroke-width:1}
+.log-y{display:none} body.log .log-y{display:inline} body.log .lin-y{display:none}
+table.alerts{border-collapse:collapse;font-size:12px;max-width:1400px}
+table.alerts td,table.alerts th{border:1px solid #ddd;padding:3px 6px;vertical-align:top;text-align:left}
+table.alerts td.text{font-family:ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}
+tr.critical td.sev{color:#d62728;font-weight:600} tr.warning td.sev{color:#c86400}
+tr.resolved td{color:#666}
+"""
+SCRIPT = (
+    "document.getElementById('logscale').addEventListener('change',"
+    "function(e){document.body.classList.toggle('log',e.target.checked);});"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunHeader:
+    """What the top of the report says about one source."""
+
+    source: str
+    host: str
+    run: str
+    span: str
+    steps: str
+    lines: int
+    restarts: int
+    alerts: str
+    firing: str
+    verdict: str
+
+
+def run_header(
+    source: str, stats: SourceStats, starts: Sequence[str], events: Sequence[AlertEvent]
+) -> RunHeader:
+    """The header of one source: identity, span, counts and a one-sentence verdict."""
+    hosts = [m[1] for m in (_HOST.search(t) for t in starts) if m]
+    runs = [r for r in (run_id(t) for t in starts) if r]
+    mine = [e for e in events if e.source == source]
+    firing = [e for e in still_firing(mine)]
+    counts = Counter(e.severity for e in mine if e.status == FIRING)
+    alerts = ", ".join(f"{counts[s]} {s.label}" for s in sorted(counts, reverse=True))
+    steps = f"{stats.first_step}..{stats.last_step}" if stats.steps_seen else "no step"
+    return RunHeader(
+        source=redact(source),
+        host=redact(hosts[-1]) if hosts else "not in the log",
+        run=redact(runs[-1]) if runs else "not in the log",
+        span=_span(stats),
+        steps=steps,
+        lines=stats.lines,
+        restarts=max(stats.runs - 1, 0),
+        alerts=alerts or "none",
+        firing=", ".join(f"{e.rule} (line {e.line})" for e in firing) or "none",
+        verdict=verdict(stats, mine),
+    )
+
+
+def _span(stats: SourceStats) -> str:
+    if stats.first_ts is None or stats.last_ts is None:
+        return "no timestamps in the log"
+    first, last = datetime.fromisoformat(stats.first_ts), datetime.fromisoformat(stats.last_ts)
+    took = format_duration(max((last - first).total_seconds(), 0.0))
+    return f"{first:%Y-%m-%d %H:%M:%S} .. {last:%Y-%m-%d %H:%M:%S} ({took})"
+
+
+def verdict(stats: SourceStats, events: Sequence[AlertEvent]) -> str:
+    """One sentence: the first critical alert and when, restarts, what stayed wrong."""
+    parts = []
+    fired = [e for e in events if e.status == FIRING]
+    critical = [e for e in fired if e.severity == Severity.CRITICAL]
+    first = critical[0] if critical else (fired[0] if fired else None)
+    if first is not None:
+        what = _PHRASE.get(first.rule, first.rule)
+        where = f"at step {first.step}" if first.step is not None else f"at line {first.line}"
+        after = ""
+        if first.ts is not None and stats.first_ts is not None:
+            took = (first.ts - datetime.fromisoformat(stats.first_ts)).total_seconds()
+            after = f" after {format_duration(max(took, 0.0))}"
+        parts.append(f"{what} {where}{after}")
+    restarts = max(stats.runs - 1, 0)
+    if restarts:
+        parts.append(
+            {1: "restarted once", 2: "restarted twice"}.get(restarts, f"restarted {restarts} times")
+        )
+    left = [e.rule for e in still_firing(events) if first is None or e.rule != first.rule]
+    if "nvml-disabled" in left:
+        parts.append("NVML off to the end of the log")
+    others = sorted({r for r in left if r != "nvml-disabled"})
+    if others:
+        parts.append("still firing at the end: " + ", ".join(others))
+    if not parts:
+        steps = f" over steps {stats.first_step}..{stats.last_step}" if stats.steps_seen else ""
+        return f"No alerts{steps}."
+    sentence = "; ".join(parts)
+    return sentence[0].upper() + sentence[1:] + "."
+
+
+def header_html(h: RunHeader) -> str:
+    """One run's header block."""
+    rows = [
+        ("host", h.host),
+        ("run id", h.run),
+        ("time", h.span),
+        ("steps", h.steps),
+        ("lines", f"{h.lines:,}"),
+        ("restarts", str(h.restarts)),
+        ("alerts fired", h.alerts),
+        ("still firing", h.firing),
+    ]
+    items = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
+    return (
+        f'<section class="run"><h2>{escape(h.source)}</h2>'
+        f'<p class="verdict">{escape(h.verdict)}</p><dl>{items}</dl></section>'
+    )
+
+
+def alert_table(events: Sequence[AlertEvent]) -> str:
+    """Every alert event: when, severity, status, rule, where, summary, fix and the log line."""
+    if not events:
+        return '<p id="no-alerts">No alerts.</p>'
+    head = "".join(
+        f"<th>{c}</th>"
+        for c in ("time", "severity", "status", "rule", "where", "summary", "fix", "log line")
+    )
+    rows = []
+    for e in events:
+        when = e.ts.isoformat(sep=" ", timespec="seconds") if e.ts else "-"
+        status = f"{e.status} ({e.reason})" if e.reason else str(e.status)
+        cells = (
+            when,
+            e.severity.label,
+            status,
+            e.rule,
+            f"{e.source}:{e.line}",
+            e.summary,
+            e.fix or "",
+            e.text,
+        )
+        tds = "".join(
+            f'<td class="{c}">{escape(str(v))}</td>'
+            for c, v in zip(
+                ("ts", "sev", "status", "rule", "where", "summary", "fix", "text"),
+                cells,
+                strict=True,
+            )
+        )
+        rows.append(
+            f'<tr class="alert {escape(e.severity.label)} {escape(str(e.status))}">{tds}</tr>'
+        )
+    return f'<table class="alerts"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def page(
+    title: str,
+    headers: Sequence[RunHeader],
+    charts: Sequence[str],
+    events: Sequence[AlertEvent],
+    note: str,
+) -> str:
+    """The whole report as one HTML document."""
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
+        f"<h1>{escape(title)}</h1><p>{escape(note)}</p>"
+        + "".join(header_html(h) for h in headers)
+        + '<h2>Plots</h2><p class="controls"><label><input type="checkbox" id="logscale"> '
+        "log scale (loss, gradient norm, learning rate, throughput)</label> · "
+        "NaN: red dot on the bottom axis · +Inf: red triangle at the top · grey bands: restarts · "
+        "yellow: stalls · orange: queue starvation</p>"
+        + "".join(charts)
+        + "<h2>Alerts</h2>"
+        + alert_table(events)
+        + f"<script>{SCRIPT}</script></body></html>"
+    )

@@ -1,0 +1,96 @@
+"""A real headless Chromium for the report tests: the DOM it renders, and screenshots.
+
+Missing locally: the test is skipped with the reason. With LOGWATCH_CI=1 a missing browser fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from logwatch.report.png import BROWSERS
+
+# The network is off for the page: any fetch would go to a closed port and fail.
+OFFLINE = ["--headless", "--no-sandbox", "--disable-gpu", "--proxy-server=127.0.0.1:9"]
+
+
+def browser() -> str:
+    """The Chromium on PATH, else skip (fail under LOGWATCH_CI=1)."""
+    for name in BROWSERS:
+        found = shutil.which(name)
+        if found:
+            return found
+    reason = "no headless Chromium on PATH (apt install chromium) for the report browser tests"
+    if os.environ.get("LOGWATCH_CI") == "1":
+        pytest.fail(reason + "; LOGWATCH_CI=1 requires it")
+    pytest.skip(reason)
+
+
+def _run(args: list[str], profile: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [browser(), *OFFLINE, f"--user-data-dir={profile}", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
+
+
+def dump_dom(page: Path, profile: Path) -> str:
+    """The DOM after Chromium loaded and ran the page, serialized."""
+    return _run(["--dump-dom", page.as_uri()], profile).stdout
+
+
+def screenshot(page: Path, out: Path, profile: Path) -> Path:
+    """A 1400x3000 screenshot of the page."""
+    _run(
+        ["--hide-scrollbars", f"--screenshot={out}", "--window-size=1400,3000", page.as_uri()],
+        profile,
+    )
+    return out
+
+
+class Dom(HTMLParser):
+    """The elements of a DOM dump: (tag, attributes) in document order, and the text inside
+    table cells by class."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.elements: list[tuple[str, dict[str, str]]] = []
+        self.rows: list[dict[str, str]] = []
+        self._cell: str | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = {k: v or "" for k, v in attrs}
+        self.elements.append((tag, found))
+        if tag == "tr" and "alert" in found.get("class", "").split():
+            self.rows.append({})
+        if tag == "td" and self.rows:
+            self._cell = found.get("class", "")
+            self.rows[-1][self._cell] = ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td":
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self.rows[-1][self._cell] += data
+
+    def charts(self) -> dict[str, list[tuple[str, dict[str, str]]]]:
+        """Each `svg.chart` by id, with the elements inside it."""
+        out: dict[str, list[tuple[str, dict[str, str]]]] = {}
+        current: str | None = None
+        for tag, attrs in self.elements:
+            if tag == "svg" and "chart" in attrs.get("class", ""):
+                current = attrs["id"]
+                out[current] = []
+            elif current is not None:
+                out[current].append((tag, attrs))
+        return out
