@@ -100,7 +100,14 @@ def test_format_json_is_one_document() -> None:
     code, out, _ = run("replay", NAN_LOG, RESTARTED, "--format", "json")
     assert code == 0
     doc = json.loads(out)
-    assert [e["line"] for e in doc["events"] if e["source"] == NAN_LOG] == [111, 111, 116, 116, 140, 145]
+    assert [e["line"] for e in doc["events"] if e["source"] == NAN_LOG] == [
+        111,
+        111,
+        116,
+        116,
+        140,
+        145,
+    ]
     nan, restarted = doc["stats"][NAN_LOG], doc["stats"][RESTARTED]
     assert (nan["lines"], nan["first_step"], nan["last_step"], nan["last_loss"]) == (
         145,

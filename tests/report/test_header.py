@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from tests.conftest import SAMPLES
-
 import logwatch
 from logwatch.report.page import run_header
+from tests.conftest import SAMPLES
 
 NAN = str(SAMPLES / "dflash" / "train_nan.log")
 RESTARTED = str(SAMPLES / "dflash" / "train_restarted.log")
@@ -18,7 +17,9 @@ def test_verdict_names_the_first_critical_alert_and_when() -> None:
     header = run_header(
         NAN, result.stats[NAN], ["run start: run_id=slammed2 host=gpu-07"], result.events
     )
-    assert header.verdict == "NaN loss at step 1403 after 6m53s; still firing at the end: run-crashed."
+    assert (
+        header.verdict == "NaN loss at step 1403 after 6m53s; still firing at the end: run-crashed."
+    )
     assert (header.run, header.host, header.steps, header.restarts) == (
         "slammed2",
         "gpu-07",

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from browser import Dom, dump_dom, screenshot
 from click.testing import CliRunner
-from tests.conftest import SAMPLES, expected_alerts
 
 from logwatch.cli import cli
+from tests.conftest import SAMPLES, expected_alerts
 
 DFLASH = sorted((SAMPLES / "dflash").glob("*.log"))
 
