@@ -2,9 +2,10 @@
 
 One thread runs rounds. A round asks its `FileSet` what changed (new files are resumed from the
 checkpoint, caught up, or followed from their first byte), lets every follower read what is new,
-runs the batches through the engine, ticks wall-clock rules, runs the plugins' rounds, ticks the
-sink, and checkpoints when due. Watchdog events only end the wait between rounds early; the wait
-is the safety poll, so a lost event costs one poll interval.
+runs the batches through the engine, ticks wall-clock rules, runs the plugins' rounds and ticks
+the sink. A due checkpoint is written between rounds once no line has arrived for a moment, so
+its fsync never sits between a line and its alert. Watchdog events only end the wait between
+rounds early; the wait is the safety poll, so a lost event costs one poll interval.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from logwatch.sources.watch import WatchdogWatcher, WatcherFactory
 Status = Callable[[str], None]
 CLOSED_KEPT = 256
 """How many closed files' positions are kept in case the same file comes back."""
+QUIET_BEFORE_CHECKPOINT_S = 0.05
+"""How long no line may arrive before a due checkpoint is written between rounds."""
 
 
 class StartMode(StrEnum):
@@ -173,14 +176,27 @@ class TailDriver:
             with self._cv:
                 self._started += 1
                 round_id = self._started
-            more = self.poll_once()
+            more = self._round()
             with self._cv:
                 self._finished, self._more = round_id, more
                 self._cv.notify_all()
             if self.files.finished:
                 self._stopping = True  # standard input ended: nothing left to follow
-            elif not more:
+            elif self._checkpoint_when_quiet(more) and not more:
                 self._wake.wait(self.options.poll_interval_s)
+
+    def _checkpoint_when_quiet(self, more: bool) -> bool:
+        """Checkpoint when one is due and no line is waiting: a line that arrives meanwhile
+        (the NaN right after a step line) is read first, its alerts printed, and the checkpoint
+        (an fsync) follows; one overdue by a whole interval is written anyway. False when the
+        next round should start now."""
+        if not self._checkpoint_due():
+            return True
+        overdue = self._since_checkpoint() >= 2 * self.options.checkpoint_interval_s
+        if not overdue and (more or self._wake.wait(QUIET_BEFORE_CHECKPOINT_S)):
+            return False
+        self._checkpoint()
+        return True
 
     def stop(self) -> None:
         """Ask `run()` to return after its current round (safe from signal handlers)."""
@@ -206,7 +222,20 @@ class TailDriver:
     # --- one round -----------------------------------------------------------------------
 
     def poll_once(self) -> bool:
-        """One round; True when some file has more to read right away."""
+        """One round, then the checkpoint if one is due; True when some file has more to read
+        right away."""
+        more = self._round()
+        if self._checkpoint_due():
+            self._checkpoint()
+        return more
+
+    def _checkpoint_due(self) -> bool:
+        return self._dirty and self._since_checkpoint() >= self.options.checkpoint_interval_s
+
+    def _since_checkpoint(self) -> float:
+        return self.clock.monotonic() - self._last_checkpoint
+
+    def _round(self) -> bool:
         now = self.clock.monotonic()
         for path in self.files.changes(now):
             self._add(path, now, initial=False)
@@ -219,9 +248,6 @@ class TailDriver:
             self._dirty |= bool(events)
             self._send(events)
         self.sink.tick(self.clock.now())
-        due = now - self._last_checkpoint >= self.options.checkpoint_interval_s
-        if due and self._dirty:
-            self._checkpoint()
         return more
 
     def _poll(self, follower: Follower, now: float) -> bool:
