@@ -111,10 +111,13 @@ class TailDriver:
         self._replayed: set[str] = set()  # alerts a crashed run emitted past its checkpoint
         self._closed: dict[tuple[int, int], Position] = {}  # retired files, should they return
         self._arrived: set[str] = set()
+        # Sources that received lines while followed: the ones wall-clock rules tick (a file
+        # quiet since it was caught up has nothing for them; 2000 such files cost no ticks).
+        self._live: dict[str, Follower] = {}
         self._last_line: dict[str, int] = {}
         self._wallclock = any(isinstance(s.rule, WallClockRule) for s in engine.rules)
         self._started = self._finished = 0
-        self._more = self._stopping = self._opened = False
+        self._more = self._stopping = self._opened = self._syncing = False
         self._dirty = True  # something a checkpoint would record changed since the last one
         self._last_checkpoint = self._last_tick = float("-inf")
 
@@ -176,7 +179,10 @@ class TailDriver:
             with self._cv:
                 self._started += 1
                 round_id = self._started
+                synced, self._syncing = self._syncing, False
             more = self._round()
+            if synced and not more and self._checkpoint_due():
+                self._checkpoint()  # a sync() covers the checkpoint its round makes due
             with self._cv:
                 self._finished, self._more = round_id, more
                 self._cv.notify_all()
@@ -207,7 +213,8 @@ class TailDriver:
         """Wait until a round that began after this call finished with nothing left to read."""
         with self._cv:
             want = self._started + 1
-            self.files.rescan_due = True
+            self._syncing = True
+            self.files.read_all_next()
             self._wake.set()
             done = self._cv.wait_for(
                 lambda: (self._finished >= want and not self._more) or self._stopping, timeout_s
@@ -222,8 +229,10 @@ class TailDriver:
     # --- one round -----------------------------------------------------------------------
 
     def poll_once(self) -> bool:
-        """One round, then the checkpoint if one is due; True when some file has more to read
-        right away."""
+        """One round over every file, rescanned (not only those with events: a caller stepping
+        rounds by hand has written before it), then the checkpoint if one is due; True when
+        some file has more to read right away."""
+        self.files.read_all_next()
         more = self._round()
         if self._checkpoint_due():
             self._checkpoint()
@@ -240,7 +249,7 @@ class TailDriver:
         for path in self.files.changes(now):
             self._add(path, now, initial=False)
         more = False
-        for follower in list(self.files.followers.values()):
+        for follower in self.files.due(now):
             more |= self._poll(follower, now)
         self._tick(now)
         for plugin in self.plugins:
@@ -260,8 +269,11 @@ class TailDriver:
         self._handle(follower, result)
         if result.grew:
             self._arrived.add(follower.source)
+            self._live[follower.source] = follower
         if self.files.expired(follower, now):
             self._retire(follower)
+        else:
+            self.files.polled(follower, result.more)
         return result.more
 
     def _handle(self, follower: Follower, result: PollResult, *, emit: bool = True) -> None:
@@ -310,6 +322,8 @@ class TailDriver:
 
     def _drop(self, follower: Follower) -> None:
         self._dirty = True
+        if self._live.get(follower.source) is follower:
+            del self._live[follower.source]
         self.files.drop(follower)
 
     def _tick(self, now: float) -> None:
@@ -317,8 +331,7 @@ class TailDriver:
             return
         self._last_tick = now
         wall = self.clock.now()
-        by_source = {f.source: f for f in self.files.followers.values()}
-        for source, follower in by_source.items():
+        for source, follower in list(self._live.items()):
             line = self._last_line.get(source, 0)
             arrived = source in self._arrived
             self._emit(self.engine.tick(source, wall, arrived=arrived, line=line), follower.gen_id)
@@ -355,6 +368,8 @@ class TailDriver:
         old, follower.source = follower.source, name
         line = self._last_line.pop(old, 0)
         self._last_line[name] = line
+        if self._live.get(old) is follower:
+            self._live[name] = self._live.pop(old)
         self.status(
             f"{old}: a new file took this name; the old file is now the source {name} "
             "(its firing alerts go on under that name)"
@@ -377,6 +392,7 @@ class TailDriver:
         if follower.matches(saved) and size >= (saved.evaluated_end or saved.offset):
             follower.source = saved.source
             follower.resume(saved)
+            self._keep_ticking(follower)
             self.status(f"{follower.path}: resuming at line {saved.line} (checkpoint)")
             return True
         self.status(
@@ -397,8 +413,21 @@ class TailDriver:
             return False
         follower.source = pos.source
         follower.resume(pos)
+        self._keep_ticking(follower)
         self.status(f"{follower.path}: the same file is back; continuing at line {pos.line}")
         return True
+
+    def _keep_ticking(self, follower: Follower) -> None:
+        """A resumed file whose wall-clock rules had started (it was receiving lines) goes on
+        being ticked: a run that stalled while tail was down still fires log-stalled."""
+        state = self.engine.sources.get(follower.source)
+        if state is None:
+            return
+        for spec in self.engine.rules:
+            if isinstance(spec.rule, WallClockRule):
+                saved = state.rule_states.get(spec.id)
+                if saved is not None and saved != spec.rule.initial_state():
+                    self._live[follower.source] = follower
 
     def _catch_up(self, follower: Follower) -> None:
         """Run a file's history through the engine silently, then emit what is still firing."""
