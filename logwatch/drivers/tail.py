@@ -18,8 +18,11 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
+import polars as pl
+
 from logwatch.alerts import AlertEvent
 from logwatch.clock import Clock, SystemClock
+from logwatch.drivers.catchup import catch_up
 from logwatch.drivers.checkpoint import Checkpoint, StateDir
 from logwatch.drivers.plugins import TailPlugin
 from logwatch.engine import Engine
@@ -139,8 +142,8 @@ class TailDriver:
         try:
             self.files.start()
             now = self.clock.monotonic()
-            for path in self.files.rescan(now):
-                self._add(path, now, initial=True)
+            history = [self._add(path, now, initial=True) for path in self.files.rescan(now)]
+            self._catch_up([follower for follower in history if follower is not None])
             if not self.files.followers:
                 patterns = " ".join(self.files.patterns)
                 self.status(f"no file matches {patterns} yet; waiting for one")
@@ -304,6 +307,9 @@ class TailDriver:
             first_line=batch.first_line,
             default_year=follower.year,
         )
+        return self._evaluate(follower, frame)
+
+    def _evaluate(self, follower: Follower, frame: pl.DataFrame) -> list[AlertEvent]:
         for plugin in self.plugins:
             plugin.observe(frame)
         return self.engine.process(frame)
@@ -339,15 +345,16 @@ class TailDriver:
 
     # --- new files -----------------------------------------------------------------------
 
-    def _add(self, path: str, now: float, *, initial: bool) -> None:
-        """Follow a file the file set found: resumed, caught up, from its end or its start."""
+    def _add(self, path: str, now: float, *, initial: bool) -> Follower | None:
+        """Follow a file the file set found: resumed, from its end or its start; the follower
+        when its history is to be caught up (by the caller, with the others)."""
         follower = self.files.open(path, now)
         if follower is None:
-            return
+            return None
         self._dirty = True
         self._separate(follower)
         if self._resume(follower):
-            return
+            return None
         self._forget_previous(follower)
         if not initial or self._saved is not None:
             self.status(f"{path}: new file; following it from its first byte")
@@ -355,7 +362,8 @@ class TailDriver:
             follower.skip_to_end()
             self.status(f"{path}: following from its end (line {follower.line})")
         else:
-            self._catch_up(follower)
+            return follower
+        return None
 
     def _separate(self, new: Follower) -> None:
         """A new file under the name of a file still followed (rename rotation): the old file
@@ -429,24 +437,20 @@ class TailDriver:
                 if saved is not None and saved != spec.rule.initial_state():
                     self._live[follower.source] = follower
 
-    def _catch_up(self, follower: Follower) -> None:
-        """Run a file's history through the engine silently, then emit what is still firing."""
-        events: list[AlertEvent] = []
-        now = self.clock.monotonic()
-        while True:
-            result = follower.poll(now, flush_partial=False)
-            for batch in result.batches:
-                events.extend(self._process(follower, batch))
-            if not result.more:
-                break
-        self._last_line[follower.source] = follower.line - 1
-        if self.options.start == StartMode.CATCH_UP:
-            events = sorted(self.engine.active_alerts(follower.source), key=lambda e: e.line)
-        self.status(
-            f"{follower.path}: caught up on {follower.line - 1} lines of history "
-            f"({len(events)} alert events to report); following it"
-        )
-        self._emit(events, follower.gen_id)
+    def _catch_up(self, followers: list[Follower]) -> None:
+        """Run the files' history through the engine silently (parsed many files at a time),
+        then emit, file by file, what is still firing."""
+        found = catch_up(followers, self.clock.monotonic(), self._evaluate)
+        for follower in followers:
+            events = found[id(follower)]
+            self._last_line[follower.source] = follower.line - 1
+            if self.options.start == StartMode.CATCH_UP:
+                events = sorted(self.engine.active_alerts(follower.source), key=lambda e: e.line)
+            self.status(
+                f"{follower.path}: caught up on {follower.line - 1} lines of history "
+                f"({len(events)} alert events to report); following it"
+            )
+            self._emit(events, follower.gen_id)
 
     # --- alerts and checkpoints ----------------------------------------------------------
 
