@@ -2,9 +2,10 @@
 
 One thread runs rounds. A round asks its `FileSet` what changed (new files are resumed from the
 checkpoint, caught up, or followed from their first byte), lets every follower read what is new,
-runs the batches through the engine, ticks wall-clock rules, runs the plugins' rounds, ticks the
-sink, and checkpoints when due. Watchdog events only end the wait between rounds early; the wait
-is the safety poll, so a lost event costs one poll interval.
+runs the batches through the engine, ticks wall-clock rules, runs the plugins' rounds and ticks
+the sink. A due checkpoint is written between rounds once no line has arrived for a moment, so
+its fsync never sits between a line and its alert. Watchdog events only end the wait between
+rounds early; the wait is the safety poll, so a lost event costs one poll interval.
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
+import polars as pl
+
 from logwatch.alerts import AlertEvent
 from logwatch.clock import Clock, SystemClock
+from logwatch.drivers.catchup import catch_up
 from logwatch.drivers.checkpoint import Checkpoint, StateDir
 from logwatch.drivers.plugins import TailPlugin
 from logwatch.engine import Engine
@@ -33,6 +37,8 @@ from logwatch.sources.watch import WatchdogWatcher, WatcherFactory
 Status = Callable[[str], None]
 CLOSED_KEPT = 256
 """How many closed files' positions are kept in case the same file comes back."""
+QUIET_BEFORE_CHECKPOINT_S = 0.05
+"""How long no line may arrive before a due checkpoint is written between rounds."""
 
 
 class StartMode(StrEnum):
@@ -108,10 +114,13 @@ class TailDriver:
         self._replayed: set[str] = set()  # alerts a crashed run emitted past its checkpoint
         self._closed: dict[tuple[int, int], Position] = {}  # retired files, should they return
         self._arrived: set[str] = set()
+        # Sources that received lines while followed: the ones wall-clock rules tick (a file
+        # quiet since it was caught up has nothing for them; 2000 such files cost no ticks).
+        self._live: dict[str, Follower] = {}
         self._last_line: dict[str, int] = {}
         self._wallclock = any(isinstance(s.rule, WallClockRule) for s in engine.rules)
         self._started = self._finished = 0
-        self._more = self._stopping = self._opened = False
+        self._more = self._stopping = self._opened = self._syncing = False
         self._dirty = True  # something a checkpoint would record changed since the last one
         self._last_checkpoint = self._last_tick = float("-inf")
 
@@ -133,8 +142,8 @@ class TailDriver:
         try:
             self.files.start()
             now = self.clock.monotonic()
-            for path in self.files.rescan(now):
-                self._add(path, now, initial=True)
+            history = [self._add(path, now, initial=True) for path in self.files.rescan(now)]
+            self._catch_up([follower for follower in history if follower is not None])
             if not self.files.followers:
                 patterns = " ".join(self.files.patterns)
                 self.status(f"no file matches {patterns} yet; waiting for one")
@@ -173,14 +182,30 @@ class TailDriver:
             with self._cv:
                 self._started += 1
                 round_id = self._started
-            more = self.poll_once()
+                synced, self._syncing = self._syncing, False
+            more = self._round()
+            if synced and not more and self._checkpoint_due():
+                self._checkpoint()  # a sync() covers the checkpoint its round makes due
             with self._cv:
                 self._finished, self._more = round_id, more
                 self._cv.notify_all()
             if self.files.finished:
                 self._stopping = True  # standard input ended: nothing left to follow
-            elif not more:
+            elif self._checkpoint_when_quiet(more) and not more:
                 self._wake.wait(self.options.poll_interval_s)
+
+    def _checkpoint_when_quiet(self, more: bool) -> bool:
+        """Checkpoint when one is due and no line is waiting: a line that arrives meanwhile
+        (the NaN right after a step line) is read first, its alerts printed, and the checkpoint
+        (an fsync) follows; one overdue by a whole interval is written anyway. False when the
+        next round should start now."""
+        if not self._checkpoint_due():
+            return True
+        overdue = self._since_checkpoint() >= 2 * self.options.checkpoint_interval_s
+        if not overdue and (more or self._wake.wait(QUIET_BEFORE_CHECKPOINT_S)):
+            return False
+        self._checkpoint()
+        return True
 
     def stop(self) -> None:
         """Ask `run()` to return after its current round (safe from signal handlers)."""
@@ -191,7 +216,8 @@ class TailDriver:
         """Wait until a round that began after this call finished with nothing left to read."""
         with self._cv:
             want = self._started + 1
-            self.files.rescan_due = True
+            self._syncing = True
+            self.files.read_all_next()
             self._wake.set()
             done = self._cv.wait_for(
                 lambda: (self._finished >= want and not self._more) or self._stopping, timeout_s
@@ -206,12 +232,27 @@ class TailDriver:
     # --- one round -----------------------------------------------------------------------
 
     def poll_once(self) -> bool:
-        """One round; True when some file has more to read right away."""
+        """One round over every file, rescanned (not only those with events: a caller stepping
+        rounds by hand has written before it), then the checkpoint if one is due; True when
+        some file has more to read right away."""
+        self.files.read_all_next()
+        more = self._round()
+        if self._checkpoint_due():
+            self._checkpoint()
+        return more
+
+    def _checkpoint_due(self) -> bool:
+        return self._dirty and self._since_checkpoint() >= self.options.checkpoint_interval_s
+
+    def _since_checkpoint(self) -> float:
+        return self.clock.monotonic() - self._last_checkpoint
+
+    def _round(self) -> bool:
         now = self.clock.monotonic()
         for path in self.files.changes(now):
             self._add(path, now, initial=False)
         more = False
-        for follower in list(self.files.followers.values()):
+        for follower in self.files.due(now):
             more |= self._poll(follower, now)
         self._tick(now)
         for plugin in self.plugins:
@@ -219,9 +260,6 @@ class TailDriver:
             self._dirty |= bool(events)
             self._send(events)
         self.sink.tick(self.clock.now())
-        due = now - self._last_checkpoint >= self.options.checkpoint_interval_s
-        if due and self._dirty:
-            self._checkpoint()
         return more
 
     def _poll(self, follower: Follower, now: float) -> bool:
@@ -234,8 +272,11 @@ class TailDriver:
         self._handle(follower, result)
         if result.grew:
             self._arrived.add(follower.source)
+            self._live[follower.source] = follower
         if self.files.expired(follower, now):
             self._retire(follower)
+        else:
+            self.files.polled(follower, result.more)
         return result.more
 
     def _handle(self, follower: Follower, result: PollResult, *, emit: bool = True) -> None:
@@ -270,6 +311,9 @@ class TailDriver:
         if parsed.last_year is not None:
             # Lines without a year (glog, syslog) take the year of the last dated line before.
             follower.year = parsed.last_year
+        return self._evaluate(follower, frame)
+
+    def _evaluate(self, follower: Follower, frame: pl.DataFrame) -> list[AlertEvent]:
         for plugin in self.plugins:
             plugin.observe(frame)
         return self.engine.process(frame)
@@ -288,6 +332,8 @@ class TailDriver:
 
     def _drop(self, follower: Follower) -> None:
         self._dirty = True
+        if self._live.get(follower.source) is follower:
+            del self._live[follower.source]
         self.files.drop(follower)
 
     def _tick(self, now: float) -> None:
@@ -295,8 +341,7 @@ class TailDriver:
             return
         self._last_tick = now
         wall = self.clock.now()
-        by_source = {f.source: f for f in self.files.followers.values()}
-        for source, follower in by_source.items():
+        for source, follower in list(self._live.items()):
             line = self._last_line.get(source, 0)
             arrived = source in self._arrived
             self._emit(self.engine.tick(source, wall, arrived=arrived, line=line), follower.gen_id)
@@ -304,15 +349,16 @@ class TailDriver:
 
     # --- new files -----------------------------------------------------------------------
 
-    def _add(self, path: str, now: float, *, initial: bool) -> None:
-        """Follow a file the file set found: resumed, caught up, from its end or its start."""
+    def _add(self, path: str, now: float, *, initial: bool) -> Follower | None:
+        """Follow a file the file set found: resumed, from its end or its start; the follower
+        when its history is to be caught up (by the caller, with the others)."""
         follower = self.files.open(path, now)
         if follower is None:
-            return
+            return None
         self._dirty = True
         self._separate(follower)
         if self._resume(follower):
-            return
+            return None
         self._forget_previous(follower)
         if not initial or self._saved is not None:
             self.status(f"{path}: new file; following it from its first byte")
@@ -320,7 +366,8 @@ class TailDriver:
             follower.skip_to_end()
             self.status(f"{path}: following from its end (line {follower.line})")
         else:
-            self._catch_up(follower)
+            return follower
+        return None
 
     def _separate(self, new: Follower) -> None:
         """A new file under the name of a file still followed (rename rotation): the old file
@@ -333,6 +380,8 @@ class TailDriver:
         old, follower.source = follower.source, name
         line = self._last_line.pop(old, 0)
         self._last_line[name] = line
+        if self._live.get(old) is follower:
+            self._live[name] = self._live.pop(old)
         self.status(
             f"{old}: a new file took this name; the old file is now the source {name} "
             "(its firing alerts go on under that name)"
@@ -355,6 +404,7 @@ class TailDriver:
         if follower.matches(saved) and size >= (saved.evaluated_end or saved.offset):
             follower.source = saved.source
             follower.resume(saved)
+            self._keep_ticking(follower)
             self.status(f"{follower.path}: resuming at line {saved.line} (checkpoint)")
             return True
         self.status(
@@ -375,27 +425,38 @@ class TailDriver:
             return False
         follower.source = pos.source
         follower.resume(pos)
+        self._keep_ticking(follower)
         self.status(f"{follower.path}: the same file is back; continuing at line {pos.line}")
         return True
 
-    def _catch_up(self, follower: Follower) -> None:
-        """Run a file's history through the engine silently, then emit what is still firing."""
-        events: list[AlertEvent] = []
-        now = self.clock.monotonic()
-        while True:
-            result = follower.poll(now, flush_partial=False)
-            for batch in result.batches:
-                events.extend(self._process(follower, batch))
-            if not result.more:
-                break
-        self._last_line[follower.source] = follower.line - 1
-        if self.options.start == StartMode.CATCH_UP:
-            events = sorted(self.engine.active_alerts(follower.source), key=lambda e: e.line)
-        self.status(
-            f"{follower.path}: caught up on {follower.line - 1} lines of history "
-            f"({len(events)} alert events to report); following it"
-        )
-        self._emit(events, follower.gen_id)
+    def _keep_ticking(self, follower: Follower) -> None:
+        """A resumed or caught-up file whose wall-clock rules had started goes on being ticked:
+        a run that stalled while tail was down still fires log-stalled, and a history that ends
+        in a traceback fires run-crashed once it stays quiet."""
+        state = self.engine.sources.get(follower.source)
+        if state is None:
+            return
+        for spec in self.engine.rules:
+            if isinstance(spec.rule, WallClockRule):
+                saved = state.rule_states.get(spec.id)
+                if saved is not None and saved != spec.rule.initial_state():
+                    self._live[follower.source] = follower
+
+    def _catch_up(self, followers: list[Follower]) -> None:
+        """Run the files' history through the engine silently (parsed many files at a time),
+        then emit, file by file, what is still firing."""
+        found = catch_up(followers, self.clock.monotonic(), self._evaluate)
+        for follower in followers:
+            events = found[id(follower)]
+            self._last_line[follower.source] = follower.line - 1
+            self._keep_ticking(follower)  # a history ending in a traceback: run-crashed decides
+            if self.options.start == StartMode.CATCH_UP:
+                events = sorted(self.engine.active_alerts(follower.source), key=lambda e: e.line)
+            self.status(
+                f"{follower.path}: caught up on {follower.line - 1} lines of history "
+                f"({len(events)} alert events to report); following it"
+            )
+            self._emit(events, follower.gen_id)
 
     # --- alerts and checkpoints ----------------------------------------------------------
 

@@ -14,11 +14,14 @@ import glob
 import os
 import stat
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from logwatch.sources.follow import Follower, FollowOptions
 from logwatch.sources.pipe import PIPE, PipeSource
+from logwatch.sources.rotated import unseen_rotations
+from logwatch.sources.schedule import PollSchedule
 from logwatch.sources.sniff import HEAD_BYTES, MAGIC, UTF16_BOMS, file_kind, sniff, utf16_note
 from logwatch.sources.watch import (
     NETWORK_FS,
@@ -33,6 +36,10 @@ from logwatch.sources.watch import (
 
 FileKey = tuple[int, int]
 """(st_dev, st_ino): which file a follower reads, whatever its names."""
+SEEN_KEPT = 4096
+"""How many files followed are remembered, so that a rotated name is never read twice."""
+RESCAN_EVERY_S = 30.0
+"""With file events, how often the patterns are matched again anyway (lost create events)."""
 
 
 class FileSet:
@@ -71,6 +78,11 @@ class FileSet:
         # pattern or deleted, before the driver's next round gets to it.
         self._held: list[tuple[str, int]] = []
         self._held_lock = threading.Lock()
+        self.schedule = PollSchedule(poll_interval_s)
+        self._seen: dict[FileKey, None] = {}  # every file followed, newest last (bounded)
+        self._since_s = time.time()  # rotated files written before this are history
+        self._unwatched = False  # some folder is on a network file system: no events there
+        self._roots: list[tuple[str, bool]] = []  # watched folders (real paths), recursive
 
     # --- life cycle ----------------------------------------------------------------------
 
@@ -80,6 +92,7 @@ class FileSet:
         if PIPE in self.patterns and self._pipe is None:
             self._pipe = PipeSource(self._stdin, self.follow, 0.0, self._wake)
             self.followers[self._pipe.key] = self._pipe
+            self.schedule.added(self._pipe.key, seen=False)
         if self._watcher_factory is None:
             return
         try:
@@ -100,14 +113,44 @@ class FileSet:
             self.watcher.stop()
             self.watcher = None
 
-    def on_event(self, structural: bool, created: str | None = None) -> None:
+    def on_event(
+        self, structural: bool, created: str | None = None, changed: str | None = None
+    ) -> None:
         """A file event (from the watcher's thread): hold a created file that the patterns
-        match open, rescan next round when files may have come or gone, end the driver's wait."""
+        match open, note a written one for the next round, rescan next round when files may
+        have come or gone, end the driver's wait."""
         if created is not None and any(may_match(created, p) for p in self.patterns):
             self._hold(created)
+        if changed is not None:
+            self.schedule.touch(changed)
         if structural:
             self.rescan_due = True
         self._wake()
+
+    def read_all_next(self) -> None:
+        """The next round reads every file and rescans (sync, a restarted watcher)."""
+        self.schedule.everything = self.rescan_due = True
+
+    def due(self, now: float) -> list[Follower]:
+        """The followers this round reads: every one when polling; with file events, those
+        with news and a bounded safety slice (`PollSchedule`)."""
+        if not self._evented():
+            return list(self.followers.values())
+        due, unknown = self.schedule.pick(self.followers, now)
+        if any(may_match(path, p) for path in unknown for p in self.patterns):
+            self.rescan_due = True  # written under a name not followed: rescan next round
+            self._wake()
+        return due
+
+    def polled(self, follower: Follower, more: bool) -> None:
+        """After a round read `follower`: read it again next round while it has more, holds an
+        unfinished line or is no longer under its name."""
+        pending = follower.framer.pending_bytes > 0
+        self.schedule.polled(follower.key, more or pending or follower.detached_at is not None)
+
+    def _evented(self) -> bool:
+        """Whether file events cover every followed folder (else every round reads all)."""
+        return self.watcher is not None and not self._unwatched
 
     def _hold(self, path: str) -> None:
         try:
@@ -127,9 +170,13 @@ class FileSet:
     # --- what changed --------------------------------------------------------------------
 
     def changes(self, now: float) -> list[str]:
-        """Once per round: keep the watcher alive, rescan when due; the new files' paths."""
+        """Once per round: keep the watcher alive, rescan when due (every poll interval when
+        polling or while a file is away from its name, else rarely: events say when); the new
+        files' paths."""
         self._supervise_watcher()
-        if self.rescan_due or now - self._last_rescan >= self.poll_interval_s:
+        away = any(f.detached_at is not None for f in self.followers.values())
+        every = self.poll_interval_s if away or not self._evented() else RESCAN_EVERY_S
+        if self.rescan_due or now - self._last_rescan >= every:
             return self.rescan(now)
         return []
 
@@ -138,8 +185,10 @@ class FileSet:
         a detached one that is there again is attached; the paths of files not followed yet."""
         self.rescan_due, self._last_rescan = False, now
         held = self._adopt_held()
-        new = [path for path, _ in held.values()]
-        for key, paths in self._matches_by_file().items():
+        new = self._missed_rotations(held)
+        new += [path for path, _ in held.values()]
+        matched = self._matches_by_file()
+        for key, paths in matched.items():
             follower = self.followers.get(key)
             if follower is None:
                 if key not in held and not self._is_compressed(key, paths[0]):
@@ -148,9 +197,27 @@ class FileSet:
             if follower.path not in paths:  # several names (a `latest.log` link) is no rename
                 self.status(f"{follower.path}: renamed to {paths[0]}; still following it")
                 follower.path = paths[0]
+                self.schedule.renamed()
             follower.detached_at = None
+        for key in self.followers.keys() - matched.keys():
+            self.schedule.hot(key)  # gone from the patterns: its next read says why
         self._watch()
         return new
+
+    def _missed_rotations(self, held: dict[FileKey, tuple[str, int]]) -> list[str]:
+        """Files rotated from a named (not globbed) path before they could be opened: their
+        create event came after they were renamed on. Read now, oldest first, before the
+        newer files."""
+        missed: list[str] = []
+        for pattern in self.patterns:
+            if pattern == PIPE or is_glob(pattern):
+                continue
+            for path in unseen_rotations(pattern, _Known(self._seen, held), self._since_s):
+                self.status(
+                    f"{path}: rotated before it could be opened; reading it from its first byte"
+                )
+                missed.append(path)
+        return missed
 
     def _adopt_held(self) -> dict[FileKey, tuple[str, int]]:
         """The held files not followed yet, by identity, oldest first; the fds of files already
@@ -184,7 +251,20 @@ class FileSet:
             return None
         self._open_failed.pop(path, None)
         self.followers[follower.key] = follower
+        self._seen[follower.key] = None
+        while len(self._seen) > SEEN_KEPT:
+            del self._seen[next(iter(self._seen))]
+        self.schedule.added(follower.key, seen=self._has_events(path))
         return follower
+
+    def _has_events(self, path: str) -> bool:
+        """Whether the folder really holding `path` is watched (a link into another folder
+        is not: its writes raise no event here)."""
+        folder = os.path.dirname(os.path.realpath(path))
+        return any(
+            folder == root or (recursive and folder.startswith(root.rstrip("/") + "/"))
+            for root, recursive in self._roots
+        )
 
     def _open_held(self, path: str, now: float) -> Follower | None:
         """The oldest held file first created under `path`, as a follower; None if none."""
@@ -203,6 +283,7 @@ class FileSet:
         """Stop following a file."""
         follower.close()
         self.followers.pop(follower.key, None)
+        self.schedule.forget(follower.key)
 
     def expired(self, follower: Follower, now: float) -> bool:
         """After a poll: whether the file is gone from its path (rotated, deleted) long enough,
@@ -318,15 +399,17 @@ class FileSet:
         self.watcher.stop()
         self.watcher = None
         self.start()
-        self.rescan_due = True
+        self.read_all_next()  # what was written meanwhile raised no event
 
     def _watch(self) -> None:
         if self.watcher is None:
             return
         dirs: dict[str, bool] = {}
+        self._unwatched = False
         for directory, recursive in watch_roots(p for p in self.patterns if p != PIPE):
             kind = fs_type(directory)
             if kind in NETWORK_FS:
+                self._unwatched = True
                 if self._first("network", directory):
                     self.status(
                         f"{directory} is on {kind}: file events do not see remote writes; "
@@ -334,6 +417,12 @@ class FileSet:
                     )
                 continue
             dirs[directory] = dirs.get(directory, False) or recursive
+        roots = [(os.path.realpath(d), recursive) for d, recursive in sorted(dirs.items())]
+        if roots != self._roots:
+            self._roots = roots
+            for follower in self.followers.values():  # which of them events now cover
+                if not isinstance(follower, PipeSource):
+                    self.schedule.added(follower.key, seen=self._has_events(follower.path))
         try:
             self.watcher.watch(dirs)
         except OSError as exc:
@@ -357,3 +446,13 @@ def _permissions(path: str) -> tuple[int, ...]:
     except OSError:
         return ()
     return (st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid)
+
+
+class _Known:
+    """Files followed before, held now, or followed now: not a missed rotation."""
+
+    def __init__(self, *groups: Mapping[FileKey, object]) -> None:
+        self._groups = groups
+
+    def __contains__(self, key: object) -> bool:
+        return any(key in group for group in self._groups)

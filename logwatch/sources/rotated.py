@@ -9,6 +9,8 @@ else `<old path> (rotated)`.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Container
 
 from logwatch.sources.follow import Follower
 
@@ -47,3 +49,25 @@ def find_by_identity(folder: str, key: tuple[int, int]) -> str | None:
         except OSError:
             continue
     return None
+
+
+def unseen_rotations(path: str, known: Container[tuple[int, int]], since_s: float) -> list[str]:
+    """Files rotated from `path` (`train.log.1`, `train.log.2`, ...: a RotatingFileHandler's
+    or logrotate's names) that are not `known` and were written since `since_s` (wall time),
+    oldest first: a file created and renamed on before tail could open it (fast rotation)."""
+    folder, base = os.path.split(path)
+    numbered = re.compile(re.escape(base) + r"\.\d+")
+    try:
+        entries = [e for e in os.scandir(folder or ".") if numbered.fullmatch(e.name)]
+    except OSError:
+        return []
+    found: list[tuple[int, str]] = []
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        fresh = st.st_mtime >= since_s and (st.st_dev, st.st_ino) not in known
+        if fresh and entry.is_file(follow_symlinks=False):
+            found.append((st.st_mtime_ns, os.path.join(folder, entry.name)))
+    return [name for _, name in sorted(found)]

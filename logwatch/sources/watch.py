@@ -19,9 +19,12 @@ from logwatch.redact import stderr_line
 
 class OnEvent(Protocol):
     """Called from the watcher's thread: `structural` when the event may change which files
-    exist; `created` names a file that was just created or renamed into place."""
+    exist; `created` names a file that was just created or renamed into place, `changed` one
+    that was written to."""
 
-    def __call__(self, structural: bool, created: str | None = None) -> None: ...
+    def __call__(
+        self, structural: bool, created: str | None = None, changed: str | None = None
+    ) -> None: ...
 
 
 NETWORK_FS = frozenset(
@@ -98,9 +101,11 @@ class _Handler:
         with contextlib.suppress(Exception):
             kind = event.event_type
             created = event.dest_path if kind == "moved" else event.src_path
+            file = not event.is_directory
             self._on_event(
                 kind in self._STRUCTURAL or event.is_directory,
-                os.fsdecode(created) if kind in self._NAMING and not event.is_directory else None,
+                os.fsdecode(created) if kind in self._NAMING and file else None,
+                os.fsdecode(event.src_path) if kind == "modified" and file else None,
             )
 
 

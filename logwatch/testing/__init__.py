@@ -222,6 +222,21 @@ class UnavailableWatcher:
         raise OSError(self.err, os.strerror(self.err))
 
 
+class DeafWatcher:
+    """A watcher factory whose watcher is the real one, except that write events never come
+    (an overflowed inotify queue): created, moved and deleted files are still heard of."""
+
+    def __call__(self, on_event: OnEvent) -> Watcher:
+        from logwatch.sources.watch import WatchdogWatcher
+
+        def structural_only(
+            structural: bool, created: str | None = None, changed: str | None = None
+        ) -> None:
+            on_event(structural, created)
+
+        return WatchdogWatcher(structural_only)
+
+
 # --- Slack (issue 4; the server lives in logwatch/testing_slack.py) ------------------------------
 
 from logwatch.testing.slack import FakeSlack as FakeSlack  # noqa: E402 - re-exported here

@@ -87,6 +87,27 @@ def test_from_beginning_emits_the_whole_history(tmp_path: Path) -> None:
     assert tail.alerts() == [(e.line, e.rule, e.status) for e in replay([str(log)], BUILTIN).events]
 
 
+def test_many_files_caught_up_together_alert_as_each_replayed(tmp_path: Path) -> None:
+    """Every annotated sample present at start (their histories parsed in shared blocks) gets,
+    file by file, exactly the alert events replay gives it alone."""
+    logs = []
+    for n, sample in enumerate(sample_logs()):
+        logs.append(tmp_path / f"{n:02}-{sample.name}")
+        shutil.copy(sample, logs[-1])
+    tail = Tail(tmp_path, rules=BUILTIN, patterns=("*.log",), start="beginning")
+    with running(tail.driver) as driver:
+        driver.sync()
+        tail.settle()  # logs that end on a traceback: run-crashed, once they are quiet
+    got = [(e.source, e.line, e.rule, e.status) for e in tail.sink.events]
+    want = [
+        (e.source, e.line, e.rule, e.status)
+        for log in logs
+        for e in replay([str(log)], BUILTIN).events
+    ]
+    assert len(logs) > 5 and len(want) > 10
+    assert sorted(got) == sorted(want)
+
+
 def test_from_end_skips_the_history_but_keeps_line_numbers(tmp_path: Path) -> None:
     """--from-end evaluates nothing already written; the next line gets its true number."""
     log = tmp_path / "train.log"

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import io
 import itertools
+import random
 
 import pytest
 
-from logwatch.sources.framing import LineFramer, lines_to_series, read_blocks
+from logwatch.sources.framing import SMALL_BLOCK_BYTES, LineFramer, lines_to_series, read_blocks
 
 
 def frame_all(
@@ -135,3 +136,20 @@ def test_nan_drawn_over_by_a_progress_bar_is_kept() -> None:
     assert lines_to_series(finite).to_list() == ["E 100/100 [loss=1.90]"]
     still_nan = b"E 50/100 [loss=nan]\rE 100/100 [loss=inf]\n"
     assert lines_to_series(still_nan).to_list() == ["E 100/100 [loss=inf]"]
+
+
+SMALL_PIECES = [b"a", b" ", b"\n", b"\xff", b"\xc3", b"\xa9", b"\xe2\x82", b"\xf0\x9f\x98", b"\x80"]
+SMALL_PIECES += [b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\x00", b"\xc0\xaf", b"loss nan"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_small_block_splits_as_a_large_one(seed: int) -> None:
+    """A few lines (live tail's usual read, split without the CSV reader) come out exactly as
+    the same lines inside a block too large for that shortcut: bad UTF-8, NULs, empty lines and
+    a missing final newline included."""
+    rng = random.Random(seed)
+    for _ in range(25):
+        data = b"".join(rng.choice(SMALL_PIECES) for _ in range(rng.randint(1, 40)))
+        padding = (b"" if data.endswith(b"\n") else b"\n") + b"x" * (SMALL_BLOCK_BYTES + 1) + b"\n"
+        large = lines_to_series(data + padding).to_list()
+        assert lines_to_series(data).to_list() == large[:-1], data
