@@ -327,17 +327,24 @@ def _overridden(spec: RuleSpec, override: Override) -> RuleSpec:
 class _LazyGpuFrame:
     """The GPU frame of one log batch, built on first use and shared by that batch's GPU rules."""
 
-    __slots__ = ("_frame", "_gpu")
+    __slots__ = ("_empty", "_frame", "_gpu")
 
     def __init__(self, frame: pl.DataFrame) -> None:
         self._frame = frame
         self._gpu: pl.DataFrame | None = None
+        self._empty: bool | None = None
 
     def get(self) -> pl.DataFrame:
         """The batch's GPU frame (`log_gpu_frame`), built once."""
         if self._gpu is None:
             self._gpu = log_gpu_frame(self._frame)
         return self._gpu
+
+    def empty(self) -> bool:
+        """Whether the batch has no `gpu/` snapshot keys (its GPU frame would have no rows)."""
+        if self._empty is None:
+            self._empty = not bool((self._frame.get_column("gpu_keys").fill_null(0) > 0).any())
+        return self._empty
 
 
 def _unchanged(state: dict[str, Any]) -> tuple[list[Transition], dict[str, Any]]:
@@ -360,7 +367,10 @@ def _gpu_step(
     rule: GpuRule, gpu_frame: _LazyGpuFrame, state: dict[str, Any]
 ) -> tuple[list[Transition], dict[str, Any]]:
     # The frame is built inside the step, so a batch whose snapshot keys break it is reported as
-    # that rule's error (the engine goes on), and a rule switched off never builds it.
+    # that rule's error (the engine goes on), and a rule switched off never builds it. A batch
+    # without GPU keys gives an empty frame, on which no GPU rule moves: skipped (most batches).
+    if gpu_frame.empty():
+        return [], state
     return rule.evaluate_gpu(gpu_frame.get(), state)
 
 

@@ -567,12 +567,20 @@ def _first_of(
 ) -> pl.Series:
     """Column `name` from several extractors in priority order: the first `dense_after` sparse
     ones outrank the dense column, the rest only fill its gaps."""
-    columns = [_sparse(frame, rows, expr, name) for rows, expr in sparse]
-    ordered = [
-        *columns[:dense_after],
-        frame.get_column(name).cast(SCHEMA[name]),
-        *columns[dense_after:],
+    # An extractor whose rows are none adds nothing: skipped, so a small batch (live tail) pays
+    # only for the extractors its lines can use.
+    columns = [
+        None if not rows.fill_null(False).any() else _sparse(frame, rows, expr, name)
+        for rows, expr in sparse
     ]
+    dense = frame.get_column(name).cast(SCHEMA[name])
+    ordered = [
+        column
+        for column in (*columns[:dense_after], dense, *columns[dense_after:])
+        if column is not None
+    ]
+    if len(ordered) == 1:
+        return dense.alias(name)
     return frame.select(pl.coalesce(ordered).alias(name)).to_series()
 
 
