@@ -74,6 +74,7 @@ class AlertEvent:
     labels: Mapping[str, str] = field(default_factory=dict)
     reason: EndReason | None = None  # RESOLVED only; None there means RECOVERED
     run: str | None = None  # the run id its log announced (`run start: run_id=...`), if any
+    runbook_url: str = ""  # its rule's runbook, when the pack gives one
 
     def __post_init__(self) -> None:
         # Every resolve says why it ended, so consumers never have to guess from the summary.
@@ -109,6 +110,7 @@ class AlertEvent:
             "text": self.text,
             "labels": dict(self.labels),
             "run": self.run,
+            "runbook_url": self.runbook_url,
             "fingerprint": self.fingerprint,
         }
 
@@ -157,6 +159,7 @@ def event_from_json(data: Mapping[str, Any]) -> AlertEvent:
             labels={str(k): str(v) for k, v in dict(data.get("labels", {})).items()},
             reason=_reason(data.get("reason")),
             run=None if data.get("run") is None else str(data["run"]),
+            runbook_url=str(data.get("runbook_url") or ""),
         )
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"malformed alert event: {exc!r}") from None

@@ -218,6 +218,7 @@ class Engine:
             text=redact(row["text"]),
             labels=dict(transition.labels),
             run=state.run_id,
+            runbook_url=spec.runbook_url,
         )
         emitted = state.alerts.step(event, spec, row)
         if emitted is not None and emitted.status == FIRING:

@@ -247,6 +247,7 @@ EVENT_SCHEMA: dict[str, Any] = {
     "text": pl.String,
     "labels": pl.List(pl.Struct({"key": pl.String, "value": pl.String})),
     "run": pl.String,
+    "runbook_url": pl.String,
     "fingerprint": pl.String,
 }
 """`ReplayResult.events_frame()`: JSONL's fields; `value` keeps NaN / inf as floats, and `labels`
@@ -270,6 +271,7 @@ def _event_row(event: AlertEvent) -> tuple[Any, ...]:
         event.text,
         labels,
         event.run,
+        event.runbook_url,
         event.fingerprint,
     )
 

@@ -41,6 +41,7 @@ class RuleSpec:
     enabled: bool = True
     template_fields: frozenset[str] = field(default_factory=frozenset)
     replaces: str | None = None  # where the rule of the same id that this one replaced was
+    runbook_url: str = ""  # where its runbook lives (Alertmanager's `runbook_url` annotation)
 
 
 def builtin_rules_dir() -> Path:
@@ -196,6 +197,7 @@ COMMON_PARAMS = {
         Param("fix", Kind.STRING, default=""),
         Param("enabled", Kind.BOOL, default=True),
         Param("description", Kind.STRING),
+        Param("runbook_url", Kind.STRING, default=""),
     )
 }
 """Keys every rule takes, whatever its type."""
@@ -217,6 +219,9 @@ def _compile(table: Any, at: _Locator, overrides: Overrides | None) -> RuleSpec:
         severity = Severity.parse(values["severity"])
     except ValueError as exc:
         raise blame.rule("severity", str(exc)) from None
+    runbook: str = values["runbook_url"]
+    if runbook and not runbook.startswith(("https://", "http://")):
+        raise blame.rule("runbook_url", f"runbook_url {runbook!r} is not an http(s) URL")
     typed = {p.name: values[p.name] for p in rule_type.params}
     try:
         rule = rule_type.build(typed)
@@ -244,6 +249,7 @@ def _compile(table: Any, at: _Locator, overrides: Overrides | None) -> RuleSpec:
         origin=at(),
         enabled=values["enabled"],
         template_fields=fields,
+        runbook_url=runbook,
     )
 
 

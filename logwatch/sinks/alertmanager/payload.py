@@ -66,6 +66,8 @@ def alert_annotations(event: AlertEvent) -> dict[str, str]:
         notes["value"] = _number(event.value)
     if event.line:
         notes["line"] = str(event.line)
+    if event.runbook_url:
+        notes["runbook_url"] = event.runbook_url
     return {k: v for k, v in notes.items() if v}
 
 
