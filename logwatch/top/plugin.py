@@ -28,14 +28,6 @@ RATE_WINDOW_S = 120.0
 """Steps/s is measured over the last two minutes of (log or arrival) time."""
 RECENT_EVENTS = 50
 
-_NUM = r"(\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
-# `tok/s 48292`, `tokens/s: 1.2e5`, `tokens_per_sec=...`, `tps=...`, `throughput: ...`, or the
-# number first: `48292 tok/s`.
-THROUGHPUT_KEYED = (
-    r"(?i)(?:\btok(?:ens)?/s(?:ec)?|\btokens?_per_s(?:ec(?:ond)?)?|\btps|\bthroughput)"
-    r"['\"]?\s*[=:]?\s*" + _NUM
-)
-THROUGHPUT_TRAILING = _NUM + r"\s*(?i:tok(?:ens)?/s)"
 T = TypeVar("T")
 
 
@@ -73,13 +65,6 @@ class _Facts:
     q_hsb: tuple[int, ...] = ()
 
 
-def throughput_expr() -> pl.Expr:
-    """tok/s from a parsed frame: its `throughput` column where parse has one, else the text."""
-    keyed = pl.col("text").str.extract(THROUGHPUT_KEYED, 1)
-    trailing = pl.col("text").str.extract(THROUGHPUT_TRAILING, 1)
-    return pl.coalesce(keyed, trailing).cast(pl.Float64, strict=False).alias("throughput")
-
-
 def _last(name: str) -> pl.Expr:
     return pl.col(name).drop_nulls().last().alias(name)
 
@@ -110,8 +95,6 @@ class TopPlugin(Plugin):
         starts = frame.filter(pl.col("run_start").fill_null(False))
         if not starts.is_empty():  # a new run: what the old one said is over
             frame = frame.filter(pl.col("line") >= starts.get_column("line")[-1])
-        if "throughput" not in frame.columns:
-            frame = frame.with_columns(throughput_expr())
         agg = frame.select(
             _last("step"), _last("grad_norm"), _last("lr"), _last("q_hs"), _last("q_hsb")
         ).row(0, named=True)
