@@ -89,6 +89,8 @@ class NonFiniteRule:
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
+        if not any(state["bad"].values()) and frame.get_column(self.column).is_finite().all():
+            return [], state  # nothing is bad and nothing goes bad: no transition (most batches)
         col = pl.col(self.column)
         rows = (
             frame.select(self.column, pl.col("rank").fill_null(-1).cast(pl.String).alias("_rank"))
