@@ -35,7 +35,15 @@ from logwatch.rules.loader import RuleSpec
 from logwatch.sinks.base import Sink
 from logwatch.sinks.slack.silences import SilenceStore
 from logwatch.top.plugin import TopPlugin
-from logwatch.top.view import GpuRow, Screen, plain_lines, render, seconds_shown, shown_rows
+from logwatch.top.view import (
+    AGE_STEP_S,
+    GpuRow,
+    Screen,
+    plain_lines,
+    render,
+    seconds_shown,
+    shown_rows,
+)
 
 SILENCE_S = 3600.0
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -250,10 +258,14 @@ class TopLoop:
     def _draw_loop(self, live: Any, notes: Notes, top: TopOptions) -> None:
         last_draw, drawn = float("-inf"), None
         while self.alive():
-            # Nothing changed: wake only when an age on screen would (each second while one is
+            # Nothing changed: wake only when an age on screen would (every 5 s while one is
             # under a minute, else at the minute, or per GPU sample), so a quiet view costs next
             # to nothing.
-            tick = top.interval_s if drawn is None or seconds_shown(drawn) else self._slow_tick
+            tick = self._slow_tick
+            if drawn is None:
+                tick = top.interval_s
+            elif seconds_shown(drawn):
+                tick = max(top.interval_s, AGE_STEP_S)
             if self.plugin.changed.wait(tick - time.time() % tick + 0.01):
                 self.plugin.changed.clear()
             while self.keys:

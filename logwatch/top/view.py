@@ -88,14 +88,19 @@ def shown_rows(screen: Screen) -> tuple[SourceRow, ...]:
 # --- small formats ------------------------------------------------------------------------
 
 
+AGE_STEP_S = 5
+"""Ages under a minute are shown in steps of this many seconds (`0s`, `5s`, ... `55s`)."""
+
+
 def fmt_age(seconds: float | None) -> str:
-    """`7s`, `3m`, `2h04m`, `3d04h`; `-` when unknown. Past a minute only whole minutes: a quiet
-    view then changes, and redraws, once a minute instead of every second."""
+    """`5s`, `3m`, `2h04m`, `3d04h`; `-` when unknown. Under a minute in 5 s steps, past it only
+    whole minutes: a quiet view changes, and redraws, every 5 s in its first minute and once a
+    minute after (a stall threshold is minutes; a heartbeat every 5 s is enough to see)."""
     if seconds is None:
         return "-"
     s = max(0, int(seconds))
     if s < 60:
-        return f"{s}s"
+        return f"{s - s % AGE_STEP_S}s"
     if s < 3600:
         return f"{s // 60}m"
     if s < 86400:
@@ -104,7 +109,7 @@ def fmt_age(seconds: float | None) -> str:
 
 
 def seconds_shown(screen: Screen) -> bool:
-    """Whether some age on screen is under a minute, so shown in seconds (changing each second);
+    """Whether some age on screen is under a minute, so shown in 5 s steps (changing every 5 s);
     past that, ages and the clock change once a wall-clock minute."""
     times = [r.last_line_s for r in screen.rows if r.last_line_s is not None]
     times += [e.ts.timestamp() for r in screen.rows for e in r.alerts if e.ts is not None]
