@@ -525,35 +525,33 @@ def tail_cmd(
 ) -> None:
     """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
     from logwatch.cluster_config import with_cluster_options
-    from logwatch.drivers.runner import check_patterns, run_tail
+    from logwatch.drivers.runner import run_tail
     from logwatch.drivers.startup import metrics_line, startup_lines
-    from logwatch.drivers.statesafe import secure_state_dir
-    from logwatch.drivers.tail import StartMode, TailOptions
-    from logwatch.sources.follow import FollowOptions
 
-    if from_beginning and from_end:
-        raise click.UsageError("--from-beginning and --from-end exclude each other; pick one")
-    config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
-    config = with_cluster_options(config, alertmanager_urls, metrics, metrics_textfile)
-    state_dir = state_dir or default_state_dir()
-    secure_state_dir(state_dir)  # before the Slack sink reads silences and its spool there
-    start = (
-        StartMode.BEGINNING if from_beginning else StartMode.END if from_end else StartMode.CATCH_UP
+    setup = _follow_setup(
+        patterns,
+        rule_paths,
+        no_builtin_rules,
+        state_dir,
+        from_beginning,
+        from_end,
+        poll_interval,
+        partial_flush,
+        max_line_bytes,
+        gpu_mode,
+        gpu_interval,
+        config_path,
+        adjust=lambda c: with_cluster_options(c, alertmanager_urls, metrics, metrics_textfile),
     )
-    options = TailOptions(
-        start=start,
-        poll_interval_s=poll_interval,
-        follow=FollowOptions(partial_flush_s=partial_flush, max_line_bytes=max_line_bytes),
+    config, specs, state_dir, options, gpu, gpu_line = (
+        setup.config,
+        setup.specs,
+        setup.state_dir,
+        setup.options,
+        setup.gpu,
+        setup.gpu_line,
     )
     status = _status_line
-    check_patterns(patterns)
-    gpu_line: list[str] = []  # said last in the startup block, once the sinks are open too
-    gpu = start_gpu_link(
-        gpu_mode or config.gpu.mode,
-        gpu_interval if gpu_interval is not None else config.gpu.interval_s,
-        specs,
-        gpu_line.append,
-    )
     terminal = TerminalSink(sys.stdout, fmt=fmt, silences=SilenceStore(state_dir, report=status))
     sinks = open_sinks(terminal, config, state_dir)
     startup = [*startup_lines(patterns, specs, state_dir, config), *gpu_line]
@@ -575,7 +573,7 @@ def tail_cmd(
 
 @dataclass(frozen=True, slots=True)
 class _Follow:
-    """What `top` sets up from `tail`'s options, the way `tail_cmd` does inline."""
+    """What `tail` and `top` set up from `tail`'s options."""
 
     config: Config
     specs: list[RuleSpec]
@@ -598,9 +596,12 @@ def _follow_setup(
     gpu_mode: str | None,
     gpu_interval: float | None,
     config_path: str | None,
+    *,
+    adjust: Callable[[Config], Config] = lambda config: config,
 ) -> _Follow:
     """Config, rules, a secured state directory, tail options and the GPU side, from `tail`'s
-    option values (the same checks and errors)."""
+    option values (the same checks and errors, in the same order); `adjust` applies options to
+    the config before anything starts (tail's --alertmanager / --metrics)."""
     from logwatch.drivers.runner import check_patterns
     from logwatch.drivers.statesafe import secure_state_dir
     from logwatch.drivers.tail import StartMode, TailOptions
@@ -609,6 +610,7 @@ def _follow_setup(
     if from_beginning and from_end:
         raise click.UsageError("--from-beginning and --from-end exclude each other; pick one")
     config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
+    config = adjust(config)
     state_dir = state_dir or default_state_dir()
     secure_state_dir(state_dir)  # before the Slack sink reads silences and its spool there
     start = (
