@@ -1,4 +1,5 @@
-"""`logwatch doctor`: one line per check (config, rules, Slack token and channel, NVML, globs)."""
+"""`logwatch doctor`: one line per check (config, rules, Slack token and channel, Alertmanager
+peers, NVML, globs)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ def run_doctor(
     if config is not None:
         checks.append(_rules(config))
         checks += _slack(config)
+        checks += _alertmanager(config)
     ok, detail, fix = nvml()
     required = config is not None and config.gpu.mode == "required"
     if config is not None and config.gpu.mode == "off":
@@ -133,6 +135,28 @@ def _slack(config: Config) -> list[Check]:
     ]
     channel_check, private = _channel(client, slack.channel)
     return [*checks, channel_check, _scopes(who.headers, private)]
+
+
+def _alertmanager(config: Config) -> list[Check]:
+    """Each Alertmanager peer takes a post, through tail's own client (auth, TLS, deadline): an
+    empty list of alerts, which Alertmanager accepts and which alerts nobody."""
+    am = config.alertmanager
+    if am is None:
+        return []
+    import threading
+
+    from logwatch.sinks.alertmanager.peers import FIXES, PostError, make_client
+
+    checks = []
+    for url in am.urls:
+        name = f"alertmanager {url}"
+        try:
+            make_client(url, am).post(b"[]", threading.Event())
+        except PostError as exc:
+            checks.append(Check(name, False, f"POST /api/v2/alerts: {exc}", FIXES[exc.kind]))
+            continue
+        checks.append(Check(name, True, "POST /api/v2/alerts accepted"))
+    return checks
 
 
 def _channel(client: Any, channel_id: str) -> tuple[Check, bool]:
