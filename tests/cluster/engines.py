@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -66,10 +67,10 @@ def wait_for(check: Callable[[], Any], timeout_s: float, what: str) -> Any:
         time.sleep(0.1)
 
 
-def get_json(url: str) -> Any:
+def get_json(url: str, context: ssl.SSLContext | None = None) -> Any:
     """GET and decode JSON; None when the server is not answering (yet)."""
     try:
-        with urllib.request.urlopen(url, timeout=5) as answer:
+        with urllib.request.urlopen(url, timeout=5, context=context) as answer:
             return json.loads(answer.read())
     except (OSError, ValueError):
         return None
@@ -112,6 +113,7 @@ class Engine:
         self.port, self.log, self.args = port, log, list(args)
         self.url = f"http://127.0.0.1:{port}"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.context: ssl.SSLContext | None = None  # set when it serves HTTPS
 
     def start(self, timeout_s: float = 20.0) -> Engine:
         with self.log.open("ab") as out:
@@ -124,7 +126,9 @@ class Engine:
         if self.proc.poll() is not None:
             raise AssertionError(f"{self.args[0]} exited: {self.log.read_text()[-2000:]}")
         try:
-            with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as answer:
+            with urllib.request.urlopen(
+                self.url + "/-/ready", timeout=2, context=self.context
+            ) as answer:
                 return bool(answer.status == 200)
         except OSError:
             return False
@@ -154,6 +158,7 @@ class Alertmanager(Engine):
         group_interval: str = "1s",
         cluster: str = "",
         peers: Sequence[str] = (),
+        tls: tuple[Path, Path] | None = None,
     ) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         config = folder / "alertmanager.yml"
@@ -172,15 +177,25 @@ class Alertmanager(Engine):
             args += ["--cluster.peer-timeout=1s", "--cluster.gossip-interval=100ms"]
             args += ["--cluster.settle-timeout=2s", "--cluster.pushpull-interval=1s"]
             args += [f"--cluster.peer={peer}" for peer in peers]
+        if tls is not None:  # (certificate, key): serve HTTPS only (Prometheus' web config)
+            web = folder / "web.yml"
+            web.write_text(
+                f"tls_server_config:\n  cert_file: {tls[0]}\n  key_file: {tls[1]}\n",
+                encoding="utf-8",
+            )
+            args.append(f"--web.config.file={web}")
         super().__init__(args, port, folder / "alertmanager.log")
+        if tls is not None:
+            self.url = f"https://127.0.0.1:{port}"
+            self.context = ssl.create_default_context(cafile=str(tls[0]))
 
     def alerts(self) -> list[dict[str, Any]]:
         """GET /api/v2/alerts (active, silenced and inhibited alerts)."""
-        return get_json(self.url + "/api/v2/alerts") or []
+        return get_json(self.url + "/api/v2/alerts", self.context) or []
 
     def peers(self) -> int:
         """How many cluster members this peer sees (itself included)."""
-        status = get_json(self.url + "/api/v2/status") or {}
+        status = get_json(self.url + "/api/v2/status", self.context) or {}
         return len((status.get("cluster") or {}).get("peers") or [])
 
 
