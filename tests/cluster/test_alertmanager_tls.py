@@ -20,10 +20,10 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
     if shutil.which("openssl") is None:
         pytest.skip("openssl is not installed (apt-get install openssl)")
     cert, key = folder / "cert.pem", folder / "key.pem"
+    request = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+    subject = ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
-        + ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"]
-        + ["-addext", "subjectAltName=IP:127.0.0.1"],
+        [*request, "-keyout", str(key), "-out", str(cert), *subject],
         check=True,
         capture_output=True,
     )
