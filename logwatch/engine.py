@@ -110,7 +110,9 @@ class Engine:
         self.sources: dict[str, SourceState] = {}
         self._on_error = on_error
         self._failed: set[tuple[str, str]] = set()
-        self._wallclock: list[RuleSpec] | None = None
+        # Protocol isinstance checks are slow: which rules move with the wall clock (ticks are
+        # hot, and the tail driver asks per followed file) is known once, here.
+        self.wallclock_rules = [s for s in self.rules if isinstance(s.rule, WallClockRule)]
         # Protocol isinstance checks are slow: which rules read GPU frames is known once, here.
         self._gpu: list[GpuRule | None] = [
             spec.rule if isinstance(spec.rule, GpuRule) else None for spec in self.rules
@@ -232,9 +234,7 @@ class Engine:
         state = self.state_of(source)
         frame: pl.DataFrame | None = None  # built only when a rule transitions (ticks are hot)
         events: list[AlertEvent] = []
-        if self._wallclock is None:  # Protocol isinstance checks are slow; ticks are hot
-            self._wallclock = [s for s in self.rules if isinstance(s.rule, WallClockRule)]
-        for spec in self._wallclock:
+        for spec in self.wallclock_rules:
             clock_rule = cast(WallClockRule, spec.rule)
             step = partial(clock_rule.tick, now_s=now.timestamp(), arrived=arrived)
             transitions = self._guarded(spec, source, state, step)

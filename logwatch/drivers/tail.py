@@ -27,7 +27,7 @@ from logwatch.drivers.checkpoint import Checkpoint, StateDir
 from logwatch.drivers.plugins import TailPlugin
 from logwatch.engine import Engine
 from logwatch.parse import parse_block
-from logwatch.rules.log import StallRule, WallClockRule
+from logwatch.rules.log import StallRule
 from logwatch.sinks.base import Sink
 from logwatch.sources.fileset import FileSet
 from logwatch.sources.follow import Batch, Follower, FollowOptions, PollResult, Position
@@ -118,7 +118,7 @@ class TailDriver:
         # quiet since it was caught up has nothing for them; 2000 such files cost no ticks).
         self._live: dict[str, Follower] = {}
         self._last_line: dict[str, int] = {}
-        self._wallclock = any(isinstance(s.rule, WallClockRule) for s in engine.rules)
+        self._wallclock = bool(engine.wallclock_rules)
         self._started = self._finished = 0
         self._more = self._stopping = self._opened = self._syncing = False
         self._dirty = True  # something a checkpoint would record changed since the last one
@@ -436,11 +436,10 @@ class TailDriver:
         state = self.engine.sources.get(follower.source)
         if state is None:
             return
-        for spec in self.engine.rules:
-            if isinstance(spec.rule, WallClockRule):
-                saved = state.rule_states.get(spec.id)
-                if saved is not None and saved != spec.rule.initial_state():
-                    self._live[follower.source] = follower
+        for spec in self.engine.wallclock_rules:
+            saved = state.rule_states.get(spec.id)
+            if saved is not None and saved != spec.rule.initial_state():
+                self._live[follower.source] = follower
 
     def _catch_up(self, followers: list[Follower]) -> None:
         """Run the files' history through the engine silently (parsed many files at a time),
