@@ -22,21 +22,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from logwatch.testing.rotating import EACH_LINE_PACK
+
 ROOT = Path(__file__).resolve().parent.parent
-PACK = """
-[[rule]]
-id = "each-line"
-type = "match"
-severity = "info"
-pattern = 'step seq=(?P<seq>\\d+)'
-summary = "{text}"
-"""
 _SEQ = re.compile(rb"seq=(\d+)")
 
 
 def logwatch_cmd(folder: Path, pattern: str) -> list[str]:
     """`logwatch tail` with one alert per numbered line."""
-    (folder / "pack.toml").write_text(PACK, encoding="utf-8")
+    (folder / "pack.toml").write_text(EACH_LINE_PACK, encoding="utf-8")
     return [
         *(sys.executable, "-m", "logwatch", "tail", str(folder / pattern), "--format", "jsonl"),
         *("--no-builtin-rules", "--gpu", "off", "--rules", str(folder / "pack.toml")),

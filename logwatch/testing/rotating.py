@@ -11,6 +11,17 @@ import logging
 import logging.handlers
 import time
 
+EACH_LINE_PACK = """
+[[rule]]
+id = "each-line"
+type = "match"
+severity = "info"
+pattern = 'step seq=(?P<seq>\\d+)'
+summary = "{text}"
+"""
+"""A rule pack that fires once per written line (its `seq` is the label), so a follower's output
+says which lines it read (the rotation tests and bench/bench_rotation.py)."""
+
 PAD = "x" * 48
 """Makes a line about 80 bytes, like a short training-log line: 10 KiB holds ~128 of them."""
 

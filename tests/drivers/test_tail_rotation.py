@@ -13,25 +13,18 @@ from pathlib import Path
 
 import pytest
 
+from logwatch.testing.rotating import EACH_LINE_PACK
 from tests.conftest import ROOT
 from tests.tailkit import wait_until
 
 RATE, SECONDS = 2500, 2.0
-PACK = """
-[[rule]]
-id = "each-line"
-type = "match"
-severity = "info"
-pattern = 'step seq=(?P<seq>\\d+)'
-summary = "{text}"
-"""
 
 
 def follow_rotating_writer(folder: Path, pattern: str) -> list[int]:
     """Run `logwatch tail PATTERN` (one alert per line) while a writer subprocess logs RATE
     numbered lines/s through a 10 KiB RotatingFileHandler (5 backups) for SECONDS; the seq
     numbers of the alerts it printed."""
-    (folder / "pack.toml").write_text(PACK, encoding="utf-8")
+    (folder / "pack.toml").write_text(EACH_LINE_PACK, encoding="utf-8")
     args = [str(folder / pattern), "--format", "jsonl", "--no-builtin-rules", "--gpu", "off"]
     args += ["--rules", str(folder / "pack.toml"), "--state-dir", str(folder / "state")]
     tail = subprocess.Popen(
