@@ -12,10 +12,12 @@ samples/trainers/SOURCES.md.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 import polars as pl
 
+from logwatch.shapes import SHAPES, Shape
 from logwatch.timestamps import ParsedBlock, dated_timestamp, yearless_timestamp
 
 # A number as trainers print it, non-finite spellings included: nan, NaN, NAN, -nan, inf,
@@ -164,25 +166,31 @@ def _integer(pattern: str) -> pl.Expr:
     return _value(pattern).cast(pl.Int64, strict=False)
 
 
-def _keyed_metrics() -> list[pl.Expr]:
+def _keyed_metrics(*, loss: bool, grad: bool) -> list[pl.Expr]:
     """Loss and grad norm from their key patterns, minus the keys that name something else
     (`best loss`, `val loss`, `max_grad_norm`)."""
-    loss_word = pl.col("_loss_g").struct.field("1")
-    loss_blocked = loss_word.str.contains(NOT_TRAINING).fill_null(False)
-    grad_prefix = pl.col("_grad_g").struct.field("1")
-    grad_blocked = grad_prefix.str.contains(NOT_MEASURED).fill_null(False)
-    return [
-        pl.when(loss_blocked)
-        .then(None)
-        .otherwise(pl.col("_loss_g").struct.field("2").cast(pl.Float64, strict=False))
-        .alias("loss"),
-        loss_blocked.alias("_loss_blocked"),
-        pl.col("_loss_g").struct.field("2").is_not_null().alias("_loss_keyed"),
-        pl.when(grad_blocked)
-        .then(None)
-        .otherwise(pl.col("_grad_g").struct.field("2").cast(pl.Float64, strict=False))
-        .alias("grad_norm"),
-    ]
+    exprs: list[pl.Expr] = []
+    if loss:
+        loss_word = pl.col("_loss_g").struct.field("1")
+        loss_blocked = loss_word.str.contains(NOT_TRAINING).fill_null(False)
+        exprs += [
+            pl.when(loss_blocked)
+            .then(None)
+            .otherwise(pl.col("_loss_g").struct.field("2").cast(pl.Float64, strict=False))
+            .alias("loss"),
+            loss_blocked.alias("_loss_blocked"),
+            pl.col("_loss_g").struct.field("2").is_not_null().alias("_loss_keyed"),
+        ]
+    if grad:
+        grad_prefix = pl.col("_grad_g").struct.field("1")
+        grad_blocked = grad_prefix.str.contains(NOT_MEASURED).fill_null(False)
+        exprs.append(
+            pl.when(grad_blocked)
+            .then(None)
+            .otherwise(pl.col("_grad_g").struct.field("2").cast(pl.Float64, strict=False))
+            .alias("grad_norm")
+        )
+    return exprs
 
 
 def _first_training_loss() -> pl.Expr:
@@ -324,6 +332,34 @@ def _rank() -> pl.Expr:
     )
 
 
+ALWAYS = frozenset({"source", "line", "text", "ts", "step", "run_start"})
+"""Columns every parse computes: what the engine needs to place an event (its line, time and
+step) and to cut a batch where a run restarts."""
+
+_DERIVED = {"q_hsb_nonzero": "q_hsb", "gpu_keys": "telemetry"}
+# What each value column's extractors read besides `text`: validation lines lose loss, step and
+# grad norm; darknet's batch number is not a rank; `metrics` is read on step and loss lines.
+_DEPENDS = {"metrics": ("step", "loss"), **{name: (base,) for name, base in _DERIVED.items()}}
+
+
+def closure(columns: Iterable[str] | None, *, metrics: bool = False) -> frozenset[str]:
+    """The columns a parse computes for `columns` (None: all of `SCHEMA`): those asked, what
+    they are derived from, and `ALWAYS`; `metrics` only when asked for."""
+    if columns is None:
+        wanted = set(SCHEMA) - {"metrics"}
+    else:
+        unknown = set(columns) - set(SCHEMA)
+        if unknown:
+            raise ValueError(f"no such parsed column: {', '.join(sorted(unknown))}")
+        wanted = set(columns)
+    if metrics:
+        wanted.add("metrics")
+    wanted |= ALWAYS
+    for name in list(wanted):
+        wanted.update(_DEPENDS.get(name, ()))
+    return frozenset(wanted)
+
+
 def parse_lines(
     text: pl.Series,
     *,
@@ -331,19 +367,27 @@ def parse_lines(
     first_line: int,
     default_year: int | None = None,
     metrics: bool = False,
+    columns: Iterable[str] | None = None,
 ) -> pl.DataFrame:
     """Parse a block of lines into a frame with the `SCHEMA` columns, vectorized.
 
-    Dense columns (metrics most lines of a training log carry) are extracted over the whole
-    block; sparse ones (snapshots, rank prefixes, rare dialects, timestamp fallbacks) only over
-    the rows a cheap literal test selects, then filled in. A timestamp without a year takes the
-    year of the last dated line before it in the block, else `default_year` (this year when
-    None); `parse_block` says which lines took `default_year`, for drivers that carry the year
-    from block to block. `metrics`: fill the `metrics` column (exports, reports; rules do not
-    read it), else it is null.
+    Lines of a known shape (`logwatch.shapes`) are cut by one anchored pattern; every other line
+    takes the general path, where dense columns (metrics most lines carry) are extracted over
+    all its lines and sparse ones (snapshots, rank prefixes, rare dialects, timestamp
+    fallbacks) only over the rows a cheap literal test selects. A timestamp without a year
+    takes the year of the last dated line before it in the block, else `default_year` (this
+    year when None); `parse_block` says which lines took `default_year`, for drivers that carry
+    the year from block to block. `metrics`: fill the `metrics` column (exports, reports; rules
+    do not read it), else it is null. `columns`: compute only these (and `ALWAYS`); the others
+    are null, until `complete` adds them.
     """
     block = parse_block(
-        text, source=source, first_line=first_line, default_year=default_year, metrics=metrics
+        text,
+        source=source,
+        first_line=first_line,
+        default_year=default_year,
+        metrics=metrics,
+        columns=columns,
     )
     return block.frame
 
@@ -355,9 +399,11 @@ def parse_block(
     first_line: int,
     default_year: int | None = None,
     metrics: bool = False,
+    columns: Iterable[str] | None = None,
 ) -> ParsedBlock:
     """`parse_lines`, with where its timestamps without a year got their year."""
     year = default_year if default_year is not None else datetime.now().year
+    wanted = closure(columns, metrics=metrics)
     n = text.len()
     frame = pl.DataFrame(
         {
@@ -366,13 +412,113 @@ def parse_block(
             "text": text.alias("text"),
         }
     )
-    frame = frame.hstack(_dense(frame).get_columns())
+    frame = frame.with_columns(
+        pl.col("text")
+        .str.slice(0, 23)
+        .str.to_datetime(_LOGGING_TS_FORMAT, time_unit="us", strict=False)
+        .alias("ts")
+    )
     frame, head_rows, last_year = _timestamps(frame, year)
-    frame = _rare(frame)
-    frame = _by_priority(frame)
-    frame = _epoch_and_metrics(frame, metrics=metrics)
-    frame = _derived(frame).select([pl.col(name).cast(dtype) for name, dtype in SCHEMA.items()])
-    return ParsedBlock(frame, default_year=year, head_rows=head_rows, last_year=last_year)
+    frame = frame.hstack(_values(frame.select("text"), wanted).get_columns())
+    if "metrics" in wanted:
+        frame = frame.with_columns(_metrics(frame))
+    return ParsedBlock(
+        _finished(frame), default_year=year, head_rows=head_rows, last_year=last_year
+    )
+
+
+def complete(frame: pl.DataFrame, columns: Iterable[str]) -> pl.DataFrame:
+    """A parsed frame (`SCHEMA`) with `columns` computed too, for a frame parsed without them
+    (`parse_lines(columns=...)`): the engine asks for what a rule needs only when it needs it.
+    The caller says which are missing: a computed column may be all null."""
+    missing = frozenset(columns) - ALWAYS - {"metrics"}
+    if not missing or frame.is_empty():
+        return frame
+    wanted = missing | {base for name in missing for base in _DEPENDS.get(name, ())}
+    values = _values(frame.select("text"), wanted - ALWAYS)
+    return _finished(frame.with_columns(values.get_columns()))
+
+
+def _finished(frame: pl.DataFrame) -> pl.DataFrame:
+    """The `SCHEMA` columns in order, typed; the derived ones computed; the skipped ones null."""
+    derived = [expr for name, expr in _derived().items() if _DERIVED[name] in frame.columns]
+    if derived:
+        frame = frame.with_columns(derived)
+    return frame.select(
+        [
+            (pl.col(name) if name in frame.columns else pl.lit(None)).cast(dtype).alias(name)
+            for name, dtype in SCHEMA.items()
+        ]
+    )
+
+
+_VALUE_COLUMNS = frozenset(SCHEMA) - {"source", "line", "text", "ts", "metrics"} - set(_DERIVED)
+
+
+def _values(texts: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
+    """The wanted value columns of these lines: shaped lines cut by their shape, the rest by
+    the general path; one row per line, in order."""
+    names = sorted(_VALUE_COLUMNS & wanted, key=list(SCHEMA).index)
+    text = texts.get_column("text")
+    which = shape_of(text)
+    if which is None:
+        return _general(texts, wanted).select(names)
+    parts: list[pl.DataFrame] = []
+    general_rows = which.is_null()
+    index = pl.int_range(0, texts.height, eager=True, dtype=pl.UInt32).alias("_i")
+    if general_rows.any():
+        values = _general(texts.filter(general_rows), wanted).select(names)
+        parts.append(pl.DataFrame([index.filter(general_rows)]).hstack(values.get_columns()))
+    for number, shape in enumerate(SHAPES):
+        picked = (which == number).fill_null(False)
+        if picked.any():
+            values = _shaped(shape, texts.filter(picked), names)
+            parts.append(pl.DataFrame([index.filter(picked)]).hstack(values.get_columns()))
+    if len(parts) == 1:
+        return parts[0].drop("_i")
+    return pl.concat(parts, how="vertical").sort("_i").drop("_i")
+
+
+def shape_of(text: pl.Series) -> pl.Series | None:
+    """Which shape (its index in `SHAPES`) each line has, null for the general path; None when
+    no line has one."""
+    which: pl.Series | None = None
+    for number, shape in enumerate(SHAPES):
+        hit = text.str.contains(shape.literal, literal=True)
+        if not hit.any():
+            continue
+        rows = hit.arg_true()
+        candidates = text.gather(rows)
+        fits = candidates.str.contains(shape.pattern)
+        if shape.forbidden is not None:
+            rest = candidates.str.splitn(shape.literal, 2).struct.field("field_1")
+            fits &= ~rest.str.contains(shape.forbidden)
+        if not fits.any():
+            continue
+        if which is None:
+            which = pl.repeat(None, text.len(), dtype=pl.Int8, eager=True)
+        free = which.gather(rows).is_null()
+        taken = rows.filter(fits & free)
+        which = which.scatter(taken, pl.repeat(number, taken.len(), dtype=pl.Int8, eager=True))
+    return which
+
+
+def _shaped(shape: Shape, rows: pl.DataFrame, names: list[str]) -> pl.DataFrame:
+    """The value columns of lines of one shape, cut by position."""
+    columns: list[pl.Expr] = []
+    for name in names:
+        if name in shape.cuts:
+            expr = shape.cuts[name].expr()
+        elif name in shape.general:
+            expr = _GENERAL_EXPRESSIONS[name]()
+        elif name in shape.constants:
+            expr = pl.repeat(shape.constants[name], pl.len())
+        elif SCHEMA[name] == pl.Boolean():
+            expr = pl.repeat(False, pl.len())
+        else:
+            expr = pl.repeat(None, pl.len(), dtype=SCHEMA[name])
+        columns.append(expr.cast(SCHEMA[name]).alias(name))
+    return rows.select(columns)
 
 
 def _timestamps(frame: pl.DataFrame, year: int) -> tuple[pl.DataFrame, int, int | None]:
@@ -390,56 +536,85 @@ def _timestamps(frame: pl.DataFrame, year: int) -> tuple[pl.DataFrame, int, int 
     return frame.with_columns(_fill(frame, "ts", yearless)), head_rows, last_year
 
 
-def _dense(frame: pl.DataFrame) -> pl.DataFrame:
-    """One pass per key over every line, plus the literal prefilters of the rare extractors."""
+def _general(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
+    """The general per-key path over these lines, for the wanted value columns only."""
+    frame = _rare(_dense(frame, wanted), wanted)
+    frame = _by_priority(frame, wanted)
+    if "epoch" in wanted:
+        has_epoch = frame.get_column("text").str.contains("poch", literal=True)
+        frame = frame.with_columns(_sparse(frame, has_epoch, _value(EPOCH_PATTERN), "epoch"))
+    return frame
+
+
+def _dense(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
+    """One pass per wanted key over every line, plus the literal prefilters of the rare
+    extractors those keys use."""
     txt = pl.col("text")
-    return (
-        frame.lazy()
-        .select(
-            txt.str.slice(0, 23)
-            .str.to_datetime(_LOGGING_TS_FORMAT, time_unit="us", strict=False)
-            .alias("ts"),
-            _integer(STEP_PATTERN).alias("step"),
-            txt.str.extract_groups(LOSS_PATTERN).alias("_loss_g"),
-            txt.str.extract_groups(GRAD_NORM_PATTERN).alias("_grad_g"),
-            _number(LR_KEY).alias("lr"),
-            _integer(r"(?:^|[^\w])q_hs\s*[=:]\s*(\d+)").alias("q_hs"),
-            _q_hsb(),
-            (txt.str.contains("snapshot", literal=True) & txt.str.contains(r"\bsnapshot\b")).alias(
-                "snapshot"
-            ),
-            txt.str.contains("run start:", literal=True).alias("run_start"),
-            txt.str.slice(0, 16).str.contains(r"^\s*(?:\[|\d+: )").alias("_rank_rows"),
-            txt.str.contains("][", literal=True).alias("_bracket_rows"),
-            txt.str.contains("(train)", literal=True).alias("_train_rows"),
-            txt.str.contains("reduced_train_loss", literal=True).alias("_nemo_rows"),
-            txt.str.contains("Unexpected result", literal=True).alias("_megatron_rows"),
-            txt.str.contains(r"(?i)oss\]|step\]").alias("_tag_rows"),
-            txt.str.contains(r"(?i)valid|epoch\(val").alias("_maybe_validation"),
-            txt.str.contains(r"(?i)loss").alias("_has_loss_word"),
-            txt.str.contains("nan iterations", literal=True).alias("_nan_iter_rows"),
-            txt.str.contains(RARE_LOSS_GATE).alias("_rare_loss_rows"),
-            txt.str.contains(THROUGHPUT_HINT).alias("_throughput_rows"),
-        )
-        .with_columns(_keyed_metrics())
-        .drop("_loss_g", "_grad_g")
-        .collect()
+    loss, grad, step = ("loss" in wanted), ("grad_norm" in wanted), ("step" in wanted)
+    rare = loss or grad or step or "rank" in wanted
+    exprs: dict[str, pl.Expr] = {"text": txt}
+
+    def add(name: str, expr: pl.Expr, needed: bool = True) -> None:
+        if needed:
+            exprs[name] = expr.alias(name)
+
+    add("step", _integer(STEP_PATTERN), step)
+    add("_loss_g", txt.str.extract_groups(LOSS_PATTERN), loss)
+    add("_grad_g", txt.str.extract_groups(GRAD_NORM_PATTERN), grad)
+    add("lr", _number(LR_KEY), "lr" in wanted)
+    add("q_hs", _integer(r"(?:^|[^\w])q_hs\s*[=:]\s*(\d+)"), "q_hs" in wanted)
+    add("q_hsb", _q_hsb(), "q_hsb" in wanted)
+    add(
+        "snapshot",
+        txt.str.contains("snapshot", literal=True) & txt.str.contains(r"\bsnapshot\b"),
+        "snapshot" in wanted or "telemetry" in wanted,
     )
+    add("run_start", txt.str.contains("run start:", literal=True))
+    add("_rank_rows", txt.str.slice(0, 16).str.contains(r"^\s*(?:\[|\d+: )"), "rank" in wanted)
+    add("_bracket_rows", txt.str.contains("][", literal=True), step)
+    add("_train_rows", txt.str.contains("(train)", literal=True), step)
+    add("_nemo_rows", txt.str.contains("reduced_train_loss", literal=True), loss)
+    add("_megatron_rows", txt.str.contains("Unexpected result", literal=True), loss or grad)
+    add("_tag_rows", txt.str.contains(r"(?i)oss\]|step\]"), loss or step)
+    add("_maybe_validation", txt.str.contains(r"(?i)valid|epoch\(val"), loss or grad or step)
+    add("_has_loss_word", txt.str.contains(r"(?i)loss"), loss)
+    add(
+        "_nan_iter_rows",
+        txt.str.contains("nan iterations", literal=True),
+        "nan_iterations" in wanted,
+    )
+    add("_rare_loss_rows", txt.str.contains(RARE_LOSS_GATE), rare)
+    add("_throughput_rows", txt.str.contains(THROUGHPUT_HINT), "throughput" in wanted)
+    lazy = frame.lazy().select(list(exprs.values()))
+    keyed = _keyed_metrics(loss=loss, grad=grad)
+    if keyed:
+        lazy = lazy.with_columns(keyed)
+    return lazy.drop("_loss_g", "_grad_g", strict=False).collect()
 
 
-def _rare(frame: pl.DataFrame) -> pl.DataFrame:
-    """Columns only a few lines carry, extracted on the rows their prefilter selected."""
+def _rare(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
+    """Wanted columns only a few lines carry, extracted on the rows their prefilter selected."""
     col = frame.get_column
-    return frame.with_columns(
-        _sparse(frame, col("_rank_rows"), _rank(), "rank"),
-        _sparse(frame, col("snapshot"), _telemetry(), "telemetry"),
-        _sparse(frame, col("run_start"), _integer(r"\bpid=(\d+)"), "pid"),
-        _sparse(
-            frame, col("_maybe_validation"), pl.col("text").str.contains(VALIDATION), "_validation"
-        ),
-        _sparse(frame, col("_nan_iter_rows"), _integer(NAN_ITERATIONS), "nan_iterations"),
-        _sparse(frame, col("_throughput_rows"), _throughput(), "throughput"),
-    )
+    columns: list[pl.Series] = []
+    if "rank" in wanted:
+        columns.append(_sparse(frame, col("_rank_rows"), _rank(), "rank"))
+    if "telemetry" in wanted:
+        columns.append(_sparse(frame, col("snapshot"), _telemetry(), "telemetry"))
+    if "pid" in wanted:
+        columns.append(_sparse(frame, col("run_start"), _integer(r"\bpid=(\d+)"), "pid"))
+    if "_maybe_validation" in frame.columns:
+        validation = pl.col("text").str.contains(VALIDATION)
+        columns.append(_sparse(frame, col("_maybe_validation"), validation, "_validation"))
+    if "nan_iterations" in wanted:
+        nan_iterations = _integer(NAN_ITERATIONS)
+        columns.append(_sparse(frame, col("_nan_iter_rows"), nan_iterations, "nan_iterations"))
+    if "throughput" in wanted:
+        columns.append(_sparse(frame, col("_throughput_rows"), _throughput(), "throughput"))
+    return frame.with_columns(columns) if columns else frame
+
+
+_GENERAL_EXPRESSIONS = {"telemetry": lambda: _telemetry()}
+"""General-path expressions a shape reuses for a column it does not cut itself."""
 
 
 # Epochs: `epoch=0/...` (DeepSpeed), `epoch 001:` (fairseq), `'epoch': 0.01` (HF), `Epoch 3:`
@@ -456,21 +631,11 @@ _METRIC_PAIR = (
 _NOT_OTHER = ["step", "global_step", "iter", "iteration", "loss", "lr", "grad_norm", "q_hs"]
 
 
-def _epoch_and_metrics(frame: pl.DataFrame, *, metrics: bool) -> pl.DataFrame:
-    """`epoch` on the lines that say `poch`; `metrics` on step lines (only when asked: it is
-    the one list-building pass, and rules do not read it)."""
-    has_epoch = frame.get_column("text").str.contains("poch", literal=True)
-    columns = [_sparse(frame, has_epoch, _value(EPOCH_PATTERN), "epoch")]
-    if metrics:
-        steps = frame.select(
-            pl.col("step").is_not_null() | pl.col("loss").is_not_null()
-        ).to_series()
-        columns.append(_sparse(frame, steps, _metric_pairs(), "metrics"))
-    else:
-        columns.append(
-            pl.repeat(None, frame.height, dtype=SCHEMA["metrics"], eager=True).alias("metrics")
-        )
-    return frame.with_columns(columns)
+def _metrics(frame: pl.DataFrame) -> pl.Series:
+    """`metrics` on step and loss lines (only when asked: it is the one list-building pass, and
+    rules do not read it)."""
+    steps = frame.select(pl.col("step").is_not_null() | pl.col("loss").is_not_null()).to_series()
+    return _sparse(frame, steps, _metric_pairs(), "metrics")
 
 
 def _metric_pairs() -> pl.Expr:
@@ -489,54 +654,63 @@ def _metric_pairs() -> pl.Expr:
     return found.list.eval(pl.element().filter(~pl.element().struct.field("key").is_in(_NOT_OTHER)))
 
 
-def _by_priority(frame: pl.DataFrame) -> pl.DataFrame:
-    """Loss, grad norm and step from every dialect's extractor, in priority order; validation
-    report lines carry none of them."""
+def _by_priority(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
+    """Loss, grad norm and step (the wanted ones) from every dialect's extractor, in priority
+    order; validation report lines carry none of them."""
     col = frame.get_column
-    frame = frame.with_columns(
-        _first_of(
-            frame,
-            "loss",
-            [
-                (col("_nemo_rows"), _number("reduced_train_loss")),
-                (col("_megatron_rows"), _value(MEGATRON_NAN + "forward loss")),
-                (col("_rare_loss_rows"), _nan_if(LOSS_NAN_WORDS)),
-                (col("_rare_loss_rows"), _darknet_loss()),
-                (col("_tag_rows"), _number(r"\[loss\]")),
-                (col("_loss_blocked"), _first_training_loss()),
-                (col("_rare_loss_rows"), _training_value(XENT_PATTERN)),
-            ],
-            dense_after=3,
+    loss, grad, step = ("loss" in wanted), ("grad_norm" in wanted), ("step" in wanted)
+    if loss:
+        frame = frame.with_columns(
+            _first_of(
+                frame,
+                "loss",
+                [
+                    (col("_nemo_rows"), _number("reduced_train_loss")),
+                    (col("_megatron_rows"), _value(MEGATRON_NAN + "forward loss")),
+                    (col("_rare_loss_rows"), _nan_if(LOSS_NAN_WORDS)),
+                    (col("_rare_loss_rows"), _darknet_loss()),
+                    (col("_tag_rows"), _number(r"\[loss\]")),
+                    (col("_loss_blocked"), _first_training_loss()),
+                    (col("_rare_loss_rows"), _training_value(XENT_PATTERN)),
+                ],
+                dense_after=3,
+            )
         )
-    )
-    frame = frame.with_columns(
-        _first_of(
-            frame,
-            "grad_norm",
-            [
-                (col("_megatron_rows"), _value(MEGATRON_NAN + "grad norm")),
-                (col("_rare_loss_rows"), _nan_if(GRAD_NAN_WORDS)),
-            ],
-            dense_after=2,
-        ),
-        _first_of(
-            frame,
-            "step",
-            [
-                (col("_bracket_rows") | col("_train_rows"), _integer(BRACKET_STEP_PATTERN)),
-                (col("_rare_loss_rows"), _integer(DARKNET_PATTERN)),
-                (col("_tag_rows"), _integer(r"\[step\]\s*(\d+)")),
-            ],
-            dense_after=0,
-        ),
-        _fill(frame, "loss", _sparse(frame, _generic_rows(frame), _generic_loss(), "loss")),
-    )
-    frame = frame.with_columns(_any_nonfinite_loss(frame), _darknet_rank(frame))
+    columns: list[pl.Series] = []
+    if grad:
+        grad_sources = [
+            (col("_megatron_rows"), _value(MEGATRON_NAN + "grad norm")),
+            (col("_rare_loss_rows"), _nan_if(GRAD_NAN_WORDS)),
+        ]
+        columns.append(_first_of(frame, "grad_norm", grad_sources, dense_after=2))
+    if step:
+        step_sources = [
+            (col("_bracket_rows") | col("_train_rows"), _integer(BRACKET_STEP_PATTERN)),
+            (col("_rare_loss_rows"), _integer(DARKNET_PATTERN)),
+            (col("_tag_rows"), _integer(r"\[step\]\s*(\d+)")),
+        ]
+        columns.append(_first_of(frame, "step", step_sources, dense_after=0))
+    if loss:
+        columns.append(
+            _fill(frame, "loss", _sparse(frame, _generic_rows(frame), _generic_loss(), "loss"))
+        )
+    if columns:
+        frame = frame.with_columns(columns)
+    columns = []
+    if loss:
+        columns.append(_any_nonfinite_loss(frame))
+    if "rank" in wanted:
+        columns.append(_darknet_rank(frame))
+    if columns:
+        frame = frame.with_columns(columns)
+    if "_validation" not in frame.columns:
+        return frame
     validation = frame.get_column("_validation").fill_null(False)
     if validation.any():
         frame = frame.with_columns(
             pl.when(validation).then(None).otherwise(pl.col(name)).alias(name)
             for name in ("loss", "step", "grad_norm")
+            if name in wanted
         )
     return frame
 
@@ -548,18 +722,18 @@ def _generic_rows(frame: pl.DataFrame) -> pl.Series:
     ).to_series()
 
 
-def _derived(frame: pl.DataFrame) -> pl.DataFrame:
+def _derived() -> dict[str, pl.Expr]:
     """Counts the rules test: non-empty queue buckets, `gpu/` keys in a snapshot."""
-    return frame.with_columns(
-        pl.col("q_hsb")
+    return {
+        "q_hsb_nonzero": pl.col("q_hsb")
         .list.eval((pl.element() != 0).cast(pl.UInt32))
         .list.sum()
         .alias("q_hsb_nonzero"),
-        pl.col("telemetry")
+        "gpu_keys": pl.col("telemetry")
         .list.eval(pl.element().struct.field("key").str.starts_with("gpu/").cast(pl.UInt32))
         .list.sum()
         .alias("gpu_keys"),
-    )
+    }
 
 
 def _first_of(

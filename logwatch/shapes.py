@@ -1,0 +1,157 @@
+"""Line shapes: the few line forms that make up most of a log, cut by one anchored pattern.
+
+The general parser (`logwatch.parse`) finds every metric by key, anywhere in a line, with one
+regex pass per key. Most lines of a long run are a handful of fixed forms, though: the DFlash
+step line, its queue report and its telemetry snapshot, the Hugging Face Trainer's dict. A
+shape recognises one such form by a literal (a fast substring search) and an anchored pattern
+over the whole line (a DFA pass, no captures), then cuts the fields the caller wants by
+position: between the fixed separators around them, one substring search each.
+
+A shape is exact by construction and by test: its pattern only accepts lines on which the
+general path's extractors give what the shape gives (each field is a plain number between
+fixed separators; no other key the general path reads can appear), and the values are cast the
+way the general path casts them. `tests/parse/test_shapes.py` proves it with generated lines.
+Every line a shape does not accept takes the general path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import polars as pl
+
+# Python logging's default prefix, the form the dense timestamp reads (`parse._LOGGING_TS_FORMAT`).
+_TS = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3} (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+# A value as a shape accepts it: a plain decimal, or a non-finite spelling polars reads.
+_NUM = r"-?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan|inf)"
+_INT = r"\d{1,18}"
+# Snapshot keys and values: lowercase paths and plain decimals only (other forms: general path).
+_PAIR = r" [a-z0-9_]+(?:/[a-z0-9_]+)+=-?\d+(?:\.\d+)?"
+# Words any general extractor reacts to: a snapshot line that has one after `snapshot step=`
+# takes the general path (its prefix is fixed, `INFO` included).
+_SNAPSHOT_FORBIDDEN = (
+    r"(?i)loss|norm|lr|learn|iter|poch|q_hs|tok|sample|tps|sec|valid|xent|it/s|s/it|rank"
+    r"|run start|nan|inf|rate|returned|unexpected|step.*step"
+)
+
+
+Cast = Callable[[pl.Expr], pl.Expr]
+
+
+def _float(field: pl.Expr) -> pl.Expr:
+    return field.cast(pl.Float64, strict=False)
+
+
+def _integer(field: pl.Expr) -> pl.Expr:
+    # As the general path: through Float64 (`3.2e+4`), so an overflowing count becomes null.
+    return _float(field).cast(pl.Int64, strict=False)
+
+
+def _bucket_list(field: pl.Expr) -> pl.Expr:
+    """A `q_hsb=[...]` body as the general path reads it (`parse._q_hsb`)."""
+    return field.str.split(",").list.eval(
+        pl.element().str.strip_chars().cast(pl.Int64, strict=False)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    """A field between two separators: the text after the first `after`, up to the first
+    `before` that follows it (to the end of the line when `before` is empty), then `cast`."""
+
+    after: str
+    before: str
+    cast: Cast
+
+    def expr(self) -> pl.Expr:
+        """The field's value, over the `text` of lines of its shape."""
+        rest = pl.col("text").str.splitn(self.after, 2).struct.field("field_1")
+        if self.before:
+            rest = rest.str.splitn(self.before, 2).struct.field("field_0")
+        return self.cast(rest)
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """One line form: recognised by `literal` then `pattern` (anchored over the whole line);
+    `cuts` give columns by position, `constants` fixed values; `general` lists columns the
+    general expression computes on these rows (`telemetry`). Every other value column is null
+    (false for flags) on the shape's rows."""
+
+    name: str
+    literal: str
+    pattern: str
+    cuts: Mapping[str, Cut]
+    constants: Mapping[str, bool] = field(default_factory=dict)
+    general: tuple[str, ...] = ()
+    forbidden: str | None = None  # a line whose text after `literal` matches: general path
+
+
+SHAPES: tuple[Shape, ...] = (
+    Shape(
+        name="dflash-step",
+        literal="] step ",
+        pattern=(
+            "^"
+            + _TS
+            + r"\[train\] step "
+            + _INT
+            + r"/\d+ \| loss "
+            + _NUM
+            + r" \| acc "
+            + _NUM
+            + r" \| lr "
+            + _NUM
+            + r" \| grad_norm "
+            + _NUM
+            + r" \| tok/s "
+            + _INT
+            + r" \| q_hs="
+            + _INT
+            + r" q_hsb=\[[\d,]*\]$"
+        ),
+        cuts={
+            "step": Cut("] step ", "/", _integer),
+            "loss": Cut(" | loss ", " ", _float),
+            "lr": Cut(" | lr ", " ", _float),
+            "grad_norm": Cut(" | grad_norm ", " ", _float),
+            "throughput": Cut(" | tok/s ", " ", _float),
+            "q_hs": Cut(" | q_hs=", " ", _integer),
+            "q_hsb": Cut(" q_hsb=[", "]", _bucket_list),
+        },
+    ),
+    Shape(
+        name="dflash-queue",
+        literal="] q_hsb=[",
+        pattern="^" + _TS + r"\[hsq\] q_hsb=\[[\d,]*\] at q_hs=" + _INT + "$",
+        cuts={
+            "q_hs": Cut(" at q_hs=", "", _integer),
+            "q_hsb": Cut("] q_hsb=[", "]", _bucket_list),
+        },
+    ),
+    Shape(
+        name="dflash-snapshot",
+        literal="] snapshot step=",
+        pattern="^" + _TS + r"\[wandb\] snapshot step=" + _INT + "(?:" + _PAIR + ")*$",
+        cuts={"step": Cut("] snapshot step=", " ", _integer)},
+        constants={"snapshot": True},
+        general=("telemetry",),
+        forbidden=_SNAPSHOT_FORBIDDEN,
+    ),
+    Shape(
+        name="hf-dict",
+        literal="{'loss': ",
+        pattern=(
+            r"^\{'loss': " + _NUM + r", (?:'grad_norm': " + _NUM + r", )?"
+            r"'learning_rate': " + _NUM + r", 'epoch': \d+(?:\.\d+)?\}$"
+        ),
+        cuts={
+            "loss": Cut("{'loss': ", ",", _float),
+            "grad_norm": Cut(", 'grad_norm': ", ",", _float),
+            "lr": Cut(", 'learning_rate': ", ",", _float),
+            "epoch": Cut(", 'epoch': ", "}", _float),
+        },
+    ),
+)
+"""The shapes the parser tries, in order (a line is taken by the first that accepts it)."""
