@@ -368,6 +368,7 @@ def parse_lines(
     default_year: int | None = None,
     metrics: bool = False,
     columns: Iterable[str] | None = None,
+    shapes: bool = True,
 ) -> pl.DataFrame:
     """Parse a block of lines into a frame with the `SCHEMA` columns, vectorized.
 
@@ -379,7 +380,8 @@ def parse_lines(
     year when None); `parse_block` says which lines took `default_year`, for drivers that carry
     the year from block to block. `metrics`: fill the `metrics` column (exports, reports; rules
     do not read it), else it is null. `columns`: compute only these (and `ALWAYS`); the others
-    are null, until `complete` adds them.
+    are null, until `complete` adds them. `shapes=False`: every line by the general path (the
+    reference the shapes are tested against).
     """
     block = parse_block(
         text,
@@ -388,6 +390,7 @@ def parse_lines(
         default_year=default_year,
         metrics=metrics,
         columns=columns,
+        shapes=shapes,
     )
     return block.frame
 
@@ -400,6 +403,7 @@ def parse_block(
     default_year: int | None = None,
     metrics: bool = False,
     columns: Iterable[str] | None = None,
+    shapes: bool = True,
 ) -> ParsedBlock:
     """`parse_lines`, with where its timestamps without a year got their year."""
     year = default_year if default_year is not None else datetime.now().year
@@ -419,7 +423,7 @@ def parse_block(
         .alias("ts")
     )
     frame, head_rows, last_year = _timestamps(frame, year)
-    frame = frame.hstack(_values(frame.select("text"), wanted).get_columns())
+    frame = frame.hstack(_values(frame.select("text"), wanted, shapes=shapes).get_columns())
     if "metrics" in wanted:
         frame = frame.with_columns(_metrics(frame))
     return ParsedBlock(
@@ -455,12 +459,12 @@ def _finished(frame: pl.DataFrame) -> pl.DataFrame:
 _VALUE_COLUMNS = frozenset(SCHEMA) - {"source", "line", "text", "ts", "metrics"} - set(_DERIVED)
 
 
-def _values(texts: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
+def _values(texts: pl.DataFrame, wanted: frozenset[str], *, shapes: bool = True) -> pl.DataFrame:
     """The wanted value columns of these lines: shaped lines cut by their shape, the rest by
     the general path; one row per line, in order."""
     names = sorted(_VALUE_COLUMNS & wanted, key=list(SCHEMA).index)
     text = texts.get_column("text")
-    which = shape_of(text)
+    which = shape_of(text) if shapes else None
     if which is None:
         return _general(texts, wanted).select(names)
     parts: list[pl.DataFrame] = []

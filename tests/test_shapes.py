@@ -1,0 +1,228 @@
+"""Line shapes give exactly the general path's values: generated lines of each shape, and of
+near-misses that must fall back to the general path, parsed both ways."""
+
+from __future__ import annotations
+
+import polars as pl
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from logwatch.parse import SCHEMA, parse_lines, shape_of
+from logwatch.shapes import SHAPES
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+LEVELS = st.sampled_from(["INFO", "DEBUG", "WARNING", "ERROR", "CRITICAL"])
+ODD_LEVELS = st.sampled_from(["WARN", "info", "NOTICE"])
+CLEAN = st.one_of(
+    st.floats(-1e6, 1e6, allow_nan=False).map(lambda x: f"{x:.4f}"),
+    st.floats(1e-9, 1e9).map(lambda x: f"{x:.2e}"),
+    st.integers(0, 10**20).map(str),
+    st.sampled_from(["nan", "-nan", "inf", "-inf", "1e400", "0", "-0.0", "1.5e+03"]),
+)
+ODD = st.sampled_from(["NaN", "Inf", "nan.0", "inf.", "infinity", "1.", ".5", "+2.0", "1,5", "x"])
+CLEAN_INT = st.one_of(st.integers(0, 10**6).map(str), st.sampled_from(["0", "007", "1" * 18]))
+ODD_INT = st.sampled_from(["1" * 19, "12.5", "3e4", "-1", ""])
+CLEAN_BUCKETS = st.lists(st.integers(0, 99).map(str), max_size=8).map(",".join)
+ODD_BUCKETS = st.sampled_from(["1, 2", "a,1", ",,", " 3"])
+
+
+@st.composite
+def timestamps(draw: st.DrawFn, odd: bool = False) -> str:
+    # An impossible date when odd: the dense timestamp then fails the same both ways.
+    month = 13 if odd else draw(st.integers(1, 12))
+    return (
+        f"2026-{month:02d}-{draw(st.integers(1, 28)):02d} 14:17:05,{draw(st.integers(0, 999)):03d}"
+    )
+
+
+class Fields:
+    """Values for one generated line: all clean, but for at most one odd field (in a third of
+    the lines), so most lines have the shape and the rest are its near misses."""
+
+    def __init__(self, draw: st.DrawFn, names: list[str]) -> None:
+        self.draw = draw
+        odd = draw(st.sampled_from([*names, *[None] * (2 * len(names))]))
+        self.odd = odd
+
+    def __call__(
+        self, name: str, clean: st.SearchStrategy[str], odd: st.SearchStrategy[str]
+    ) -> str:
+        return self.draw(odd if self.odd == name else clean)
+
+
+@st.composite
+def step_lines(draw: st.DrawFn) -> str:
+    names = [
+        "ts",
+        "level",
+        "step",
+        "sep",
+        "loss",
+        "acc",
+        "lr",
+        "grad",
+        "tok",
+        "q_hs",
+        "q_hsb",
+        "end",
+    ]
+    f = Fields(draw, names)
+    sep = f("sep", st.just(" | "), st.sampled_from(["  | ", " |", "|"]))
+    return (
+        f"{draw(timestamps(f.odd == 'ts'))} {f('level', LEVELS, ODD_LEVELS)} [train] step "
+        f"{f('step', CLEAN_INT, ODD_INT)}/200000{sep}loss {f('loss', CLEAN, ODD)} | "
+        f"acc {f('acc', CLEAN, ODD)} | lr {f('lr', CLEAN, ODD)} | grad_norm {f('grad', CLEAN, ODD)}"
+        f" | tok/s {f('tok', CLEAN_INT, ODD_INT)} | q_hs={f('q_hs', CLEAN_INT, ODD_INT)} "
+        f"q_hsb=[{f('q_hsb', CLEAN_BUCKETS, ODD_BUCKETS)}]"
+        f"{f('end', st.just(''), st.sampled_from([' ', ' x', ' loss=nan']))}"
+    )
+
+
+@st.composite
+def queue_lines(draw: st.DrawFn) -> str:
+    f = Fields(draw, ["ts", "level", "q_hsb", "q_hs", "end"])
+    return (
+        f"{draw(timestamps(f.odd == 'ts'))} {f('level', LEVELS, ODD_LEVELS)} [hsq] "
+        f"q_hsb=[{f('q_hsb', CLEAN_BUCKETS, ODD_BUCKETS)}] at q_hs={f('q_hs', CLEAN_INT, ODD_INT)}"
+        f"{f('end', st.just(''), st.sampled_from([' ', ' step 5']))}"
+    )
+
+
+# Snapshot keys: the real ones, and keys every general extractor reacts to.
+CLEAN_KEYS = st.sampled_from(
+    [
+        "prof/target_fwd_ms",
+        "queue/ready_ratio",
+        "worker/3/seqs",
+        "cuda/alloc_gb",
+        "gpu/0/util",
+        "gpu/7/mem_gb",
+        "gpu/1/power_w",
+        "gpu/5/temp_c",
+    ]
+)
+ODD_KEYS = st.sampled_from(
+    [
+        "train/loss",
+        "opt/lr",
+        "train/grad_norm",
+        "perf/tokens_per_sec",
+        "perf/samples/s",
+        "data/epoch",
+        "q/q_hs",
+        "eval/valid_ppl",
+        "run/step",
+        "gpu/0/info",
+        "speed/it/s",
+    ]
+)
+
+
+SNAPSHOT_VALUES = st.one_of(
+    st.floats(0, 1e4, allow_nan=False).map(lambda x: f"{x:.1f}"),
+    st.integers(0, 700).map(str),
+)
+
+
+@st.composite
+def snapshot_lines(draw: st.DrawFn) -> str:
+    f = Fields(draw, ["ts", "level", "step", "value", "key"])
+    keys = draw(st.lists(CLEAN_KEYS, max_size=40))
+    if f.odd == "key":
+        keys.insert(draw(st.integers(0, len(keys))), draw(ODD_KEYS))
+    values = [draw(SNAPSHOT_VALUES) for _ in keys]
+    if f.odd == "value" and values:
+        values[draw(st.integers(0, len(values) - 1))] = draw(st.one_of(ODD, CLEAN))
+    body = "".join(f" {key}={value}" for key, value in zip(keys, values, strict=True))
+    return (
+        f"{draw(timestamps(f.odd == 'ts'))} {f('level', LEVELS, ODD_LEVELS)} [wandb] snapshot "
+        f"step={f('step', CLEAN_INT, ODD_INT)}{body}"
+    )
+
+
+@st.composite
+def hf_lines(draw: st.DrawFn) -> str:
+    f = Fields(draw, ["loss", "grad", "lr", "epoch", "end"])
+    grad = draw(
+        st.one_of(st.just(""), st.just(f("grad", CLEAN, ODD)).map(lambda v: f"'grad_norm': {v}, "))
+    )
+    epoch = f("epoch", st.floats(0, 99).map(lambda x: f"{x:.2f}"), st.one_of(ODD, CLEAN))
+    tail = f("end", st.just("}"), st.sampled_from([", 'step': 10}", "} ", ", 'loss': nan}"]))
+    return (
+        f"{{'loss': {f('loss', CLEAN, ODD)}, {grad}'learning_rate': {f('lr', CLEAN, ODD)}, "
+        f"'epoch': {epoch}{tail}"
+    )
+
+
+def both_ways(lines: list[str], *, metrics: bool = False) -> None:
+    text = pl.Series("text", lines, dtype=pl.String)
+    fast = parse_lines(text, source="s", first_line=1, default_year=2026, metrics=metrics)
+    general = parse_lines(
+        text, source="s", first_line=1, default_year=2026, metrics=metrics, shapes=False
+    )
+    assert fast.schema == pl.Schema(SCHEMA)
+    assert_frame_equal(fast, general)
+
+
+@SETTINGS
+@given(st.lists(step_lines(), min_size=1, max_size=20))
+def test_dflash_step_shape_gives_the_general_values(lines: list[str]) -> None:
+    both_ways(lines)
+
+
+@SETTINGS
+@given(st.lists(queue_lines(), min_size=1, max_size=20))
+def test_dflash_queue_shape_gives_the_general_values(lines: list[str]) -> None:
+    both_ways(lines)
+
+
+@SETTINGS
+@given(st.lists(snapshot_lines(), min_size=1, max_size=20))
+def test_dflash_snapshot_shape_gives_the_general_values(lines: list[str]) -> None:
+    both_ways(lines)
+
+
+@SETTINGS
+@given(st.lists(hf_lines(), min_size=1, max_size=20))
+def test_hf_dict_shape_gives_the_general_values(lines: list[str]) -> None:
+    both_ways(lines)
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.one_of(step_lines(), queue_lines(), snapshot_lines(), hf_lines(), st.text(max_size=80)),
+        min_size=1,
+        max_size=30,
+    ),
+    st.booleans(),
+)
+def test_mixed_lines_give_the_general_values(lines: list[str], metrics: bool) -> None:
+    both_ways([line.replace("\n", " ").replace("\r", " ") for line in lines], metrics=metrics)
+
+
+def test_each_shape_takes_its_lines_and_leaves_near_misses() -> None:
+    lines = [
+        "2026-11-28 14:09:05,117 INFO [train] step 120/200000 | loss 3.4812 | acc 0.271 | "
+        "lr 2.40e-05 | grad_norm 1.92 | tok/s 51234 | q_hs=31 q_hsb=[1,2,2,5,5,16]",
+        "2026-11-28 14:09:33,401 INFO [hsq] q_hsb=[1,2,2,5,5,16] at q_hs=31",
+        "2026-11-28 14:10:00,002 INFO [wandb] snapshot step=150 prof/drafter_ms=88.1 gpu/0/util=98",
+        "{'loss': 0.4512, 'grad_norm': 1.25, 'learning_rate': 4.9e-05, 'epoch': 0.02}",
+        # near misses: a padded NaN, a loss key in a snapshot, an extra HF key
+        "2026-11-28 14:09:05,117 INFO [train] step 121/200000 | loss nan.0 | acc 0.271 | "
+        "lr 2.40e-05 | grad_norm 1.92 | tok/s 51234 | q_hs=31 q_hsb=[1,2,2,5,5,16]",
+        "2026-11-28 14:10:00,002 INFO [wandb] snapshot step=151 train/loss=2.5 gpu/0/util=98",
+        "{'loss': 0.4512, 'learning_rate': 4.9e-05, 'epoch': 0.02, 'step': 10}",
+    ]
+    which = shape_of(pl.Series(lines))
+    assert which is not None
+    assert which.to_list() == [0, 1, 2, 3, None, None, None]
+    assert [shape.name for shape in SHAPES] == [
+        "dflash-step",
+        "dflash-queue",
+        "dflash-snapshot",
+        "hf-dict",
+    ]
+    both_ways(lines, metrics=True)
