@@ -278,7 +278,9 @@ def replay_cmd(
         result = replay(
             paths,
             specs,
-            options=ReplayOptions(max_line_bytes=max_line_bytes, metrics=export is not None),
+            options=ReplayOptions(
+                max_line_bytes=max_line_bytes, metrics=export is not None, stats=fmt != "jsonl"
+            ),
             progress=progress,
             on_event=on_event,
             on_error=_warn_rule_error,

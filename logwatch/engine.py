@@ -15,7 +15,7 @@ import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED, AlertEvent
 from logwatch.lifecycle import Lifecycle
-from logwatch.parse import SCHEMA
+from logwatch.parse import ALWAYS, SCHEMA, complete
 from logwatch.redact import redact
 from logwatch.rules.gpu import GpuRule, log_gpu_frame
 from logwatch.rules.loader import RuleSpec
@@ -44,6 +44,11 @@ class SourceStats:
     first_ts: str | None = None  # ISO 8601, as the checkpoint stores it
     last_ts: str | None = None
     throughput_median: float | None = None  # set by replay (the median of every step's value)
+
+    def count(self, frame: pl.DataFrame) -> None:
+        """Fold only the line and run counts of a batch (the engine's own bookkeeping)."""
+        self.lines += frame.height
+        self.runs += int(frame.get_column("run_start").sum())
 
     def update(self, frame: pl.DataFrame) -> None:
         """Fold one parsed batch into the stats (vectorized aggregates)."""
@@ -102,11 +107,54 @@ def run_id(text: str) -> str | None:
     return found[1] if found else None
 
 
-class Engine:
-    """Runs rules over parsed frames of any number of sources, one batch at a time."""
+STATS_COLUMNS = frozenset({"step", "loss", "q_hs", "run_start", "ts"})
+"""What `SourceStats.update` reads."""
 
-    def __init__(self, rules: Sequence[RuleSpec], on_error: ErrorHandler | None = None) -> None:
+
+@dataclass(frozen=True, slots=True)
+class _Needs:
+    """What one rule reads: its columns (and its summary's), and the gate outside of which a
+    quiet rule cannot move (None: every batch can move it)."""
+
+    columns: frozenset[str]
+    gate: str | None
+    quiet: Callable[[dict[str, Any]], bool] | None
+
+
+def _needs_of(spec: RuleSpec) -> _Needs:
+    """A rule's needs as its type declares them (`Needs`), plus its summary's columns; a type
+    that declares none reads every column."""
+    declared = getattr(spec.rule, "needs", None)
+    summary = spec.template_fields & set(SCHEMA)
+    if declared is None:
+        return _Needs(frozenset(SCHEMA) - {"metrics"}, None, None)
+    quiet = getattr(spec.rule, "quiet", None)
+    gate = declared.gate if quiet is not None else None
+    return _Needs(frozenset(declared.columns) | summary, gate, quiet)
+
+
+class Engine:
+    """Runs rules over parsed frames of any number of sources, one batch at a time.
+
+    Rules declare the columns they read: `columns` is what drivers should parse for every
+    batch; a rule behind a gate (a literal outside of which it cannot move while quiet) gets
+    its columns computed on a batch only when its gate matches there or it is not quiet.
+    `stats=False`: keep only line and run counts (`replay --format jsonl` shows no summary)."""
+
+    def __init__(
+        self,
+        rules: Sequence[RuleSpec],
+        on_error: ErrorHandler | None = None,
+        *,
+        stats: bool = True,
+    ) -> None:
         self.rules = list(rules)
+        self._stats = stats
+        self._needs = [_needs_of(spec) for spec in self.rules]
+        dense = {name for needs in self._needs if needs.gate is None for name in needs.columns}
+        self.columns: frozenset[str] = frozenset(
+            ALWAYS | dense | (STATS_COLUMNS if stats else set())
+        )
         self.sources: dict[str, SourceState] = {}
         self._on_error = on_error
         self._failed: set[tuple[str, str]] = set()
@@ -129,13 +177,24 @@ class Engine:
             states = list(self.sources.values())
         return [event for state in states for event in state.alerts]
 
-    def process(self, frame: pl.DataFrame) -> list[AlertEvent]:
-        """Evaluate every rule on a batch of one source's lines (in file order)."""
+    def process(
+        self, frame: pl.DataFrame, computed: Iterable[str] | None = None
+    ) -> list[AlertEvent]:
+        """Evaluate every rule on a batch of one source's lines (in file order); `computed`:
+        the columns its parse computed (None: all), the others are computed when a rule needs
+        them."""
         if frame.is_empty():
             return []
+        done = frozenset(SCHEMA) if computed is None else frozenset(computed) | ALWAYS
+        if self._stats:
+            frame = _with(frame, STATS_COLUMNS, done)
+            done |= STATS_COLUMNS
         source = frame.get_column("source")[0]
         state = self.state_of(source)
-        state.stats.update(frame)
+        if self._stats:
+            state.stats.update(frame)
+        else:
+            state.stats.count(frame)
         events: list[AlertEvent] = []
         for segment, restarted_at in _split_runs(
             frame, has_history=state.stats.lines > frame.height
@@ -144,7 +203,7 @@ class Engine:
                 events.extend(self._restart(source, state, segment, restarted_at))
             if segment.item(0, "run_start"):
                 state.run_id = run_id(segment.item(0, "text"))
-            events.extend(self._evaluate(source, state, segment))
+            events.extend(self._evaluate(source, state, segment, done))
         return events
 
     def _restart(
@@ -175,7 +234,9 @@ class Engine:
         self._failed |= {(rule, new) for rule, source in self._failed if source == old}
         state.alerts.move(new)
 
-    def _evaluate(self, source: str, state: SourceState, frame: pl.DataFrame) -> list[AlertEvent]:
+    def _evaluate(
+        self, source: str, state: SourceState, frame: pl.DataFrame, done: frozenset[str]
+    ) -> list[AlertEvent]:
         frame = frame.with_columns(
             pl.col("step").forward_fill().fill_null(pl.lit(state.last_step, dtype=pl.Int64))
         )
@@ -184,7 +245,18 @@ class Engine:
             state.last_step = last_step
         found: list[tuple[int, int, AlertEvent]] = []
         gpu_frame = _LazyGpuFrame(frame)
+        texts = frame.get_column("text")
         for order, spec in enumerate(self.rules):
+            needs = self._needs[order]
+            missing = needs.columns - done
+            if missing:
+                if needs.gate is not None and needs.quiet is not None:
+                    quiet = needs.quiet(state.rule_states.get(spec.id) or spec.rule.initial_state())
+                    if quiet and not texts.str.contains(needs.gate).any():
+                        continue  # the rule cannot move on this batch: its columns are not needed
+                frame = complete(frame, missing)
+                done |= missing
+                gpu_frame = _LazyGpuFrame(frame)
             step = _log_step(spec, self._gpu[order], frame, gpu_frame)
             for transition in self._guarded(spec, source, state, step):
                 event = self._event(spec, source, frame, transition, state)
@@ -313,6 +385,11 @@ class Engine:
     def run_all(self, frames: Iterable[pl.DataFrame]) -> list[AlertEvent]:
         """Evaluate a sequence of batches; convenience for tests and small inputs."""
         return [event for frame in frames for event in self.process(frame)]
+
+
+def _with(frame: pl.DataFrame, columns: frozenset[str], done: frozenset[str]) -> pl.DataFrame:
+    missing = columns - done
+    return complete(frame, missing) if missing else frame
 
 
 def _overridden(spec: RuleSpec, override: Override) -> RuleSpec:

@@ -43,6 +43,7 @@ class ReplayOptions:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     workers: int = min(2, os.cpu_count() or 1)  # threads parsing blocks in parallel
     metrics: bool = False  # fill the `metrics` column (exports); rules do not read it
+    stats: bool = True  # the per-source summary (`--format jsonl` shows none: False skips it)
 
 
 def scan_log(
@@ -70,9 +71,10 @@ def read_log(
 
 
 def _scan(
-    path: str, source: str, options: ReplayOptions
+    path: str, source: str, options: ReplayOptions, columns: frozenset[str] | None = None
 ) -> Iterator[tuple[pl.DataFrame, int, int]]:
-    """(frame, end offset, size on disk) per block: read on one thread, parsed on `workers`."""
+    """(frame, end offset, size on disk) per block: read on one thread, parsed on `workers`;
+    `columns`: parse only these (None: all)."""
     stream, total, year = open_log(path)
     # Blocks parse in parallel, so a block's yearless head is moved to the carried year after.
     carry = YearCarry(year)
@@ -88,6 +90,7 @@ def _scan(
                 first_line=block.first_line,
                 default_year=year,
                 metrics=options.metrics,
+                columns=columns,
             )
             return parsed, block.end_offset
 
@@ -124,18 +127,25 @@ def replay_file(
     name = source or path
     stats = engine.state_of(name).stats
     rates: list[pl.Series] = []
-    for block, end_offset, total in _scan(path, name, options):
+    # Hooks see whole frames; the engine alone needs only what its rules read.
+    columns = None if on_frame is not None else engine.columns | _stats_columns(options)
+    for block, end_offset, total in _scan(path, name, options, columns):
         frame = block if window is None else window.select(block)
         if frame.height:
-            rates.append(frame.get_column("throughput").drop_nulls())
+            if options.stats:
+                rates.append(frame.get_column("throughput").drop_nulls())
             if on_frame is not None:
                 on_frame(frame)
-            yield from engine.process(frame)
+            yield from engine.process(frame, columns)
         if progress is not None:
             progress(path, end_offset, total)
     yield from engine.finish(name)
     if rates:
         stats.throughput_median = pl.concat(rates).median()  # type: ignore[assignment]  # Float64: a float or None
+
+
+def _stats_columns(options: ReplayOptions) -> frozenset[str]:
+    return frozenset({"throughput"}) if options.stats else frozenset()
 
 
 def _ordered_map(
@@ -290,7 +300,7 @@ def replay(
     """Replay files one after another through one engine; each file is its own source.
     `window`: only the lines between `--since` and `--until`; `on_frame` sees each block."""
     check_readable(paths)
-    engine = Engine(rules, on_error=on_error)
+    engine = Engine(rules, on_error=on_error, stats=options.stats)
     events: list[AlertEvent] = []
     for path in paths:
         blocks = replay_file(
