@@ -24,16 +24,20 @@ Evaluate = Callable[[Follower, pl.DataFrame], list[AlertEvent]]
 
 
 def catch_up(
-    followers: Sequence[Follower], now: float, evaluate: Evaluate
+    followers: Sequence[Follower],
+    now: float,
+    evaluate: Evaluate,
+    *,
+    columns: frozenset[str] | None = None,
 ) -> dict[int, list[AlertEvent]]:
     """Read every follower's history (up to its last whole line) and `evaluate` it, file by
-    file in order; the alert events of each, by `id(follower)`."""
+    file in order; the alert events of each, by `id(follower)`. `columns`: parse only these."""
     events: dict[int, list[AlertEvent]] = {id(f): [] for f in followers}
     pending: list[tuple[Follower, Batch]] = []
     lines = 0
 
     def flush() -> None:
-        for follower, frame in _parsed_together(pending):
+        for follower, frame in _parsed_together(pending, columns):
             events[id(follower)].extend(evaluate(follower, frame))
         pending.clear()
 
@@ -56,7 +60,7 @@ def catch_up(
 
 
 def _parsed_together(
-    pending: list[tuple[Follower, Batch]],
+    pending: list[tuple[Follower, Batch]], columns: frozenset[str] | None
 ) -> Iterator[tuple[Follower, pl.DataFrame]]:
     """Each pending batch's frame, parsed in one call (with their own sources and lines)."""
     if not pending:
@@ -70,12 +74,15 @@ def _parsed_together(
                 source=follower.source,
                 first_line=batch.first_line,
                 default_year=follower.year,
+                columns=columns,
             ),
         )
         return
     sizes = [batch.text.len() for _, batch in pending]
     text = pl.concat([batch.text for _, batch in pending])
-    frame = parse_lines(text, source="", first_line=1, default_year=pending[0][0].year)
+    frame = parse_lines(
+        text, source="", first_line=1, default_year=pending[0][0].year, columns=columns
+    )
     sources = [
         pl.repeat(f.source, n, dtype=pl.String, eager=True)
         for (f, _), n in zip(pending, sizes, strict=True)

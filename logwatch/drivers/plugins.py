@@ -8,7 +8,7 @@ with the driver. `TailPlugin` is the protocol; `Plugin` is a base whose steps al
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import polars as pl
@@ -24,6 +24,10 @@ class TailPlugin(Protocol):
 
     name: str
     """Its key in the checkpoint's extras (`gpu` for the GPU side)."""
+
+    columns: frozenset[str] | None
+    """The parsed columns `observe` reads (None: all): the driver parses no more than the rules
+    and the plugins read."""
 
     def observe(self, frame: pl.DataFrame) -> None:
         """See a parsed batch of log lines (history included) before the engine does."""
@@ -58,6 +62,7 @@ class Plugin:
     """A plugin that does nothing: subclass it and override the steps you need."""
 
     name = "plugin"
+    columns: frozenset[str] | None = None  # all: a plugin narrows what it reads by saying so
 
     def observe(self, frame: pl.DataFrame) -> None:
         """Nothing to see."""
@@ -83,3 +88,15 @@ class Plugin:
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+def parse_columns(
+    engine_columns: frozenset[str], plugins: Iterable[TailPlugin]
+) -> frozenset[str] | None:
+    """What a live driver parses: the engine's columns and every plugin's (None: all)."""
+    columns = set(engine_columns)
+    for plugin in plugins:
+        if plugin.columns is None:
+            return None
+        columns |= plugin.columns
+    return frozenset(columns)

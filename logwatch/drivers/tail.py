@@ -24,7 +24,7 @@ from logwatch.alerts import AlertEvent
 from logwatch.clock import Clock, SystemClock
 from logwatch.drivers.catchup import catch_up
 from logwatch.drivers.checkpoint import Checkpoint, StateDir
-from logwatch.drivers.plugins import TailPlugin
+from logwatch.drivers.plugins import TailPlugin, parse_columns
 from logwatch.engine import Engine
 from logwatch.parse import parse_block
 from logwatch.rules.log import StallRule
@@ -92,6 +92,8 @@ class TailDriver:
         status: Status = lambda message: None,
     ) -> None:
         self.engine, self.sink, self.plugins = engine, sink, list(plugins)
+        # What batches are parsed for: the rules' columns and the plugins' (None: all).
+        self.columns = parse_columns(engine.columns, self.plugins)
         self.clock = clock or SystemClock()
         self.options = options or TailOptions()
         self.status = status
@@ -306,6 +308,7 @@ class TailDriver:
             source=follower.source,
             first_line=batch.first_line,
             default_year=follower.year,
+            columns=self.columns,
         )
         frame = parsed.frame
         if parsed.last_year is not None:
@@ -316,7 +319,7 @@ class TailDriver:
     def _evaluate(self, follower: Follower, frame: pl.DataFrame) -> list[AlertEvent]:
         for plugin in self.plugins:
             plugin.observe(frame)
-        return self.engine.process(frame)
+        return self.engine.process(frame, self.columns)
 
     def _retire(self, follower: Follower) -> None:
         result = PollResult()
@@ -444,7 +447,7 @@ class TailDriver:
     def _catch_up(self, followers: list[Follower]) -> None:
         """Run the files' history through the engine silently (parsed many files at a time),
         then emit, file by file, what is still firing."""
-        found = catch_up(followers, self.clock.monotonic(), self._evaluate)
+        found = catch_up(followers, self.clock.monotonic(), self._evaluate, columns=self.columns)
         for follower in followers:
             events = found[id(follower)]
             self._last_line[follower.source] = follower.line - 1

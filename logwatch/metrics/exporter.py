@@ -102,6 +102,8 @@ class MetricsExporter(Plugin):
 
         return bytes(generate_latest(self._registry)).decode()
 
+    columns: frozenset[str] | None = frozenset({"source", "step", "loss", "q_hs"})
+
     def observe(self, frame: pl.DataFrame) -> None:
         """Fold one batch: lines read, last step, last finite loss, last q_hs."""
         if frame.is_empty():

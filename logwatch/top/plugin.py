@@ -87,6 +87,11 @@ class TopPlugin(Plugin):
 
     # --- the driver's side (its thread) ----------------------------------------------------
 
+    columns: frozenset[str] | None = frozenset(
+        {"source", "line", "ts", "text", "run_start", "step", "loss", "grad_norm", "lr"}
+        | {"q_hs", "q_hsb", "throughput"}
+    )
+
     def observe(self, frame: pl.DataFrame) -> None:
         """Fold a batch: a handful of aggregates and the tail of the loss series."""
         if frame.is_empty():
