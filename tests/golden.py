@@ -13,8 +13,8 @@ unless `--force`. Files are replayed from a staging copy whose mtime is fixed (y
 timestamps take their year from it) and under their relative names (the `source` field).
 
 Layout of tests/data/golden/: `corpus/seed-N.log.gz` (the corpus inputs), `<file>.jsonl`
-(`--format jsonl`, gzipped for the corpus), `<file>.stats.json` (`--format json`'s `stats`,
-indented as the command prints it), and `manifest.json`: per file the block sizes and worker
+(`--format jsonl`, gzipped for the corpus), `<file>.stats.json` (`--format json`'s `stats`
+for that file alone, indented), and `manifest.json`: per file the block sizes and worker
 counts it is also replayed with, and the sha256 of the JSONL each gave.
 """
 
@@ -46,7 +46,7 @@ from tests.corpus import corpus  # noqa: E402
 GOLDEN = ROOT / "tests" / "data" / "golden"
 MANIFEST = GOLDEN / "manifest.json"
 CORPUS_SEEDS = (1, 2, 3)
-CORPUS_LINES = 2000
+CORPUS_LINES = 1500
 MTIME = 1_780_000_000  # 2026-05-28: the year yearless lines take when no dated line came before
 DEFAULT = "default"  # the command's own options: one 8 MiB block, workers as on this machine
 ONE_LINE = 1  # block_bytes=1: every block is one line
@@ -117,15 +117,15 @@ def stage(tree: Path) -> None:
 
 def variants(name: str, size: int) -> list[Variant]:
     """Block sizes a file is replayed with besides the default, seeded by the file's name (stable
-    cuts): a sample gets one random cut into 3 to 8 blocks (split in Python, as a live tail's
+    cuts): a sample gets one random cut into 2 to 4 blocks (split in Python, as a live tail's
     are), on 1 or 2 workers, and 1-line blocks when it is in ONE_LINE_FILES; a corpus file a
-    random cut into 3 to 6 blocks on 1 worker and one over 64 KiB (split by polars' reader) on 2.
+    random cut into 3 to 5 blocks on 1 worker and one over 64 KiB (split by polars' reader) on 2.
     A block costs the rules tens of milliseconds whatever its size: this keeps the test short."""
     rng = random.Random(name)
     if not name.startswith("corpus/"):
-        out = [Variant(rng.randint(max(size // 8, 64), max(size // 3, 128)), rng.choice((1, 2)))]
+        out = [Variant(rng.randint(max(size // 4, 64), max(size // 2, 128)), rng.choice((1, 2)))]
         return [*out, Variant(ONE_LINE, 2)] if name in ONE_LINE_FILES else out
-    small = min(rng.randint(size // 6, size // 3), 60 << 10)
+    small = min(rng.randint(size // 5, size // 3), 60 << 10)
     return [Variant(small, 1), Variant(rng.randint(65 << 10, max(size // 2, 66 << 10)), 2)]
 
 
