@@ -234,6 +234,8 @@ def check() -> int:
                     print(f"{name}: differs from the golden", file=sys.stderr)
         finally:
             os.chdir(cwd)
+    count = len(manifest["files"])
+    print(f"{count - bad} of {count} files replay as their goldens", file=sys.stderr)
     return bad
 
 
