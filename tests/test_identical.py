@@ -145,3 +145,51 @@ def test_corpus_is_seeded() -> None:
     """The generator gives the same bytes for a seed and other bytes for another."""
     assert corpus.corpus(7, 300) == corpus.corpus(7, 300)
     assert corpus.corpus(7, 300) != corpus.corpus(8, 300)
+
+
+def _events_by_cut(path: str) -> list[list[tuple[int, str, str]]]:
+    """(line, rule, status) of each event, with the whole file as one block and one line a block."""
+    rules = logwatch.load_rules()
+    return [
+        [
+            (e.line, e.rule, str(e.status))
+            for e in golden.replay_paths([path], rules, options=variant.options).events
+        ]
+        for variant in (golden.Variant(8 << 20, 1), golden.Variant(golden.ONE_LINE, 1))
+    ]
+
+
+# Two ways today's main is not cut-invariant, found by the corpus (its goldens pin them per cut).
+# When one is fixed its test passes, strict xfail fails: drop the mark, `tests/golden.py --write`.
+@pytest.mark.xfail(
+    strict=True, reason="restart ends alerts in per-batch rule order, not line order"
+)
+def test_restart_ends_alerts_in_the_same_order_whatever_the_cut(write_log) -> None:  # type: ignore[no-untyped-def]
+    """A restart ends what fires in one order, whether the alerts fired in its block or before."""
+    path = write_log(
+        b"2026-11-28 14:00:00,000 INFO [train] run start: run_id=a pid=1 gpus=8\n"
+        b"2026-11-28 14:00:01,000 INFO [train] step 1/10 | loss nan | grad_norm 1.0\n"
+        b"2026-11-28 14:00:02,000 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+        b"2.00 GiB. GPU 3 has a total capacity of 139.80 GiB of which 1.12 GiB is free.\n"
+        b"2026-11-28 14:00:03,000 INFO [train] step 2/10 | loss nan | grad_norm nan\n"
+        b"2026-11-28 14:00:04,000 INFO [train] run start: run_id=b pid=2 gpus=8\n"
+    )
+    whole, lines = _events_by_cut(path)
+    assert whole == lines
+
+
+@pytest.mark.xfail(strict=True, reason="gpu-hold sorts a batch by time, batches stay in file order")
+def test_hold_over_a_backward_time_jump_is_the_same_whatever_the_cut(write_log) -> None:  # type: ignore[no-untyped-def]
+    """A busy snapshot stamped earlier than the idle ones around it counts the same in any cut."""
+
+    def snapshot(hms: str, util: int) -> bytes:
+        return (
+            f"2026-11-28 {hms},000 INFO [wandb] snapshot step=1 gpu/0/util={util} "
+            "gpu/0/mem_gb=10.0 gpu/0/mem_total_gb=80.0 gpu/0/temp_c=60\n"
+        ).encode()
+
+    times = [("14:00:10", 0), ("14:02:10", 0), ("14:04:10", 0), ("13:50:00", 90), ("14:06:10", 0)]
+    start = b"2026-11-28 14:00:00,000 INFO [train] run start: run_id=a pid=1 gpus=8\n"
+    path = write_log(start + b"".join(snapshot(t, u) for t, u in times))
+    whole, lines = _events_by_cut(path)
+    assert whole == lines
