@@ -21,6 +21,7 @@ counts it is also replayed with, and the sha256 of the JSONL each gave.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -129,9 +130,11 @@ def variants(name: str, size: int) -> list[Variant]:
     return [Variant(small, 1), Variant(rng.randint(65 << 10, max(size // 2, 66 << 10)), 2)]
 
 
-def replay_jsonl(name: str, variant: Variant, rules: list[RuleSpec]) -> str:
-    """The JSONL `replay --format jsonl` prints, from the library with `variant`'s options."""
-    result = replay_paths([name], rules, options=variant.options)
+def replay_jsonl(name: str, variant: Variant, rules: list[RuleSpec], *, shapes: bool = True) -> str:
+    """The JSONL `replay --format jsonl` prints, from the library with `variant`'s options
+    (`shapes=False`: the general parse path alone)."""
+    options = dataclasses.replace(variant.options, shapes=shapes)
+    result = replay_paths([name], rules, options=options)
     return "".join(event.to_jsonl() + "\n" for event in result.events)
 
 

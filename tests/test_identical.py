@@ -8,10 +8,9 @@ changed on purpose), regenerate the goldens from a clean commit: `python tests/g
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,31 +25,15 @@ from tests import corpus, golden
 MANIFEST: dict[str, Any] = json.loads(golden.MANIFEST.read_text(encoding="utf-8"))
 NAMES: list[str] = list(MANIFEST["files"])
 
-# Reference vs fast: when logwatch.parse grows a second parse path (the general per-key one kept as
-# the reference beside the line templates), it lists the names in `PARSE_MODES` and gives a
-# context manager `parse_mode(name)` that makes parse_block use that path; every block-size check
-# below then runs once per mode against the same goldens. Until then there is one mode.
-# TODO(lead): wire `logwatch.parse.PARSE_MODES` / `parse_mode` (or change `_use_mode` below).
-PARSE_MODES: tuple[str, ...] = tuple(getattr(logwatch.parse, "PARSE_MODES", ("default",)))
-
-
-def _use_mode(name: str) -> contextlib.AbstractContextManager[object]:
-    switch: Callable[[str], contextlib.AbstractContextManager[object]] | None = getattr(
-        logwatch.parse, "parse_mode", None
-    )
-    if switch is None:
-        assert name == "default", (
-            f"logwatch.parse lists PARSE_MODES but has no parse_mode({name!r})"
-        )
-        return contextlib.nullcontext()
-    return switch(name)
+# Fast vs reference: every cut check runs with the line shapes (the default) and with the general
+# per-key path alone (`ReplayOptions(shapes=False)`), against the same goldens.
+PARSE_MODES = ("shapes", "general")
 
 
 @pytest.fixture(params=PARSE_MODES)
-def parse_mode(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Each parse path logwatch.parse offers, switched on for the test."""
-    with _use_mode(request.param):
-        yield request.param
+def parse_mode(request: pytest.FixtureRequest) -> str:
+    """Which parse path the replay takes."""
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +102,7 @@ def test_any_cut_is_golden(tree: Path, name: str, parse_mode: str) -> None:
     want = _want(name)  # the default block: test_replay_jsonl_is_golden
     for row in MANIFEST["files"][name]["variants"]:
         variant = golden.Variant(row["block_bytes"], row["workers"])
-        got = golden.replay_jsonl(name, variant, rules)
+        got = golden.replay_jsonl(name, variant, rules, shapes=parse_mode == "shapes")
         # Where today's main gave the default's bytes at this cut, show what moved; elsewhere
         # (event order at one line, hold rules over backward time jumps) only the digest is kept.
         detail = _diff(want, got, name) if row["same_as_default"] else "digest differs"

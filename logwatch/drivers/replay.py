@@ -44,6 +44,7 @@ class ReplayOptions:
     workers: int = min(2, os.cpu_count() or 1)  # threads parsing blocks in parallel
     metrics: bool = False  # fill the `metrics` column (exports); rules do not read it
     stats: bool = True  # the per-source summary (`--format jsonl` shows none: False skips it)
+    shapes: bool = True  # False: every line by the general parse path (the shapes' reference)
 
 
 def scan_log(
@@ -91,6 +92,7 @@ def _scan(
                 default_year=year,
                 metrics=options.metrics,
                 columns=columns,
+                shapes=options.shapes,
             )
             return parsed, block.end_offset
 
