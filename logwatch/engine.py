@@ -243,7 +243,9 @@ class Engine:
         last_step = frame.get_column("step")[-1]
         if last_step is not None:
             state.last_step = last_step
-        found: list[tuple[int, int, AlertEvent]] = []
+        # Transitions are collected first and turned into events in line order, so the firing
+        # order the lifecycle keeps (what a restart ends, in that order) is the same for any cut.
+        found: list[tuple[int, int, RuleSpec, Transition]] = []
         gpu_frame = _LazyGpuFrame(frame)
         texts = frame.get_column("text")
         for order, spec in enumerate(self.rules):
@@ -259,11 +261,11 @@ class Engine:
                 gpu_frame = _LazyGpuFrame(frame)
             step = _log_step(spec, self._gpu[order], frame, gpu_frame)
             for transition in self._guarded(spec, source, state, step):
-                event = self._event(spec, source, frame, transition, state)
-                if event is not None:
-                    found.append((event.line, order, event))
+                line = transition.fields.get("line", frame.item(transition.row, "line"))
+                found.append((line, order, spec, transition))
         found.sort(key=lambda item: (item[0], item[1]))
-        return [event for _, _, event in found]
+        events = [self._event(spec, source, frame, t, state) for _, _, spec, t in found]
+        return [event for event in events if event is not None]
 
     def _event(
         self,

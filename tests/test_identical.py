@@ -144,9 +144,6 @@ def _events_by_cut(path: str) -> list[list[tuple[int, str, str]]]:
 
 # Two ways today's main is not cut-invariant, found by the corpus (its goldens pin them per cut).
 # When one is fixed its test passes, strict xfail fails: drop the mark, `tests/golden.py --write`.
-@pytest.mark.xfail(
-    strict=True, reason="restart ends alerts in per-batch rule order, not line order"
-)
 def test_restart_ends_alerts_in_the_same_order_whatever_the_cut(write_log) -> None:  # type: ignore[no-untyped-def]
     """A restart ends what fires in one order, whether the alerts fired in its block or before."""
     path = write_log(
