@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from logwatch.rules.log import Rule, RuleType, StreakRule, Transition
+from logwatch.rules.log import Needs, Rule, RuleType, StreakRule, Transition
 from logwatch.rules.params import Kind, Param
 
 _MIN_WINDOW = 5
@@ -120,6 +120,15 @@ class SpikeRule:
     k: float
     min_rise: float
 
+    @property
+    def needs(self) -> Needs:
+        """Its column; no gate: every finite value joins the history."""
+        return Needs(frozenset({self.column}))
+
+    def quiet(self, state: dict[str, Any]) -> bool:
+        """Not above the band."""
+        return int(state["streak"]["run"]) == 0
+
     def initial_state(self) -> dict[str, Any]:
         return {"values": [], "deviations": [], "streak": _HIGH.initial_state()}
 
@@ -175,6 +184,15 @@ class DropRule:
     window: int
     fraction: float
     count: int
+
+    @property
+    def needs(self) -> Needs:
+        """Its column, and the text for pause lines; no gate: every value joins the history."""
+        return Needs(frozenset({self.column, "text"}))
+
+    def quiet(self, state: dict[str, Any]) -> bool:
+        """No low streak running."""
+        return int(state["streak"]["run"]) == 0
 
     def _streak(self) -> StreakRule:
         return StreakRule(
