@@ -39,6 +39,7 @@ _FOLDS: dict[str, str] = {
     c: c + c.upper() + {"k": "\u212a", "s": "\u017f"}.get(c, "") for c in string.ascii_lowercase
 }
 _MAX_SPELLINGS = 16
+_COMMON = frozenset("etaoinsrhl")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +105,7 @@ def _spellings(lit: Literal) -> list[str] | None:
         for start in range(len(lit.text) - size + 1):
             part = lit.text[start : start + size]
             count = math.prod(len(_FOLDS.get(c.lower(), c)) for c in part)
-            solid = len(part.replace(" ", ""))  # a blank is in too many lines to count
+            solid = _rarity(part)
             if count <= _MAX_SPELLINGS and (solid, -count) > (best_solid, -best_count):
                 best, best_count, best_solid = part, count, solid
     if not best:
@@ -168,16 +169,21 @@ def _item(op: Any, av: Any, fold: bool, split_on: str) -> tuple[Literal, ...] | 
 def _pieces(run: str, split_on: str) -> list[str]:
     if not split_on:
         return [run]
-    pieces = re.split("[" + re.escape(split_on) + "]", run)
-    longest = max(pieces, key=len)
-    return [longest] if longest else []
+    return [piece for piece in re.split("[" + re.escape(split_on) + "]", run) if piece]
 
 
 def _score(offer: tuple[Literal, ...]) -> tuple[int, int, int]:
     # Past a few characters a longer literal finds hardly fewer lines, but each more literal
     # is one more to look for: length up to GOOD_LITERAL_CHARS, then fewer, then longer.
     shortest = min(len(lit.text) for lit in offer)
-    return (min(shortest, GOOD_LITERAL_CHARS), -len(offer), shortest)
+    return (min(shortest, GOOD_LITERAL_CHARS), -len(offer), min(_rarity(lit.text) for lit in offer))
+
+
+def _rarity(text: str) -> int:
+    """How few lines a literal is likely in, roughly: a common lower-case letter counts 1, a
+    rarer one 2, a capital, digit or sign 3 (a pattern's author spells rare words in capitals),
+    a blank 0."""
+    return sum(0 if c == " " else 1 if c in _COMMON else 2 if c.islower() else 3 for c in text)
 
 
 __all__ = ["NEVER", "Literal", "gate_for", "gate_regex", "required_literals"]
