@@ -24,7 +24,7 @@ from typing import Any
 import polars as pl
 
 from logwatch.alerts import FIRING, Severity
-from logwatch.rules.gates import gate_for
+from logwatch.rules.gates import gate_for, gate_pairs
 from logwatch.rules.log import (
     Needs,
     Override,
@@ -145,12 +145,28 @@ class ClassifyRule:
                 "_prev": texts.gather((near.cast(pl.Int64) - 1).clip(0)),
             }
         )
+        candidates = self._paired(candidates, state["tail"])
         found, new_state = self._joined_hits(candidates, pl.col("_prev"), state)
-        if frame.is_empty() or (near.len() and near[-1] == frame.height - 1):
+        kept = candidates.get_column("_row")
+        if frame.is_empty() or (kept.len() and kept[-1] == frame.height - 1):
             return found, new_state
-        # the last line has no gate literal, so it cannot match: only its tail is carried
+        # the last line lacks the literals, so it cannot match: only its tail is carried
         last = texts[-1] or ""
         return found, replace_state(new_state, tail=last[-TAIL_CHARS:].rstrip(), tail_hit=False)
+
+    def _paired(self, candidates: pl.DataFrame, tail: str) -> pl.DataFrame:
+        """The candidates where, for some alternative of the pattern, the line and the one
+        before it (the carried tail before the first) hold both literals it needs."""
+        pairs = gate_pairs(self.pattern, split_on=" ")
+        if not pairs or candidates.is_empty():
+            return candidates
+        text = pl.col("text")
+        before = pl.when(pl.col("_row") == 0).then(pl.lit(tail)).otherwise(pl.col("_prev"))
+
+        def either(gate: str) -> pl.Expr:
+            return (text.str.contains(gate) | before.str.contains(gate)).fill_null(False)
+
+        return candidates.filter(pl.any_horizontal(either(a) & either(b) for a, b in pairs))
 
     def _joined_hits(
         self, rows: pl.DataFrame, prev: pl.Expr, state: dict[str, Any]

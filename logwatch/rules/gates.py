@@ -51,20 +51,21 @@ class Literal:
     fold: bool
 
 
-def required_literals(pattern: str, *, split_on: str = "") -> tuple[Literal, ...] | None:
+def required_literals(
+    pattern: str, *, split_on: str = "", rank: int = 0
+) -> tuple[Literal, ...] | None:
     """Literals such that every match of `pattern` contains at least one of them (one or a few
     per top-level alternative), or None when the pattern has no such set. `split_on`: characters
-    no literal may hold (a literal is cut there), for text joined with them."""
+    no literal may hold (a literal is cut there), for text joined with them. `rank` 1 takes
+    each part's second-best literal where it has two: another set every match needs one of."""
     if _RUST_ONLY.search(pattern):
         return None
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # FutureWarning on `[[`-like sets; no gate for those
-            parsed = _sre.parse(pattern)
+        parsed = _parse(pattern)
     except (re.error, RecursionError, OverflowError):
         return None
     fold = bool(parsed.state.flags & IGNORECASE)
-    found = _sequence(list(parsed), fold, split_on)
+    found = _sequence(list(parsed), fold, split_on, rank)
     if found is None or any(len(lit.text) < MIN_LITERAL_CHARS for lit in found):
         return None
     unique = tuple(dict.fromkeys(found))
@@ -80,12 +81,13 @@ def _within(small: Literal, big: Literal) -> bool:
     return (small.text.lower() in big.text.lower()) if small.fold else small.text in big.text
 
 
-def gate_regex(literals: Sequence[Literal]) -> str:
+def gate_regex(literals: Sequence[Literal], rank: int = 0) -> str:
     """One regex matching wherever any of the literals is (ignoring case where it says): plain
-    literals only where it can, since polars finds those far faster than case-folded ones."""
+    literals only where it can, since polars finds those far faster than case-folded ones.
+    `rank` 1 spells a case-folded literal by another part of it than rank 0 where it can."""
     plain: list[str] = []
     for lit in literals:
-        spellings = _spellings(lit) if lit.fold else [lit.text]
+        spellings = _spellings(lit, rank) if lit.fold else [lit.text]
         if spellings is None:
             plain.append(f"(?i:{_escape(lit.text)})")
         else:
@@ -93,40 +95,83 @@ def gate_regex(literals: Sequence[Literal]) -> str:
     return "|".join(dict.fromkeys(plain))
 
 
-def _spellings(lit: Literal) -> list[str] | None:
-    """Every spelling, ignoring case, of the part of a literal with the fewest of them (of at
-    least MIN_LITERAL_CHARS, the longest such): contains(any) == contains_ignoring_case(part).
-    None for a literal with non-ASCII characters (their case is Unicode's to say)."""
-    if not lit.text.isascii():
+def _spellings(lit: Literal, rank: int) -> list[str] | None:
+    """Every spelling, ignoring case, of a part of a literal (of at least MIN_LITERAL_CHARS, of
+    at most _MAX_SPELLINGS spellings, the rarest-looking; with `rank` 1 the rarest that does not
+    overlap that one): contains(any spelling) == contains_ignoring_case(part). None for a
+    literal with non-ASCII characters (their case is Unicode's to say)."""
+    text = lit.text
+    if not text.isascii():
         return None
-    best = ""
-    best_count = best_solid = 0
-    for size in range(MIN_LITERAL_CHARS, len(lit.text) + 1):
-        for start in range(len(lit.text) - size + 1):
-            part = lit.text[start : start + size]
-            count = math.prod(len(_FOLDS.get(c.lower(), c)) for c in part)
-            solid = _rarity(part)
-            if count <= _MAX_SPELLINGS and (solid, -count) > (best_solid, -best_count):
-                best, best_count, best_solid = part, count, solid
-    if not best:
+    parts = sorted(
+        (
+            (_rarity(text[i : i + size]), -_spelling_count(text[i : i + size]), i, size)
+            for size in range(MIN_LITERAL_CHARS, len(text) + 1)
+            for i in range(len(text) - size + 1)
+            if _spelling_count(text[i : i + size]) <= _MAX_SPELLINGS
+        ),
+        key=lambda p: (p[0], p[1]),
+        reverse=True,
+    )
+    if not parts:
         return None
+    _, _, start, size = parts[0]
+    if rank:
+        apart = [p for p in parts if p[2] + p[3] <= start or p[2] >= start + size]
+        _, _, start, size = (apart or parts)[0]
     return [
-        "".join(chars) for chars in itertools.product(*(_FOLDS.get(c.lower(), c) for c in best))
+        "".join(chars)
+        for chars in itertools.product(
+            *(_FOLDS.get(c.lower(), c) for c in text[start : start + size])
+        )
     ]
 
 
+def _spelling_count(part: str) -> int:
+    return math.prod(len(_FOLDS.get(c.lower(), c)) for c in part)
+
+
 @functools.lru_cache(maxsize=1024)
-def gate_for(pattern: str, *, split_on: str = "") -> str | None:
+def gate_for(pattern: str, *, split_on: str = "", rank: int = 0) -> str | None:
     """`gate_regex(required_literals(pattern))`, or None without literals."""
-    found = required_literals(pattern, split_on=split_on)
-    return None if found is None else gate_regex(found)
+    found = required_literals(pattern, split_on=split_on, rank=rank)
+    return None if found is None else gate_regex(found, rank)
+
+
+@functools.lru_cache(maxsize=1024)
+def gate_pairs(pattern: str, *, split_on: str = "") -> tuple[tuple[str, str], ...] | None:
+    """Per top-level alternative of `pattern`, two gates that each of its matches matches both
+    of (two different literals it needs, or two parts of the one it has), or None where one
+    has no literal. A text that matches neither gate of some pair cannot match."""
+    if required_literals(pattern, split_on=split_on) is None:
+        return None
+    parsed = _parse(pattern)
+    fold = bool(parsed.state.flags & IGNORECASE)
+    items = list(parsed)
+    branches = (
+        [list(b) for b in items[0][1][1]] if len(items) == 1 and items[0][0] is BRANCH else [items]
+    )
+    pairs = []
+    for branch in branches:
+        first = _sequence(branch, fold, split_on, 0)
+        second = _sequence(branch, fold, split_on, 1)
+        if first is None or second is None:
+            return None
+        pairs.append((gate_regex(first), gate_regex(second, 1 if second == first else 0)))
+    return tuple(dict.fromkeys(pairs))
+
+
+def _parse(pattern: str) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # FutureWarning on `[[`-like sets; no gate for those
+        return _sre.parse(pattern)
 
 
 def _escape(text: str) -> str:
     return "".join("\\" + c if c in _META else c for c in text)
 
 
-def _sequence(items: list[Any], fold: bool, split_on: str) -> tuple[Literal, ...] | None:
+def _sequence(items: list[Any], fold: bool, split_on: str, rank: int) -> tuple[Literal, ...] | None:
     """The best literal set of a sequence of parsed items: each run of literals and each
     required sub-part offers one; the one whose shortest literal is longest wins."""
     offers: list[tuple[Literal, ...]] = []
@@ -142,27 +187,28 @@ def _sequence(items: list[Any], fold: bool, split_on: str) -> tuple[Literal, ...
             run.append(chr(av))
             continue
         close()
-        offer = _item(op, av, fold, split_on)
+        offer = _item(op, av, fold, split_on, rank)
         if offer is not None:
             offers.append(offer)
     close()
-    return max(offers, key=_score, default=None)
+    ranked = sorted(offers, key=_score, reverse=True)  # stable: the first of equals leads
+    return ranked[min(rank, len(ranked) - 1)] if ranked else None
 
 
-def _item(op: Any, av: Any, fold: bool, split_on: str) -> tuple[Literal, ...] | None:
+def _item(op: Any, av: Any, fold: bool, split_on: str, rank: int) -> tuple[Literal, ...] | None:
     """The literal set a non-literal item requires (a group, an alternation, a repeat of at
     least one), or None."""
     if op is BRANCH:
-        alternatives = [_sequence(list(branch), fold, split_on) for branch in av[1]]
+        alternatives = [_sequence(list(branch), fold, split_on, rank) for branch in av[1]]
         if any(a is None for a in alternatives):
             return None
         return tuple(lit for a in alternatives if a is not None for lit in a)
     if op is SUBPATTERN:
         _group, add_flags, del_flags, sub = av
         inner = (fold or bool(add_flags & IGNORECASE)) and not bool(del_flags & IGNORECASE)
-        return _sequence(list(sub), inner, split_on)
+        return _sequence(list(sub), inner, split_on, rank)
     if op in (MAX_REPEAT, MIN_REPEAT, POSSESSIVE_REPEAT) and av[0] >= 1:
-        return _sequence(list(av[2]), fold, split_on)
+        return _sequence(list(av[2]), fold, split_on, rank)
     return None
 
 
@@ -180,10 +226,12 @@ def _score(offer: tuple[Literal, ...]) -> tuple[int, int, int]:
 
 
 def _rarity(text: str) -> int:
-    """How few lines a literal is likely in, roughly: a common lower-case letter counts 1, a
-    rarer one 2, a capital, digit or sign 3 (a pattern's author spells rare words in capitals),
+    """How few lines a literal is likely in, roughly: a common letter counts 1, another letter
+    2 (capitals too: `CUDA`, `GPU`, `INFO` are everywhere in training logs), a digit or sign 4,
     a blank 0."""
-    return sum(0 if c == " " else 1 if c in _COMMON else 2 if c.islower() else 3 for c in text)
+    return sum(
+        0 if c == " " else 1 if c.lower() in _COMMON else 2 if c.isalpha() else 4 for c in text
+    )
 
 
-__all__ = ["NEVER", "Literal", "gate_for", "gate_regex", "required_literals"]
+__all__ = ["NEVER", "Literal", "gate_for", "gate_pairs", "gate_regex", "required_literals"]
