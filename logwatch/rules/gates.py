@@ -76,9 +76,11 @@ def required_literals(
 
 
 def _within(small: Literal, big: Literal) -> bool:
-    if small.fold != big.fold:
-        return small.fold and small.text.lower() in big.text.lower()
-    return (small.text.lower() in big.text.lower()) if small.fold else small.text in big.text
+    """Whether every text holding `big` holds `small` (told only for ASCII, where lower-casing
+    is polars' case folding)."""
+    if not small.fold:
+        return not big.fold and small.text in big.text
+    return small.text.isascii() and big.text.isascii() and small.text.lower() in big.text.lower()
 
 
 def gate_regex(literals: Sequence[Literal], rank: int = 0) -> str:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from logwatch.parse import parse_lines
 from logwatch.rules.classify import _CONTINUATION_PREFIX, TAIL_CHARS, ClassifyRule
-from logwatch.rules.gates import _FOLDS, gate_for
+from logwatch.rules.gates import _FOLDS, gate_for, gate_pairs
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.rules.log import NONFINITE_GATE, Gated, NonFiniteRule, replace_state
 
@@ -180,3 +180,36 @@ def test_gate_literals_of_an_alternation_and_of_a_wrapped_message() -> None:
     assert wrapped is not None and " " not in wrapped
     assert pl.Series(["CUDA out of", "memory."]).str.contains(wrapped).any()
     assert NonFiniteRule("loss").needs.columns == frozenset({"loss", "rank"})
+
+
+def _recased(line: str, flips: list[bool]) -> str:
+    cycle = itertools.islice(itertools.cycle(flips), len(line))
+    return "".join(c.swapcase() if flip else c for c, flip in zip(line, cycle, strict=True))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(CORPUS),
+    st.lists(st.booleans(), min_size=1, max_size=7),
+    st.sampled_from([("", ""), ("k", "\u212a"), ("s", "\u017f"), ("S", "\u017f"), ("e", "é")]),
+)
+def test_a_line_a_pattern_matches_matches_its_gates(
+    line: str, flips: list[bool], swap: tuple[str, str]
+) -> None:
+    """Whatever the casing (Kelvin sign and long s included), a line that a built-in match or
+    classify pattern matches matches its gate, its wrapped-line gate and one of its pairs."""
+    text = _recased(line, flips).replace(*swap) if swap[0] else _recased(line, flips)
+    for spec in RULES:
+        rule = spec.rule
+        pattern = getattr(rule, "pattern", None)
+        if not isinstance(pattern, str) or not _matches(pattern, text):
+            continue
+        gates = [rule.needs.gate, gate_for(pattern, split_on=" ")]
+        for gate in gates:
+            assert gate is None or _matches(gate, text), (spec.id, gate)
+        pairs = gate_pairs(pattern, split_on=" ")
+        assert pairs is None or any(_matches(a, text) and _matches(b, text) for a, b in pairs)
+
+
+def _matches(regex: str, text: str) -> bool:
+    return bool(pl.Series([text]).str.contains(regex)[0])
