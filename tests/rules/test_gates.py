@@ -16,7 +16,14 @@ from logwatch.parse import parse_lines
 from logwatch.rules.classify import _CONTINUATION_PREFIX, TAIL_CHARS, ClassifyRule
 from logwatch.rules.gates import _FOLDS, gate_for, gate_pairs
 from logwatch.rules.loader import builtin_rules_dir, load_rules
-from logwatch.rules.log import NONFINITE_GATE, Gated, NonFiniteRule, replace_state
+from logwatch.rules.log import (
+    NONFINITE_GATE,
+    Gated,
+    MatchRule,
+    NonFiniteRule,
+    matching_rows,
+    replace_state,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = load_rules([builtin_rules_dir()])
@@ -119,13 +126,18 @@ def test_a_quiet_rule_moves_only_on_gated_lines(lines: list[str]) -> None:
     st.lists(st.integers(1, 59), max_size=4),
 )
 def test_gated_classify_matches_the_reference(chunks: list[list[str]], cuts: list[int]) -> None:
-    """Every classify rule finds, over any cut of the lines into batches, the hits and
+    """Every match and classify rule finds, over any cut of the lines into batches, the hits and
     states of the pattern run on every row (the logic before gates)."""
     lines = [line for chunk in chunks for line in chunk][:60]
     frame = parse_lines(pl.Series(lines), source="t", first_line=1, default_year=2026)
     bounds = sorted({0, frame.height, *(c for c in cuts if c < frame.height)})
     for spec in RULES:
         rule = spec.rule
+        if isinstance(rule, MatchRule):  # the rows its gate lets through and the pattern takes
+            plain = frame.select("text").with_row_index("_row")
+            expected = plain.filter(pl.col("text").str.contains(rule.pattern))
+            got = matching_rows(frame, rule.pattern, rule.needs.gate)
+            assert got.to_dicts() == expected.to_dicts(), spec.id
         if not isinstance(rule, ClassifyRule):
             continue
         state = rule.initial_state()
