@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from logwatch.rules.log import Rule, RuleType, StreakRule, Transition
+from logwatch.rules.log import Needs, Rule, RuleType, StreakRule, Transition
 from logwatch.rules.params import Kind, Param
 
 _MIN_WINDOW = 5
@@ -120,6 +120,15 @@ class SpikeRule:
     k: float
     min_rise: float
 
+    @property
+    def needs(self) -> Needs:
+        """Its column; no gate: every finite value joins the history."""
+        return Needs(frozenset({self.column}))
+
+    def quiet(self, state: dict[str, Any]) -> bool:
+        """Not above the band."""
+        return int(state["streak"]["run"]) == 0
+
     def initial_state(self) -> dict[str, Any]:
         return {"values": [], "deviations": [], "streak": _HIGH.initial_state()}
 
@@ -132,6 +141,9 @@ class SpikeRule:
         if rows.is_empty():
             return [], state
         tail: list[float | None] = state["values"]
+        calm = _spike_calm(self, rows.get_column(self.column), state)
+        if calm is not None:
+            return [], calm
         history = _history(rows.get_column(self.column), tail, self.window)
         fresh = (pl.col("_x") - pl.col("_median")).abs()
         carried = pl.Series(state["deviations"], dtype=pl.Float64)
@@ -175,6 +187,15 @@ class DropRule:
     window: int
     fraction: float
     count: int
+
+    @property
+    def needs(self) -> Needs:
+        """Its column, and the text for pause lines; no gate: every value joins the history."""
+        return Needs(frozenset({self.column, "text"}))
+
+    def quiet(self, state: dict[str, Any]) -> bool:
+        """No low streak running."""
+        return int(state["streak"]["run"]) == 0
 
     def _streak(self) -> StreakRule:
         return StreakRule(
@@ -242,6 +263,32 @@ class DropRule:
             Transition(rows[t.row], t.status, t.value, fields={"median": medians.get(t.row)})
             for t in found
         ], new_state
+
+
+def _spike_calm(rule: SpikeRule, values: pl.Series, state: dict[str, Any]) -> dict[str, Any] | None:
+    """The state after `values` when the rule is quiet and no value can be above its band,
+    else None. A band is at least median + min_rise x |median|, which grows with the median,
+    and a median is at least the window's minimum: a value at or under min + min_rise x |min|
+    is not high. Then only the last values make the state: their window medians are all full
+    when the batch brings at least `window` values and the history twice that."""
+    w = rule.window
+    if not rule.quiet(state) or rule.k < 0 or not 0 <= rule.min_rise <= 1 or values.len() < w:
+        return None
+    x = _series(state["values"], values)
+    if x.len() < 2 * w:
+        return None
+    low = _bound(x, w, low=True)
+    floor = low + rule.min_rise * low.abs()
+    if (x > floor).fill_null(False).slice(len(state["values"])).any():
+        return None
+    recent = x.tail(2 * w)
+    median = recent.rolling_median(w, min_samples=_MIN_SAMPLES).shift(1)
+    deviations = (recent - median).abs().tail(w)
+    return {
+        "values": x.tail(w).to_list(),
+        "deviations": deviations.to_list(),
+        "streak": {"run": 0},
+    }
 
 
 def _build_spike(params: Mapping[str, Any]) -> Rule:

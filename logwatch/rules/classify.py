@@ -24,7 +24,17 @@ from typing import Any
 import polars as pl
 
 from logwatch.alerts import FIRING, Severity
-from logwatch.rules.log import Override, Rule, RuleType, Templates, Transition, replace_state
+from logwatch.rules.gates import gate_for, gate_pairs
+from logwatch.rules.log import (
+    Needs,
+    Override,
+    Rule,
+    RuleType,
+    Templates,
+    Transition,
+    matching_rows,
+    replace_state,
+)
 from logwatch.rules.params import Kind, Param, ParamError
 
 TAIL_CHARS = 160
@@ -68,6 +78,24 @@ class ClassifyRule:
     cases: tuple[Case, ...] = ()
     wrapped: bool = False
 
+    @property
+    def needs(self) -> Needs:
+        """The text, gated by the literals the pattern needs. A wrapped rule has no gate: it
+        carries every batch's last line to join with the next one."""
+        return Needs(frozenset({"text"}), None if self.wrapped else gate_for(self.pattern))
+
+    @property
+    def line_gate(self) -> str | None:
+        """For a wrapped rule: a gate that a line, or the line before it, matches wherever the
+        two joined can match (no literal in it holds the blank the join puts between them)."""
+        return gate_for(self.pattern, split_on=" ") if self.wrapped else self.needs.gate
+
+    def quiet(self, state: dict[str, Any]) -> bool:
+        """Nothing to join on: no carried tail can start a match with the next line."""
+        if not self.wrapped:
+            return True
+        return not state["tail_hit"] and not _gated(state["tail"], self.line_gate)
+
     def initial_state(self) -> dict[str, Any]:
         return {"fired": [], "tail": "", "tail_hit": False}
 
@@ -97,33 +125,88 @@ class ClassifyRule:
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[pl.DataFrame, dict[str, Any]]:
         """The rows that match, each with the text it matched in (`_subject`), and the state."""
+        if not self.wrapped:
+            rows = matching_rows(frame, self.pattern, self.needs.gate)
+            return rows.rename({"text": "_subject"}), state
+        gate = self.line_gate
+        text = pl.col("text")
+        if gate is None:
+            rows = frame.select("text").with_row_index("_row")
+            return self._joined_hits(rows, text.shift(1), state)
+        # A line, or a line joined to the one before, can only match where one of the two has a
+        # gate literal: the rest need neither the join nor the pattern.
+        texts = frame.get_column("text")
+        maybe = texts.str.contains(gate).fill_null(False)
+        near = (maybe | maybe.shift(1, fill_value=_gated(state["tail"], gate))).arg_true()
+        candidates = pl.DataFrame(
+            {
+                "_row": near,
+                "text": texts.gather(near),
+                "_prev": texts.gather((near.cast(pl.Int64) - 1).clip(0)),
+            }
+        )
+        candidates = self._paired(candidates, state["tail"])
+        found, new_state = self._joined_hits(candidates, pl.col("_prev"), state)
+        kept = candidates.get_column("_row")
+        if frame.is_empty() or (kept.len() and kept[-1] == frame.height - 1):
+            return found, new_state
+        # the last line lacks the literals, so it cannot match: only its tail is carried
+        last = texts[-1] or ""
+        return found, replace_state(new_state, tail=last[-TAIL_CHARS:].rstrip(), tail_hit=False)
+
+    def _paired(self, candidates: pl.DataFrame, tail: str) -> pl.DataFrame:
+        """The candidates where, for some alternative of the pattern, the line and the one
+        before it (the carried tail before the first) hold both literals it needs."""
+        pairs = gate_pairs(self.pattern, split_on=" ")
+        if not pairs or candidates.is_empty():
+            return candidates
+        text = pl.col("text")
+        before = pl.when(pl.col("_row") == 0).then(pl.lit(tail)).otherwise(pl.col("_prev"))
+
+        def either(gate: str) -> pl.Expr:
+            return (text.str.contains(gate) | before.str.contains(gate)).fill_null(False)
+
+        return candidates.filter(pl.any_horizontal(either(a) & either(b) for a, b in pairs))
+
+    def _joined_hits(
+        self, rows: pl.DataFrame, prev: pl.Expr, state: dict[str, Any]
+    ) -> tuple[pl.DataFrame, dict[str, Any]]:
+        """`rows` (`_row`, `text`) that match alone or joined to the line before (`prev`; the
+        carried tail for the batch's first line), and the state after the last of them."""
+        if rows.is_empty():
+            return rows.select("_row", pl.col("text").alias("_subject")), state
         text = pl.col("text")
         hit = text.str.contains(self.pattern)
-        if not self.wrapped:
-            rows = frame.select("text").with_row_index("_row").filter(hit.fill_null(False))
-            return rows.rename({"text": "_subject"}), state
-        tail = text.str.slice(-TAIL_CHARS).str.strip_chars_end()
+        first = pl.col("_row") == 0
+        tail = (
+            pl.when(first)
+            .then(pl.lit(state["tail"]))
+            .otherwise(prev.str.slice(-TAIL_CHARS).str.strip_chars_end())
+        )
+        prev_hit = (
+            pl.when(first)
+            .then(pl.lit(bool(state["tail_hit"])))
+            .otherwise(prev.str.contains(self.pattern))
+        )
         joined = pl.concat_str(
-            tail.shift(1, fill_value=pl.lit(state["tail"])),
+            tail,
             pl.lit(" "),
             text.str.replace(_CONTINUATION_PREFIX, "").str.slice(0, TAIL_CHARS),
         )
-        prev_hit = hit.shift(1, fill_value=pl.lit(bool(state["tail_hit"])))
-        scored = frame.select(
+        scored = rows.with_columns(
             hit.fill_null(False).alias("_hit"),
             (~hit & ~prev_hit & joined.str.contains(self.pattern)).fill_null(False).alias("_join"),
-            text,
             joined.alias("_joined"),
-        ).with_row_index("_row")
+        )
         last = scored.row(-1, named=True)
         state = replace_state(
             state, tail=(last["text"] or "")[-TAIL_CHARS:].rstrip(), tail_hit=last["_hit"]
         )
-        rows = scored.filter(pl.col("_hit") | pl.col("_join")).select(
+        found = scored.filter(pl.col("_hit") | pl.col("_join")).select(
             "_row",
             pl.when(pl.col("_hit")).then(pl.col("text")).otherwise("_joined").alias("_subject"),
         )
-        return rows, state
+        return found, state
 
     def _captured(self, hits: pl.DataFrame) -> pl.DataFrame:
         """Hit rows with a column per label and per detail (first detail regex that has it)."""
@@ -173,6 +256,11 @@ class ClassifyRule:
             fields=fields,
             override=None if case is None else case.override,
         )
+
+
+def _gated(text: str, gate: str | None) -> bool:
+    """Whether `text` matches `gate` (no gate: it may match anything)."""
+    return gate is None or bool(pl.Series([text]).str.contains(gate)[0])
 
 
 def _group_names(pattern: str) -> tuple[str, ...]:

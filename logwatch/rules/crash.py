@@ -27,7 +27,7 @@ import polars as pl
 
 from logwatch.alerts import FIRING
 from logwatch.redact import redact
-from logwatch.rules.log import Rule, RuleType, Transition, replace_state
+from logwatch.rules.log import Needs, Rule, RuleType, Transition, replace_state
 from logwatch.rules.params import Kind, Param
 
 CRASH_HINT = (
@@ -50,6 +50,7 @@ _DECIDING: tuple[tuple[str, int | None, int | None], ...] = (
     (r"exits with return code = (-?[1-9]\d*)", None, 1),
 )
 _EXCEPTION_CHARS = 200
+_READ = ("line", "ts", "step", "text", "rank", "loss", "grad_norm", "throughput")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,16 @@ class CrashRule:
     """Fires once per run when the run died; see the module doc for what decides it."""
 
     quiet_after_s: float
+
+    @property
+    def needs(self) -> Needs:
+        """What a pending exception records and progress reads; a quiet rule moves only on a
+        traceback header or a deciding line."""
+        return Needs(frozenset(_READ), CRASH_HINT)
+
+    def quiet(self, state: dict[str, Any]) -> bool:
+        """Fired already, or no traceback open and no exception pending."""
+        return bool(state["fired"]) or (not any(state["open"].values()) and not state["pending"])
 
     def initial_state(self) -> dict[str, Any]:
         return {"open": {}, "pending": [], "fired": False, "last_s": None}
@@ -66,8 +77,7 @@ class CrashRule:
     ) -> tuple[list[Transition], dict[str, Any]]:
         if state["fired"]:
             return [], state
-        hinted = frame.get_column("text").str.contains(CRASH_HINT)
-        if not hinted.any() and not any(state["open"].values()) and not state["pending"]:
+        if self.quiet(state) and not frame.get_column("text").str.contains(CRASH_HINT).any():
             return [], state
         rows = _classified(frame, state["open"])
         pending = _pending(rows, state["pending"])
@@ -115,7 +125,7 @@ def _classified(frame: pl.DataFrame, open_before: Mapping[str, bool]) -> pl.Data
         pl.col(name).is_not_null() for name in ("loss", "grad_norm", "throughput")
     )
     return (
-        frame.select("line", "ts", "step", "text", "rank", "loss", "grad_norm", "throughput")
+        frame.select(*_READ)
         .with_row_index("_row")
         .with_columns(
             # `...4.12s/it][rank1]: Traceback`: a header glued onto a progress bar has its rank.

@@ -17,6 +17,7 @@ import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED, Severity, Status
 from logwatch.parse import SCHEMA
+from logwatch.rules.gates import NEVER, gate_for
 from logwatch.rules.params import Columns, Kind, Param
 
 
@@ -59,6 +60,36 @@ class Rule(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """What a rule reads of a log frame: the `columns` (of SCHEMA), and a `gate`: a regex such
+    that a batch in which no line's text matches it leaves a quiet rule (see `Gated.quiet`)
+    as it was, with no transition. None: every batch may move the rule."""
+
+    columns: frozenset[str]
+    gate: str | None = None
+
+
+@runtime_checkable
+class Gated(Protocol):
+    """A rule that says what it reads and when a batch cannot move it."""
+
+    @property
+    def needs(self) -> Needs:
+        """The columns the rule reads and its gate."""
+        ...
+
+    def quiet(self, state: dict[str, Any]) -> bool:
+        """Whether, in `state`, a batch with no line matching the gate moves nothing."""
+        ...
+
+
+# Every way a value parses as non-finite (parse.NUMBER and the NaN-in-words patterns): a NaN or
+# Inf in some casing, or a number too large for a float, which needs an exponent of 3 digits or,
+# with a smaller one, over 200 digits before the point (1.8e308 is the largest float).
+NONFINITE_GATE = r"(?i:nan|inf)|[eE]\+?\d{3}|\d{200}"
+
+
 def _transitions(events: pl.DataFrame, value_column: str | None) -> list[Transition]:
     values = events.get_column(value_column) if value_column else None
     return [
@@ -82,6 +113,15 @@ class NonFiniteRule:
     so ranks reporting in turn do not make it flap."""
 
     column: str
+
+    @property
+    def needs(self) -> Needs:
+        """The column and the rank; only a line spelling a non-finite value can make it bad."""
+        return Needs(frozenset({self.column, "rank"}), NONFINITE_GATE)
+
+    def quiet(self, state: dict[str, Any]) -> bool:
+        """No rank is non-finite."""
+        return not any(state["bad"].values())
 
     def initial_state(self) -> dict[str, Any]:
         return {"bad": {}}
@@ -133,17 +173,31 @@ class StreakRule:
     count: int
     value_column: str | None = None
 
+    @property
+    def needs(self) -> Needs:
+        """The columns its expressions and value read; no gate (they are not about text)."""
+        needed = {*self.applies.meta.root_names(), *self.condition.meta.root_names()}
+        if self.value_column:
+            needed.add(self.value_column)
+        return Needs(frozenset(needed))
+
+    def quiet(self, state: dict[str, Any]) -> bool:
+        """No streak is running."""
+        return int(state["run"]) == 0
+
     def initial_state(self) -> dict[str, Any]:
         return {"run": 0}
 
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
-        needed = {*self.applies.meta.root_names(), *self.condition.meta.root_names()}
-        if self.value_column:
-            needed.add(self.value_column)
+        if (
+            self.quiet(state)
+            and not frame.select((self.applies & self.condition).fill_null(False).any()).item()
+        ):
+            return [], state  # no streak carried in and none starts: the run stays 0
         rows = (
-            frame.select(sorted(needed))
+            frame.select(sorted(self.needs.columns))
             .with_row_index("_row")
             .filter(self.applies.fill_null(False))
         )
@@ -175,17 +229,22 @@ class MatchRule:
     pattern: str
     label_names: tuple[str, ...] = ()
 
+    @property
+    def needs(self) -> Needs:
+        """The text, gated by the literals the pattern needs."""
+        return Needs(frozenset({"text"}), gate_for(self.pattern))
+
+    def quiet(self, state: dict[str, Any]) -> bool:
+        """Always: a batch without a matching line moves nothing (the fired labels only grow)."""
+        return True
+
     def initial_state(self) -> dict[str, Any]:
         return {"fired": []}
 
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
-        hits = (
-            frame.select("text")
-            .with_row_index("_row")
-            .filter(pl.col("text").str.contains(self.pattern))
-        )
+        hits = matching_rows(frame, self.pattern, self.needs.gate)
         if hits.is_empty():
             return [], state
         fired: list[str] = list(state["fired"])
@@ -236,6 +295,15 @@ class StallRule:
 
     stall_after_s: float
 
+    @property
+    def needs(self) -> Needs:
+        """Nothing but that lines came: no batch moves it unless it is stalled."""
+        return Needs(frozenset(), NEVER)
+
+    def quiet(self, state: dict[str, Any]) -> bool:
+        """Not stalled."""
+        return not state["stalled"]
+
     def initial_state(self) -> dict[str, Any]:
         return {"last_s": None, "stalled": False}
 
@@ -256,6 +324,17 @@ class StallRule:
             return [], state
         fired = Transition(row=0, status=FIRING, value=round(now_s - last, 3))
         return [fired], replace_state(state, stalled=True)
+
+
+def matching_rows(frame: pl.DataFrame, pattern: str, gate: str | None) -> pl.DataFrame:
+    """The rows (`_row`, `text`) whose text matches `pattern`: the pattern runs only on the
+    rows its gate lets through, a cheap literal pass."""
+    rows = frame.select("text").with_row_index("_row")
+    if gate is not None:
+        rows = rows.filter(pl.col("text").str.contains(gate))
+        if rows.is_empty():
+            return rows
+    return rows.filter(pl.col("text").str.contains(pattern))
 
 
 def replace_state(state: dict[str, Any], **changes: Any) -> dict[str, Any]:
@@ -338,8 +417,11 @@ LOG_RULE_TYPES: dict[str, RuleType] = {
 
 __all__ = [
     "LOG_RULE_TYPES",
+    "NONFINITE_GATE",
     "EndOfInputRule",
+    "Gated",
     "MatchRule",
+    "Needs",
     "NonFiniteRule",
     "Override",
     "Rule",
@@ -349,5 +431,6 @@ __all__ = [
     "Templates",
     "Transition",
     "WallClockRule",
+    "matching_rows",
     "replace",
 ]

@@ -18,7 +18,7 @@ import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
 from logwatch.parse import NUMBER
-from logwatch.rules.log import Rule, RuleType, Transition
+from logwatch.rules.log import Needs, Rule, RuleType, Transition
 from logwatch.rules.params import Kind, Param
 
 OVERFLOW_HINT = "OVERFLOW|overflow"  # two literals: a fast scan, unlike a case-insensitive one
@@ -41,6 +41,15 @@ class HalvingRule:
     is seen to have grown back."""
 
     halvings: int
+
+    @property
+    def needs(self) -> Needs:
+        """The text for reports, step and loss for progress; only overflow lines report."""
+        return Needs(frozenset({"text", "step", "loss"}), OVERFLOW_HINT)
+
+    def quiet(self, state: dict[str, Any]) -> bool:
+        """The run made progress (before that a batch's progress lines move the state)."""
+        return bool(state["progress"])
 
     def initial_state(self) -> dict[str, Any]:
         return {"last": None, "run": 0, "progress": False}
