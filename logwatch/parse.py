@@ -456,6 +456,9 @@ def _finished(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+_CUT_COLUMNS = frozenset(
+    name for shape in SHAPES for name in (*shape.cuts, *shape.general) if name != "step"
+)
 _VALUE_COLUMNS = frozenset(SCHEMA) - {"source", "line", "text", "ts", "metrics"} - set(_DERIVED)
 
 
@@ -464,7 +467,10 @@ def _values(texts: pl.DataFrame, wanted: frozenset[str], *, shapes: bool = True)
     the general path; one row per line, in order."""
     names = sorted(_VALUE_COLUMNS & wanted, key=list(SCHEMA).index)
     text = texts.get_column("text")
-    which = shape_of(text) if shapes else None
+    # Recognising shapes costs about what the general path's step pass does: worth it only
+    # when a column a shape cuts more cheaply than the general path is wanted.
+    useful = shapes and bool(wanted & _CUT_COLUMNS)
+    which = shape_of(text) if useful else None
     if which is None:
         return _general(texts, wanted).select(names)
     parts: list[pl.DataFrame] = []

@@ -86,8 +86,10 @@ class Gated(Protocol):
 
 # Every way a value parses as non-finite (parse.NUMBER and the NaN-in-words patterns): a NaN or
 # Inf in some casing, or a number too large for a float, which needs an exponent of 3 digits or,
-# with a smaller one, over 200 digits before the point (1.8e308 is the largest float).
-NONFINITE_GATE = r"(?i:nan|inf)|[eE]\+?\d{3}|\d{200}"
+# with a smaller one, over 200 digits before the point (1.8e308 is the largest float). A value
+# ends where the parser's patterns end one (`_END` and `ANY_LOSS`, after `.0` padding), so the
+# `INF` of every `INFO` level does not open the gate.
+NONFINITE_GATE = r"(?i:nan|inf)(?i:inity)?(?:\.0*)?(?:[\s,|\]})';\"*/]|$)|[eE]\+?\d{3}|\d{200}"
 
 
 def _transitions(events: pl.DataFrame, value_column: str | None) -> list[Transition]:
