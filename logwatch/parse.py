@@ -534,7 +534,10 @@ def _shaped(shape: Shape, rows: pl.DataFrame, names: list[str]) -> pl.DataFrame:
 def _timestamps(frame: pl.DataFrame, year: int) -> tuple[pl.DataFrame, int, int | None]:
     """`ts` from every form (logging's default was read densely), the rows before the block's
     first full date, and the year of its last one."""
-    nulls = frame.get_column("ts").is_null()
+    ts = frame.get_column("ts")
+    if not ts.has_nulls():  # every line in logging's default form (most blocks, live ones too)
+        return frame, 0, (None if ts.is_empty() else int(ts[-1].year))
+    nulls = ts.is_null()
     dated = _fill(frame, "ts", _sparse(frame, nulls, dated_timestamp(), "ts"))
     years = dated.dt.year()
     found = years.drop_nulls()
