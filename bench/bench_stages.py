@@ -7,7 +7,8 @@ Takes the first --mb MB of bench/data/dflash8.log (the file bench_replay.py writ
 missing, a file of --mb MB is generated instead) and times, with `time.process_time()` (CPU of
 every thread of this process, polars' pool included), best of --runs:
   framing      `read_blocks` over the file (bytes to blocks of lines)
-  parse        `parse_block` of every block, as replay calls it (the full frame)
+  parse        `parse_block` of every block, as `replay --format jsonl` calls it (the columns
+               its rules read)
   engine       `Engine.process` of every frame, then `finish`, split into: each rule's step as
                the engine runs it (`Engine._guarded`), the GPU frame the GPU rules share
                (`log_gpu_frame`, built once per batch inside the first GPU rule's step), and the
@@ -70,9 +71,15 @@ def framing(path: Path) -> list[Any]:
         return list(read_blocks(stream))
 
 
-def parse_all(blocks: list[Any], source: str, year: int) -> list[pl.DataFrame]:
-    """Every block's parsed frame, with the arguments replay gives `parse_block` (those it takes)."""
-    wanted: dict[str, Any] = {"source": source, "default_year": year, "metrics": False}
+def parse_all(blocks: list[Any], source: str, year: int, columns: Any) -> list[pl.DataFrame]:
+    """Every block's parsed frame, with the arguments `replay --format jsonl` gives
+    `parse_block` (those it takes): the columns its engine's rules read."""
+    wanted: dict[str, Any] = {
+        "source": source,
+        "default_year": year,
+        "metrics": False,
+        "columns": columns,
+    }
     accepted = inspect.signature(parse_block).parameters
     kwargs = {k: v for k, v in wanted.items() if k in accepted}
     frames = []
@@ -80,6 +87,9 @@ def parse_all(blocks: list[Any], source: str, year: int) -> list[pl.DataFrame]:
         parsed = parse_block(block.text, first_line=block.first_line, **kwargs)
         frames.append(parsed if isinstance(parsed, pl.DataFrame) else parsed.frame)
     return frames
+
+
+PARSE = "parse (parse_block, the rules' columns)"
 
 
 class TimedEngine(logwatch.Engine):
@@ -111,13 +121,21 @@ def timed_gpu_frame(clock: Clock) -> Iterator[bool]:
         engine_module.log_gpu_frame = build  # type: ignore[attr-defined]  # as it was
 
 
-def run_engine(frames: list[pl.DataFrame], rules: list[Any], source: str, clock: Clock) -> bool:
-    """All frames through a fresh engine; whether per-rule times could be taken."""
-    engine = TimedEngine(rules)
+def new_engine(rules: list[Any]) -> TimedEngine:
+    """The engine `replay --format jsonl` runs (no per-source stats), where it takes that."""
+    try:
+        return TimedEngine(rules, stats=False)  # type: ignore[call-arg,unused-ignore]
+    except TypeError:
+        return TimedEngine(rules)
+
+
+def run_engine(frames: list[pl.DataFrame], engine: TimedEngine, source: str, clock: Clock) -> bool:
+    """All frames through the engine; whether per-rule times could be taken."""
     engine.clock = clock
-    with clock.section("engine: rest (stats, run splits, events)"):
+    columns = getattr(engine, "columns", None)
+    with clock.section("engine: rest (stats, run splits, columns a gate asks for, events)"):
         for frame in frames:
-            engine.process(frame)
+            engine.process(frame, columns) if columns is not None else engine.process(frame)
         engine.finish(source)
     return hasattr(logwatch.Engine, "_guarded")  # else the override above is never called
 
@@ -128,11 +146,14 @@ def one_run(path: Path, rules: list[Any]) -> tuple[dict[str, float], set[str], i
     clock = Clock()
     with clock.section("framing (read_blocks)"):
         blocks = framing(path)
-    with clock.section("parse (parse_block, full frame)"):
-        frames = parse_all(blocks, str(path), datetime.fromtimestamp(path.stat().st_mtime).year)
+    engine = new_engine(rules)
+    columns = getattr(engine, "columns", None)
+    with clock.section(PARSE):
+        year = datetime.fromtimestamp(path.stat().st_mtime).year
+        frames = parse_all(blocks, str(path), year, columns)
     missing = set()
     with timed_gpu_frame(clock) as gpu_ok:
-        if not run_engine(frames, rules, str(path), clock):
+        if not run_engine(frames, engine, str(path), clock):
             missing.add("rules")
     if not gpu_ok:
         missing.add("gpu")
@@ -163,7 +184,7 @@ def report(path: Path, runs: list[tuple[dict[str, float], set[str], int]]) -> li
         "| stage | CPU s |",
         "|---|---:|",
     ]
-    for name in ("framing (read_blocks)", "parse (parse_block, full frame)"):
+    for name in ("framing (read_blocks)", PARSE):
         rows.append(f"| {name} | {best[name]:.2f} |")
     gpu = "GPU frame (log_gpu_frame, in the engine)"
     if "gpu" in missing:
