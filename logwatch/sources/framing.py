@@ -64,19 +64,25 @@ class LineFramer:
 
     def feed(self, data: bytes) -> bytes:
         """Take new bytes; return the whole lines now complete (ending with `\\n`), maybe b''."""
+        finished, start, end = self.split(data)
+        if not finished:
+            return data[start:end]  # the same object when `data` ends with a newline
+        return b"".join((finished, memoryview(data)[start:end]))
+
+    def split(self, data: bytes) -> tuple[bytes, int, int]:
+        """Take new bytes; return the pending line they finish (with its `\\n`; b'' when none
+        was pending) and the span `data[start:end]` of the whole lines after it, uncopied."""
         cut = data.rfind(b"\n")
         if cut < 0:
             self._hold(data)
-            return b""
-        # Views, not slices: the lines of an 8 MB read are copied once, into what is returned.
+            return b"", 0, 0
         view = memoryview(data)
+        finished, start = b"", 0
         if self._pending or self._dropped or self._held or self._before:
-            first_nl = data.find(b"\n")
-            out = b"".join((self._finish_pending(view[:first_nl]), view[first_nl : cut + 1]))
-        else:
-            out = data[: cut + 1]  # the same object when `data` ends with a newline
+            start = data.find(b"\n") + 1
+            finished = self._finish_pending(view[: start - 1]) + b"\n"
         self._hold(view[cut + 1 :])
-        return out
+        return finished, start, cut + 1
 
     def flush(self) -> bytes:
         """Return the unfinished last line as a whole line (end of file), or b''."""
@@ -121,11 +127,17 @@ def lines_to_series(data: bytes, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -
     Invalid UTF-8 becomes U+FFFD, NUL bytes become U+FFFD, CRLF loses its CR, and a line with
     `\\r` redraws (a progress bar) keeps its last non-empty segment.
     """
+    return _frame(data, max_line_bytes, small=True)
+
+
+def _frame(data: bytes, max_line_bytes: int, *, small: bool) -> pl.Series:
+    """`lines_to_series`; with `small` false a small block of plain lines is framed as a large
+    one (part of one) is: each line on its own, exactly as inside the whole block."""
     if not data:
         return pl.Series("text", [], dtype=pl.String)
     if _NUL in data:
         data = data.replace(_NUL, _REPLACEMENT)
-    if _is_plain_small(data, max_line_bytes):
+    if small and _is_plain_small(data, max_line_bytes):
         return _plain_lines(data)
     text = _csv_lines(data)
     # Most blocks are plain lines: each fix-up runs only where a byte test of the whole block
@@ -273,10 +285,11 @@ def read_blocks(
         chunk = stream.read(block_bytes)
         if not chunk:
             break
-        complete = framer.feed(bytes(chunk))
-        offset += len(chunk)
-        if complete:
-            text = lines_to_series(complete, max_line_bytes)
+        data = bytes(chunk)
+        offset += len(data)
+        finished, start, end = framer.split(data)
+        if finished or start < end:
+            text = _block_lines(finished, data, start, end, max_line_bytes)
             block_end = offset - framer.pending_bytes
             yield LineBlock(text, line_no, block_start, block_end)
             line_no += text.len()
@@ -284,3 +297,19 @@ def read_blocks(
     tail = framer.flush()
     if tail:
         yield LineBlock(lines_to_series(tail, max_line_bytes), line_no, block_start, offset)
+
+
+def _block_lines(
+    finished: bytes, data: bytes, start: int, end: int, max_line_bytes: int
+) -> pl.Series:
+    """`lines_to_series(finished + data[start:end])` without copying a large read: the whole
+    read is framed and the rows of its partial first and last lines dropped (lines are framed
+    one by one, so the other rows are the same)."""
+    if end - start <= SMALL_BLOCK_BYTES:
+        return lines_to_series(finished + data[start:end], max_line_bytes)
+    rows = _frame(data, max_line_bytes, small=False)
+    first = 1 if start else 0
+    body = rows.slice(first, rows.len() - first - (end < len(data)))
+    if not finished:
+        return body
+    return pl.concat([_frame(finished, max_line_bytes, small=False), body])

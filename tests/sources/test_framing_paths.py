@@ -3,6 +3,7 @@ skips give exactly the lines the pre-issue-9 framing gave (tests/framing_referen
 
 from __future__ import annotations
 
+import io
 import itertools
 
 import pytest
@@ -16,6 +17,7 @@ from logwatch.sources.framing import (
     TRUNCATION_MARKER,
     LineFramer,
     lines_to_series,
+    read_blocks,
 )
 
 PLAIN = b"2026-11-28 14:02:03 step 1300 | loss 2.31 | grad_norm 1.1\n"
@@ -178,3 +180,48 @@ def test_framer_hands_out_every_byte_once(data: bytes, cuts: list[int]) -> None:
     out = b"".join(framer.feed(data[a:b]) for a, b in itertools.pairwise(bounds))
     tail = framer.flush()
     assert out + tail == data + (b"\n" if tail else b"")
+
+
+def reference_blocks(
+    data: bytes, block_bytes: int, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> list[list[str]]:
+    """Each block's lines as the reference frames the bytes the framer hands out per read."""
+    framer, stream, blocks = LineFramer(max_line_bytes), io.BytesIO(data), []
+    while chunk := stream.read(block_bytes):
+        if complete := framer.feed(chunk):
+            blocks.append(reference_lines_to_series(complete, max_line_bytes).to_list())
+    if tail := framer.flush():
+        blocks.append(reference_lines_to_series(tail, max_line_bytes).to_list())
+    return blocks
+
+
+@pytest.mark.parametrize(
+    "line", [b"\xef\xbb\xbfbom first", b"\xff" * 99, b"\x1b[1mloss nan\r", b"#015 50%#015 x"]
+)
+def test_line_carried_over_between_reads_frames_as_inside_its_block(line: bytes) -> None:
+    """A line cut by a read boundary (carried by the framer, framed apart from the rest of the
+    read) comes out exactly as the reference frames it inside the block: BOM, cut bound and
+    fix-ups included."""
+    head = PLAIN * ROWS
+    data = head + line + b"\n" + PLAIN * ROWS
+    blocks = read_blocks(io.BytesIO(data), block_bytes=len(head) + 5, max_line_bytes=100)
+    lines = [b.text.to_list() for b in blocks]
+    assert lines == reference_blocks(data, len(head) + 5, max_line_bytes=100)
+    assert lines[1][0] != PLAIN_TEXT  # the carried line opens the second block
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(
+    parts=st.lists(st.tuples(pieces, st.integers(ROWS // 2, ROWS)), min_size=3, max_size=5),
+    end=pieces,
+    block_bytes=st.sampled_from([SMALL_BLOCK_BYTES - 100, 70_001, 100_003, 1 << 20]),
+)
+def test_blocks_of_a_stream_frame_as_the_reference(
+    parts: list[tuple[bytes, int]], end: bytes, block_bytes: int
+) -> None:
+    """Read in large blocks (each read framed whole, its partial first and last lines dropped
+    and the line carried over from the read before framed alone), a stream of plain lines and
+    marked ones gives every block the lines the reference gives the framer's bytes."""
+    data = b"".join(marked + b"\n" + PLAIN * rows for marked, rows in parts) + end
+    blocks = [b.text.to_list() for b in read_blocks(io.BytesIO(data), block_bytes=block_bytes)]
+    assert blocks == reference_blocks(data, block_bytes)
