@@ -131,8 +131,9 @@ def lines_to_series(data: bytes, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -
 
 
 def _frame(data: bytes, max_line_bytes: int, *, small: bool) -> pl.Series:
-    """`lines_to_series`; with `small` false a small block of plain lines is framed as a large
-    one (part of one) is: each line on its own, exactly as inside the whole block."""
+    """`lines_to_series`; with `small` false never by the small-block split (which keeps a
+    leading UTF-8 BOM the CSV reader drops, and cuts no line), so that a piece of a large block
+    frames exactly as inside it."""
     if not data:
         return pl.Series("text", [], dtype=pl.String)
     if _NUL in data:
