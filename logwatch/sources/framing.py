@@ -20,6 +20,7 @@ DEFAULT_BLOCK_BYTES = 8 << 20
 TRUNCATION_MARKER = " …[logwatch: line truncated, {dropped} bytes dropped]"
 _NUL = b"\x00"
 _REPLACEMENT = "\ufffd".encode()
+_BOM = b"\xef\xbb\xbf"  # UTF-8's; polars' CSV reader drops it at the start of its input
 _NONFINITE_HINT = r"(?i)(?:loss|norm)[\w/.]*['\"]?\s*[=:]?\s*(?:tensor\()?[-+]?(?:nan|inf)\b"
 _REDRAW_JOIN = " \u21b5 "  # between a hidden non-finite redraw and the line's last state
 _COMPRESSION_FIRST_BYTES = (b"\x1f", b"\x78", b"\x28")  # gzip, zlib, zstd magic numbers
@@ -313,4 +314,7 @@ def _block_lines(
     body = rows.slice(first, rows.len() - first - (end < len(data)))
     if not finished:
         return body
-    return pl.concat([_frame(finished, max_line_bytes, small=False), body])
+    # The carried line is split in Python (the CSV reader costs a millisecond) when that gives
+    # what its block gives it: no leading BOM for the CSV reader to drop, and too short to cut.
+    small = not finished.startswith(_BOM) and 6 * len(finished) + 8 <= _cut_bound(max_line_bytes)
+    return pl.concat([_frame(finished, max_line_bytes, small=small), body])
