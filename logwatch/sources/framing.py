@@ -20,12 +20,12 @@ DEFAULT_BLOCK_BYTES = 8 << 20
 TRUNCATION_MARKER = " …[logwatch: line truncated, {dropped} bytes dropped]"
 _NUL = b"\x00"
 _REPLACEMENT = "\ufffd".encode()
+_BOM = b"\xef\xbb\xbf"  # UTF-8's; polars' CSV reader drops it at the start of its input
 _NONFINITE_HINT = r"(?i)(?:loss|norm)[\w/.]*['\"]?\s*[=:]?\s*(?:tensor\()?[-+]?(?:nan|inf)\b"
 _REDRAW_JOIN = " \u21b5 "  # between a hidden non-finite redraw and the line's last state
 _COMPRESSION_FIRST_BYTES = (b"\x1f", b"\x78", b"\x28")  # gzip, zlib, zstd magic numbers
 SMALL_BLOCK_BYTES = 64 << 10
 """Blocks up to this size of plain lines are split in Python, not by polars' CSV reader."""
-_NOT_PLAIN = (b"\r", b"\x1b", b"#0")  # redraws, ANSI colours, rsyslog escapes
 _PREFIX = r"^(\[rank\d+\]:|\[default\d+\]:|\[\d+,mpirank:[^\]]*\]<std(?:out|err)>:)"
 
 
@@ -65,19 +65,25 @@ class LineFramer:
 
     def feed(self, data: bytes) -> bytes:
         """Take new bytes; return the whole lines now complete (ending with `\\n`), maybe b''."""
+        finished, start, end = self.split(data)
+        if not finished:
+            return data[start:end]  # the same object when `data` ends with a newline
+        return b"".join((finished, memoryview(data)[start:end]))
+
+    def split(self, data: bytes) -> tuple[bytes, int, int]:
+        """Take new bytes; return the pending line they finish (with its `\\n`; b'' when none
+        was pending) and the span `data[start:end]` of the whole lines after it, uncopied."""
         cut = data.rfind(b"\n")
         if cut < 0:
             self._hold(data)
-            return b""
-        head, tail = data[: cut + 1], data[cut + 1 :]
-        first_nl = head.find(b"\n")
+            return b"", 0, 0
+        view = memoryview(data)
+        finished, start = b"", 0
         if self._pending or self._dropped or self._held or self._before:
-            finished = self._finish_pending(head[:first_nl])
-            out = finished + head[first_nl:]
-        else:
-            out = head
-        self._hold(tail)
-        return out
+            start = data.find(b"\n") + 1
+            finished = self._finish_pending(view[: start - 1]) + b"\n"
+        self._hold(view[cut + 1 :])
+        return finished, start, cut + 1
 
     def flush(self) -> bytes:
         """Return the unfinished last line as a whole line (end of file), or b''."""
@@ -98,7 +104,7 @@ class LineFramer:
         comes next is kept only up to `max_line_bytes` for the whole line."""
         self._held, self._before = held, dropped
 
-    def _hold(self, data: bytes) -> None:
+    def _hold(self, data: bytes | memoryview) -> None:
         room = self.max_line_bytes - self._held - len(self._pending)
         if room >= len(data):
             self._pending += data
@@ -106,7 +112,7 @@ class LineFramer:
             self._pending += data[: max(room, 0)]
             self._dropped += len(data) - max(room, 0)
 
-    def _finish_pending(self, rest: bytes) -> bytes:
+    def _finish_pending(self, rest: bytes | memoryview) -> bytes:
         self._hold(rest)
         line = bytes(self._pending)
         if self._dropped:  # counting what an earlier part dropped, but only if more came
@@ -122,21 +128,47 @@ def lines_to_series(data: bytes, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -
     Invalid UTF-8 becomes U+FFFD, NUL bytes become U+FFFD, CRLF loses its CR, and a line with
     `\\r` redraws (a progress bar) keeps its last non-empty segment.
     """
+    return _frame(data, max_line_bytes, small=True)
+
+
+def _frame(data: bytes, max_line_bytes: int, *, small: bool) -> pl.Series:
+    """`lines_to_series`; with `small` false never by the small-block split (which keeps a
+    leading UTF-8 BOM the CSV reader drops, and cuts no line), so that a piece of a large block
+    frames exactly as inside it."""
     if not data:
         return pl.Series("text", [], dtype=pl.String)
     if _NUL in data:
         data = data.replace(_NUL, _REPLACEMENT)
-    if _is_plain_small(data, max_line_bytes):
+    if small and _is_plain_small(data, max_line_bytes):
         return _plain_lines(data)
-    # Polars' CSV reader with no quoting and NUL as separator (NULs were replaced above) is a
-    # multi-threaded line splitter with lossy UTF-8 decoding: far faster than str.split.
+    text = _csv_lines(data)
+    # Most blocks are plain lines: each fix-up runs only where a byte test of the whole block
+    # (memchr-fast) says it can change something, and then only on the rows it changes.
+    escaped = False
+    if b"#" in data:  # rsyslog / SageMaker write control characters as `#015` (CR), `#033` (ESC)
+        rows = text.str.contains("#0", literal=True)
+        escaped = bool(rows.any())
+        text = _fix_rows(text, rows, _UNESCAPE)
+    if escaped or b"\x1b" in data:
+        text = _fix_rows(text, text.str.contains("\x1b", literal=True), _NO_ANSI)
+    if escaped or b"\r" in data:
+        text = _fix_rows(text, text.str.contains("\r", literal=True), _REDRAWN)
+    # A line's text is at most six times its bytes plus a few (three for bad UTF-8, twice again
+    # for a redraw's prefix): a block under a sixth of the bound has no line to cut.
+    if 6 * len(data) + 8 > _cut_bound(max_line_bytes):
+        text = _cut_too_long(text, max_line_bytes)
+    return text
+
+
+def _csv_lines(data: bytes) -> pl.Series:
+    """Lines split at `\\n` with lossy UTF-8 and CRLF's CR dropped, by polars' CSV reader with no
+    quoting and NUL as separator (NULs are replaced by then): the fastest exact splitter found,
+    ahead of `str.split` on the decoded block."""
     # Polars decompresses input that starts like gzip, zlib or zstd: a block of log lines must
     # never be taken for one, so such a block gets an empty first line, dropped again below.
     guarded = data[:1] in _COMPRESSION_FIRST_BYTES
-    if guarded:
-        data = b"\n" + data
     frame = pl.read_csv(
-        io.BytesIO(data),
+        io.BytesIO(b"\n" + data if guarded else data),
         has_header=False,
         separator="\x00",
         quote_char=None,
@@ -147,28 +179,30 @@ def lines_to_series(data: bytes, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -
     text = frame.get_column("text").fill_null("")
     if guarded:
         text = text.slice(1)
-        data = data[1:]
     expected = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     if text.len() != expected:
         # Line numbers are a contract: should the fast splitter ever disagree with the newline
         # count, split exactly (slower) instead of numbering lines wrongly.
         lines = data.decode("utf-8", "replace").split("\n")
         text = pl.Series("text", lines[:expected], dtype=pl.String).str.strip_suffix("\r")
-    marker_len = len(TRUNCATION_MARKER.encode())
-    frame = pl.DataFrame([text])
-    if frame.select(pl.col("text").str.contains("#0", literal=True).any()).item():
-        # rsyslog / SageMaker write control characters as `#015` (CR) and `#033` (ESC).
-        frame = frame.with_columns(
-            pl.col("text")
-            .str.replace_all("#015", "\r", literal=True)
-            .str.replace_all("#033", "\x1b", literal=True)
-        )
-    if frame.select(pl.col("text").str.contains("\x1b", literal=True).any()).item():
-        # ANSI colours sit between keys and values (torchtitan): `\x1b[32mloss: \x1b[33m7.8`.
-        frame = frame.with_columns(pl.col("text").str.replace_all(r"\x1b\[[0-9;?]*[A-Za-z]", ""))
-    # A redrawn line keeps its last state, and the rank / MPI prefix of its first segment. A
-    # non-finite loss or grad norm shown by an earlier redraw only is kept in front of it: a NaN
-    # that a progress bar drew over is still a NaN.
+    return text
+
+
+def _fix_rows(text: pl.Series, rows: pl.Series, fix: pl.Expr) -> pl.Series:
+    """`text` with `fix` applied to the rows where `rows` is true (the others as they are)."""
+    index = rows.arg_true()
+    if index.is_empty():
+        return text
+    if index.len() == text.len():
+        return pl.DataFrame([text]).select(fix.alias("text")).to_series()
+    fixed = pl.DataFrame([text.gather(index)]).select(fix.alias("text")).to_series()
+    return text.scatter(index, fixed)
+
+
+def _redrawn() -> pl.Expr:
+    """A redrawn line keeps its last state, and the rank / MPI prefix of its first segment. A
+    non-finite loss or grad norm shown by an earlier redraw only is kept in front of it: a NaN
+    that a progress bar drew over is still a NaN."""
     prefix = pl.col("text").str.extract(_PREFIX, 1).fill_null("")
     segments = (
         pl.col("text")
@@ -186,21 +220,31 @@ def lines_to_series(data: bytes, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -
         .then(hidden + _REDRAW_JOIN + last)
         .otherwise(last)
     )
-    redrawn = pl.when(state.str.starts_with(prefix)).then(state).otherwise(prefix + state)
-    frame = frame.with_columns(
-        pl.when(pl.col("text").str.contains("\r", literal=True))
-        .then(redrawn)
-        .otherwise(pl.col("text"))
-        .alias("text")
-    )
-    # Lines the framer did not see whole (they fit in one read) are cut here, exactly as the framer
-    # cuts them; framer-cut lines already carry the marker and stay under this bound.
-    too_long = frame.get_column("text").str.len_bytes() > max_line_bytes + marker_len + 32
-    if too_long.any():
-        rows = too_long.arg_true().to_list()
-        cut = [_truncate(frame.item(i, "text"), max_line_bytes) for i in rows]
-        frame = frame.with_columns(frame.get_column("text").scatter(rows, cut))
-    return frame.get_column("text")
+    return pl.when(state.str.starts_with(prefix)).then(state).otherwise(prefix + state)
+
+
+_UNESCAPE = (
+    pl.col("text")
+    .str.replace_all("#015", "\r", literal=True)
+    .str.replace_all("#033", "\x1b", literal=True)
+)
+# ANSI colours sit between keys and values (torchtitan): `\x1b[32mloss: \x1b[33m7.8`.
+_NO_ANSI = pl.col("text").str.replace_all(r"\x1b\[[0-9;?]*[A-Za-z]", "")
+_REDRAWN = _redrawn()
+
+
+def _cut_bound(max_line_bytes: int) -> int:
+    return max_line_bytes + len(TRUNCATION_MARKER.encode()) + 32
+
+
+def _cut_too_long(text: pl.Series, max_line_bytes: int) -> pl.Series:
+    """Lines the framer did not see whole (they fit in one read) are cut here, exactly as the
+    framer cuts them; framer-cut lines already carry the marker and stay under this bound."""
+    too_long = text.str.len_bytes() > _cut_bound(max_line_bytes)
+    if not too_long.any():
+        return text
+    rows = too_long.arg_true().to_list()
+    return text.scatter(rows, [_truncate(text[i], max_line_bytes) for i in rows])
 
 
 def _is_plain_small(data: bytes, max_line_bytes: int) -> bool:
@@ -209,7 +253,7 @@ def _is_plain_small(data: bytes, max_line_bytes: int) -> bool:
     from a write to its alert) is most of the work, and a plain split gives the same lines."""
     if len(data) > SMALL_BLOCK_BYTES or len(data) > max_line_bytes:
         return False
-    return not any(mark in data for mark in _NOT_PLAIN)
+    return not (b"\r" in data or b"\x1b" in data or (b"#" in data and b"#0" in data))
 
 
 def _plain_lines(data: bytes) -> pl.Series:
@@ -243,10 +287,11 @@ def read_blocks(
         chunk = stream.read(block_bytes)
         if not chunk:
             break
-        complete = framer.feed(bytes(chunk))
-        offset += len(chunk)
-        if complete:
-            text = lines_to_series(complete, max_line_bytes)
+        data = bytes(chunk)
+        offset += len(data)
+        finished, start, end = framer.split(data)
+        if finished or start < end:
+            text = _block_lines(finished, data, start, end, max_line_bytes)
             block_end = offset - framer.pending_bytes
             yield LineBlock(text, line_no, block_start, block_end)
             line_no += text.len()
@@ -254,3 +299,22 @@ def read_blocks(
     tail = framer.flush()
     if tail:
         yield LineBlock(lines_to_series(tail, max_line_bytes), line_no, block_start, offset)
+
+
+def _block_lines(
+    finished: bytes, data: bytes, start: int, end: int, max_line_bytes: int
+) -> pl.Series:
+    """`lines_to_series(finished + data[start:end])` without copying a large read: the whole
+    read is framed and the rows of its partial first and last lines dropped (lines are framed
+    one by one, so the other rows are the same)."""
+    if end - start <= SMALL_BLOCK_BYTES:
+        return lines_to_series(finished + data[start:end], max_line_bytes)
+    rows = _frame(data, max_line_bytes, small=False)
+    first = 1 if start else 0
+    body = rows.slice(first, rows.len() - first - (end < len(data)))
+    if not finished:
+        return body
+    # The carried line is split in Python (the CSV reader costs a millisecond) when that gives
+    # what its block gives it: no leading BOM for the CSV reader to drop, and too short to cut.
+    small = not finished.startswith(_BOM) and 6 * len(finished) + 8 <= _cut_bound(max_line_bytes)
+    return pl.concat([_frame(finished, max_line_bytes, small=small), body])
