@@ -549,16 +549,25 @@ def _generic_rows(frame: pl.DataFrame) -> pl.Series:
 
 
 def _derived(frame: pl.DataFrame) -> pl.DataFrame:
-    """Counts the rules test: non-empty queue buckets, `gpu/` keys in a snapshot."""
+    """Counts the rules test: non-empty queue buckets, `gpu/` keys in a snapshot (from the
+    `telemetry` column when it was parsed, else from the snapshot lines' text)."""
+    from logwatch.gpu.frames import gpu_key_count  # it reads this module's NUMBER
+
+    if "telemetry" in frame.columns:
+        keys = (
+            pl.col("telemetry")
+            .list.eval(pl.element().struct.field("key").str.starts_with("gpu/").cast(pl.UInt32))
+            .list.sum()
+        )
+        gpu_keys = frame.select(keys.alias("gpu_keys")).to_series()
+    else:
+        gpu_keys = _sparse(frame, frame.get_column("snapshot"), gpu_key_count(), "gpu_keys")
     return frame.with_columns(
         pl.col("q_hsb")
         .list.eval((pl.element() != 0).cast(pl.UInt32))
         .list.sum()
         .alias("q_hsb_nonzero"),
-        pl.col("telemetry")
-        .list.eval(pl.element().struct.field("key").str.starts_with("gpu/").cast(pl.UInt32))
-        .list.sum()
-        .alias("gpu_keys"),
+        gpu_keys.alias("gpu_keys"),
     )
 
 
