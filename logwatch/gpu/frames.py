@@ -165,32 +165,11 @@ def telemetry_rows(frame: pl.DataFrame) -> pl.DataFrame:
     """The batch's GPU snapshot keys, narrow: one row per (`_log_row`, gpu, metric) with `ts`
     and the `value` in its GPU-frame unit, ordered by (`_log_row`, gpu, metric).
 
-    Reads only `text` (or `PAIRS_COLUMN`), `snapshot` and `ts`; gives the values `telemetry_to_gpu_frame` gives
-    (a key said twice on a line: its last value), without a pivot. `metric` is a `METRIC` enum.
+    Reads only `text` (or `PAIRS_COLUMN`), `snapshot` and `ts`; gives the values
+    `telemetry_to_gpu_frame` gives (a key said twice on a line: its last value), without a
+    pivot. `metric` is a `METRIC` enum.
     """
-    given = PAIRS_COLUMN in frame.columns
-    pairs = (
-        frame.select("ts", PAIRS_COLUMN if given else "text", "snapshot")
-        .with_row_index("_log_row")
-        .filter(pl.col("snapshot").fill_null(False))
-        .select(
-            "_log_row", "ts", (pl.col(PAIRS_COLUMN) if given else telemetry_pairs()).alias("_p")
-        )
-        .explode("_p")
-        .filter(pl.col("_p").str.starts_with("gpu/"))
-    )
-    # A pair is `gpu/<index>/<metric>=<number>`, cut at its first `=` (the key holds none) and
-    # the key at its first two `/`.
-    kv = pairs.select("_log_row", "ts", "_p", pl.col("_p").str.splitn("=", 2).alias("_kv"))
-    key = kv.select(pl.col("_kv").struct.field("field_0").str.splitn("/", 3)).to_series()
-    cut = kv.select(
-        "_log_row",
-        "ts",
-        "_p",
-        key.struct.field("field_1").alias("_index"),
-        key.struct.field("field_2").alias("metric"),
-        pl.col("_kv").struct.field("field_1").alias("value"),
-    )
+    cut = _cut(_gpu_pairs(frame))
     known = pl.col("metric").is_in(list(_LOG_METRICS))
     _check_odd_indexes(cut.filter(~known.fill_null(False)))
     index = pl.when(pl.col("_index").str.contains(r"^\d+$")).then(pl.col("_index"))
@@ -217,6 +196,35 @@ def telemetry_rows(frame: pl.DataFrame) -> pl.DataFrame:
         values = narrow.filter(pl.col("metric") == name).get_column("value")
         values.alias(column).cast(GPU_SCHEMA[column])
     return narrow
+
+
+def _gpu_pairs(frame: pl.DataFrame) -> pl.DataFrame:
+    """The snapshot lines' `gpu/...=<number>` pairs, one row each: (`_log_row`, ts, `_p`)."""
+    given = PAIRS_COLUMN in frame.columns
+    pairs = pl.col(PAIRS_COLUMN) if given else telemetry_pairs()
+    return (
+        frame.select("ts", PAIRS_COLUMN if given else "text", "snapshot")
+        .with_row_index("_log_row")
+        .filter(pl.col("snapshot").fill_null(False))
+        .select("_log_row", "ts", pairs.alias("_p"))
+        .explode("_p")
+        .filter(pl.col("_p").str.starts_with("gpu/"))
+    )
+
+
+def _cut(pairs: pl.DataFrame) -> pl.DataFrame:
+    """Each `gpu/<index>/<metric>=<number>` pair cut at its first `=` (a key holds none) and
+    its key at the first two `/`: `_index`, `metric`, `value` as text."""
+    kv = pairs.with_columns(pl.col("_p").str.splitn("=", 2).alias("_kv"))
+    key = kv.select(pl.col("_kv").struct.field("field_0").str.splitn("/", 3)).to_series()
+    return kv.select(
+        "_log_row",
+        "ts",
+        "_p",
+        key.struct.field("field_1").alias("_index"),
+        key.struct.field("field_2").alias("metric"),
+        pl.col("_kv").struct.field("field_1").alias("value"),
+    )
 
 
 def _check_odd_indexes(pairs: pl.DataFrame) -> None:

@@ -3,9 +3,11 @@ counter that rises. Vectorized over GPU frames, with state carried between batch
 split of the samples gives the same transitions (as `logwatch.rules.log.StreakRule`).
 
 Each rule is a `GpuRule`: it reads GPU frames (`logwatch.gpu.frames.GPU_SCHEMA` plus `run_uses`
-and `log_stalled`) through `evaluate_gpu`. On a log, the engine hands it `log_gpu_frame` of the
-batch (the log's own `gpu/<i>/...` snapshot keys), so `replay` gets the same rules on a finished
-log; `evaluate` (the Rule protocol) does the same for one rule alone.
+and `log_stalled`) through `evaluate_gpu`. On a log, the engine reads the batch's own
+`gpu/<i>/...` snapshot keys once, narrow (`log_gpu_rows`), and a `HoldRule` takes from them only
+the rows and columns of the metrics it reads (`evaluate_log`; other GPU rules get the whole
+`log_gpu_frame`), so `replay` gets the same rules on a finished log; `evaluate` (the Rule
+protocol) does the same for one rule alone.
 """
 
 from __future__ import annotations
