@@ -11,7 +11,8 @@ process CPU time (all threads) of:
   - `gpu rules`: the engine's GPU step of each built-in GPU rule a log can fire (gpu-idle,
     gpu-memory-high, gpu-hot) on one shared per-batch GPU frame, state carried across blocks.
 Pass `--wide` to time the wide path with this checkout's rules (the whole GPU frame, pivoted,
-handed to `evaluate_gpu`), for a ratio in the same run.
+handed to `evaluate_gpu`), for a ratio in the same run; `--shared-pairs` to time the narrow path
+with the pairs extracted once for both (`logwatch.gpu.frames.PAIRS_COLUMN`).
 """
 
 from __future__ import annotations
@@ -46,9 +47,10 @@ def best(fn: Callable[[], object], repeat: int) -> float:
     return min(times)
 
 
-def gpu_keys_cost(frames: list[pl.DataFrame], *, wide: bool) -> None:
-    """The parser's GPU work on each block's snapshot lines."""
-    for frame in frames:
+def gpu_keys_cost(frames: list[pl.DataFrame], *, wide: bool, shared: bool = False) -> None:
+    """The parser's GPU work on each block's snapshot lines (with `shared`, the pairs column is
+    left in the frame for the rules)."""
+    for i, frame in enumerate(frames):
         rows = frame.get_column("snapshot")
         if wide:
             telemetry = _sparse(frame, rows, _telemetry(), "telemetry")
@@ -56,6 +58,14 @@ def gpu_keys_cost(frames: list[pl.DataFrame], *, wide: bool) -> None:
                 pl.element().struct.field("key").str.starts_with("gpu/").cast(pl.UInt32)
             )
             pl.DataFrame([telemetry]).select(keys.list.sum())
+        elif shared:
+            from logwatch.gpu.frames import PAIRS_COLUMN, gpu_key_count, telemetry_pairs
+
+            indexed = frame.drop(PAIRS_COLUMN, strict=False).with_row_index("_i")
+            found = indexed.filter(rows).select("_i", telemetry_pairs().alias(PAIRS_COLUMN))
+            joined = indexed.join(found, on="_i", how="left", maintain_order="left")
+            frames[i] = joined.drop("_i")
+            frames[i].select(gpu_key_count(pl.col(PAIRS_COLUMN)))
         else:
             from logwatch.gpu.frames import gpu_key_count
 
@@ -80,15 +90,18 @@ def main() -> None:
     parser.add_argument("log", type=Path)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--wide", action="store_true")
+    parser.add_argument("--shared-pairs", action="store_true")
     args = parser.parse_args()
     frames = [frame.select(KEEP) for frame in scan_log(args.log)]
     specs = load_pack(builtin_rules_dir() / "gpu.toml")
     rules = [s.rule for s in specs if is_gpu_rule(s.rule) and not needs_nvml(s.rule)]
     ids = [s.id for s in specs if is_gpu_rule(s.rule) and not needs_nvml(s.rule)]
     print(f"{args.log}: {sum(f.height for f in frames):,} lines, {len(frames)} blocks; {ids}")
-    keys = best(lambda: gpu_keys_cost(frames, wide=args.wide), args.repeat)
+    keys = best(
+        lambda: gpu_keys_cost(frames, wide=args.wide, shared=args.shared_pairs), args.repeat
+    )
     gpu = best(lambda: gpu_rules_cost(frames, rules, wide=args.wide), args.repeat)
-    path = "wide" if args.wide else "engine"
+    path = "wide" if args.wide else "shared pairs" if args.shared_pairs else "engine"
     print(f"{path}: gpu keys {keys:.3f} s, gpu rules {gpu:.3f} s, total {keys + gpu:.3f} s CPU")
 
 
