@@ -17,7 +17,7 @@ from logwatch.alerts import FIRING, RESOLVED, AlertEvent
 from logwatch.lifecycle import Lifecycle
 from logwatch.parse import ALWAYS, SCHEMA, complete
 from logwatch.redact import redact
-from logwatch.rules.gpu import GpuRule, log_gpu_frame
+from logwatch.rules.gpu import GpuRule, HoldRule, LogGpuRows, log_gpu_rows
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import EndOfInputRule, Override, Transition, WallClockRule
 
@@ -405,25 +405,34 @@ def _overridden(spec: RuleSpec, override: Override) -> RuleSpec:
 
 
 class _LazyGpuFrame:
-    """The GPU frame of one log batch, built on first use and shared by that batch's GPU rules."""
+    """The GPU rows of one log batch, read on first use and shared by that batch's GPU rules."""
 
-    __slots__ = ("_empty", "_frame", "_gpu")
+    __slots__ = ("_empty", "_frame", "_rows")
 
     def __init__(self, frame: pl.DataFrame) -> None:
         self._frame = frame
-        self._gpu: pl.DataFrame | None = None
+        self._rows: LogGpuRows | None = None
         self._empty: bool | None = None
 
+    def rows(self) -> LogGpuRows:
+        """The batch's GPU rows (`log_gpu_rows`), read once."""
+        if self._rows is None:
+            self._rows = log_gpu_rows(self._frame)
+        return self._rows
+
     def get(self) -> pl.DataFrame:
-        """The batch's GPU frame (`log_gpu_frame`), built once."""
-        if self._gpu is None:
-            self._gpu = log_gpu_frame(self._frame)
-        return self._gpu
+        """The batch's whole GPU frame (for GPU rules that are no `HoldRule`), built once."""
+        return self.rows().frame()
 
     def empty(self) -> bool:
         """Whether the batch has no `gpu/` snapshot keys (its GPU frame would have no rows)."""
         if self._empty is None:
-            self._empty = not bool((self._frame.get_column("gpu_keys").fill_null(0) > 0).any())
+            has_keys = (
+                self._frame.get_column("gpu_keys").fill_null(0) > 0
+                if "gpu_keys" in self._frame.columns
+                else self._frame.get_column("snapshot").fill_null(False)
+            )
+            self._empty = not bool(has_keys.any())
         return self._empty
 
 
@@ -451,6 +460,8 @@ def _gpu_step(
     # without GPU keys gives an empty frame, on which no GPU rule moves: skipped (most batches).
     if gpu_frame.empty():
         return [], state
+    if isinstance(rule, HoldRule):  # reads only the rows of its own metrics
+        return rule.evaluate_log(gpu_frame.rows(), state)
     return rule.evaluate_gpu(gpu_frame.get(), state)
 
 

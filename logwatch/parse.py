@@ -336,7 +336,7 @@ ALWAYS = frozenset({"source", "line", "text", "ts", "step", "run_start"})
 """Columns every parse computes: what the engine needs to place an event (its line, time and
 step) and to cut a batch where a run restarts."""
 
-_DERIVED = {"q_hsb_nonzero": "q_hsb", "gpu_keys": "telemetry"}
+_DERIVED = {"q_hsb_nonzero": "q_hsb", "gpu_keys": "snapshot"}
 # What each value column's extractors read besides `text`: validation lines lose loss, step and
 # grad norm; darknet's batch number is not a rank; `metrics` is read on step and loss lines.
 _DEPENDS = {"metrics": ("step", "loss"), **{name: (base,) for name, base in _DERIVED.items()}}
@@ -427,7 +427,7 @@ def parse_block(
     if "metrics" in wanted:
         frame = frame.with_columns(_metrics(frame))
     return ParsedBlock(
-        _finished(frame), default_year=year, head_rows=head_rows, last_year=last_year
+        _finished(frame, wanted), default_year=year, head_rows=head_rows, last_year=last_year
     )
 
 
@@ -440,12 +440,13 @@ def complete(frame: pl.DataFrame, columns: Iterable[str]) -> pl.DataFrame:
         return frame
     wanted = missing | {base for name in missing for base in _DEPENDS.get(name, ())}
     values = _values(frame.select("text"), wanted - ALWAYS)
-    return _finished(frame.with_columns(values.get_columns()))
+    return _finished(frame.with_columns(values.get_columns()), wanted)
 
 
-def _finished(frame: pl.DataFrame) -> pl.DataFrame:
-    """The `SCHEMA` columns in order, typed; the derived ones computed; the skipped ones null."""
-    derived = [expr for name, expr in _derived().items() if _DERIVED[name] in frame.columns]
+def _finished(frame: pl.DataFrame, computed: frozenset[str]) -> pl.DataFrame:
+    """The `SCHEMA` columns in order, typed; the derived ones of those `computed` computed; the
+    skipped ones null."""
+    derived = _derived(frame, computed)
     if derived:
         frame = frame.with_columns(derived)
     return frame.select(
@@ -735,18 +736,26 @@ def _generic_rows(frame: pl.DataFrame) -> pl.Series:
     ).to_series()
 
 
-def _derived() -> dict[str, pl.Expr]:
-    """Counts the rules test: non-empty queue buckets, `gpu/` keys in a snapshot."""
-    return {
-        "q_hsb_nonzero": pl.col("q_hsb")
-        .list.eval((pl.element() != 0).cast(pl.UInt32))
-        .list.sum()
-        .alias("q_hsb_nonzero"),
-        "gpu_keys": pl.col("telemetry")
-        .list.eval(pl.element().struct.field("key").str.starts_with("gpu/").cast(pl.UInt32))
-        .list.sum()
-        .alias("gpu_keys"),
-    }
+def _derived(frame: pl.DataFrame, computed: frozenset[str]) -> list[pl.Series]:
+    """The counts the rules test, from the columns just `computed`: non-empty queue buckets;
+    `gpu/` keys in a snapshot (from `telemetry` when it was parsed, else from the snapshot
+    lines' text)."""
+    from logwatch.gpu.frames import gpu_key_count  # it reads this module's NUMBER
+
+    out: list[pl.Series] = []
+    if "q_hsb_nonzero" in computed:
+        nonzero = pl.col("q_hsb").list.eval((pl.element() != 0).cast(pl.UInt32)).list.sum()
+        out.append(frame.select(nonzero.alias("q_hsb_nonzero")).to_series())
+    if "gpu_keys" in computed and "telemetry" in computed:
+        keys = (
+            pl.col("telemetry")
+            .list.eval(pl.element().struct.field("key").str.starts_with("gpu/").cast(pl.UInt32))
+            .list.sum()
+        )
+        out.append(frame.select(keys.alias("gpu_keys")).to_series())
+    elif "gpu_keys" in computed:
+        out.append(_sparse(frame, frame.get_column("snapshot"), gpu_key_count(), "gpu_keys"))
+    return out
 
 
 def _first_of(

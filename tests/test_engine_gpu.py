@@ -12,7 +12,7 @@ import logwatch.engine
 from logwatch.alerts import FIRING, Severity
 from logwatch.engine import Engine
 from logwatch.parse import parse_lines
-from logwatch.rules.gpu import GpuRule, HoldRule, RiseRule, is_gpu_rule, needs_nvml
+from logwatch.rules.gpu import GpuRule, HoldRule, LogGpuRows, RiseRule, is_gpu_rule, needs_nvml
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import NonFiniteRule, Transition
 
@@ -68,15 +68,15 @@ def batch(lines: list[str], first_line: int = 1) -> pl.DataFrame:
 
 @pytest.fixture
 def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the engine's calls of log_gpu_frame (one entry per call: the batch height)."""
+    """Counts the engine's calls of log_gpu_rows (one entry per call: the batch height)."""
     calls: list[int] = []
-    real = logwatch.engine.log_gpu_frame
+    real = logwatch.engine.log_gpu_rows
 
-    def counting(frame: pl.DataFrame) -> pl.DataFrame:
+    def counting(frame: pl.DataFrame) -> LogGpuRows:
         calls.append(frame.height)
         return real(frame)
 
-    monkeypatch.setattr(logwatch.engine, "log_gpu_frame", counting)
+    monkeypatch.setattr(logwatch.engine, "log_gpu_rows", counting)
     return calls
 
 

@@ -8,6 +8,7 @@ from collections.abc import Collection, Iterable
 import polars as pl
 
 from logwatch.gpu.model import GpuSample
+from logwatch.parse import NUMBER
 
 # Clock-event reasons that mean heat or a power brake (nvml.h): HwSlowdown 0x8,
 # SwThermalSlowdown 0x20, HwThermalSlowdown 0x40, HwPowerBrakeSlowdown 0x80. GpuIdle (0x1) and
@@ -75,20 +76,20 @@ is read as GiB, as PyTorch's memory counters are usually divided by 2**30."""
 
 
 def telemetry_to_gpu_frame(frame: pl.DataFrame, *, row_column: str | None = None) -> pl.DataFrame:
-    """The log's `gpu/<i>/...` snapshot keys as a GPU frame (same shape as NVML's).
+    """The log's `gpu/<i>/...` snapshot keys as a GPU frame (same shape as NVML's), from the
+    parsed `telemetry` column.
 
     With `row_column`, the frame keeps each snapshot's row index in the log frame under that
-    name, so rules can point their alerts at the snapshot line.
+    name, so rules can point their alerts at the snapshot line. `telemetry_rows` reads the same
+    values from the text, narrow; the rules use that.
     """
     rows = (
         frame.select("ts", "telemetry", "snapshot", "gpu_keys")
         .with_row_index("_log_row")
         .filter(pl.col("snapshot").fill_null(False) & (pl.col("gpu_keys").fill_null(0) > 0))
     )
-    extra = [pl.col("_log_row").alias(row_column)] if row_column else []
-    extra_schema = {row_column: pl.UInt32()} if row_column else {}
     if rows.is_empty():
-        return pl.DataFrame(schema={**GPU_SCHEMA, **extra_schema})
+        return _as_gpu_frame(pl.DataFrame(schema={"_log_row": pl.UInt32}), row_column)
     pairs = (
         rows.select("_log_row", "ts", "telemetry")
         .explode("telemetry")
@@ -104,20 +105,155 @@ def telemetry_to_gpu_frame(frame: pl.DataFrame, *, row_column: str | None = None
         on="metric", index=["_log_row", "ts", "gpu"], values="value", aggregate_function="last"
     )
     columns = [
-        (pl.col(key) * scale if key in wide.columns else pl.lit(None)).alias(column)
+        (pl.col(key) * scale).alias(column)
         for key, (column, scale) in _LOG_METRICS.items()
+        if key in wide.columns
     ]
-    out = wide.with_columns(columns).with_columns(
-        pl.lit("log").alias("origin"),
-        pl.lit(False).alias("lost"),
-    )
+    return _as_gpu_frame(wide.with_columns(columns), row_column)
+
+
+def _as_gpu_frame(wide: pl.DataFrame, row_column: str | None) -> pl.DataFrame:
+    """Rows of (`_log_row`, ts, gpu, some metric columns) in the GPU frame's schema, sorted."""
+    if wide.is_empty():
+        return pl.DataFrame(
+            schema={**GPU_SCHEMA, **({row_column: pl.UInt32()} if row_column else {})}
+        )
+    out = wide.with_columns(pl.lit("log").alias("origin"), pl.lit(False).alias("lost"))
+    extra = [pl.col("_log_row").alias(row_column)] if row_column else []
     return out.select(
         *[
             pl.col(name).cast(dtype) if name in out.columns else pl.lit(None, dtype).alias(name)
             for name, dtype in GPU_SCHEMA.items()
         ],
         *extra,
-    ).sort([row_column or "ts", "gpu"] if row_column else ["ts", "gpu"], maintain_order=True)
+    ).sort([row_column, "gpu"] if row_column else ["ts", "gpu"], maintain_order=True)
+
+
+# The parser's telemetry grammar (`logwatch.parse._telemetry`): `a/b/c=<number>` pairs, of which
+# the `gpu/<i>/<metric>` ones are GPU keys.
+TELEMETRY_PAIR = r"(?:[\w.-]+/)+[\w.-]+=" + NUMBER
+
+
+PAIRS_COLUMN = "telemetry_pairs"
+"""A column of `telemetry_pairs()` a caller may have put in a log frame, so that the pairs are
+extracted once for `gpu_key_count` and `telemetry_rows`."""
+
+
+def telemetry_pairs() -> pl.Expr:
+    """Each line's telemetry pairs (`key=value` strings) over `text`, as the parser reads them."""
+    return pl.col("text").str.extract_all(TELEMETRY_PAIR)
+
+
+def gpu_key_count(pairs: pl.Expr | None = None) -> pl.Expr:
+    """How many of a line's telemetry keys start with `gpu/` (over `text`, or over `pairs` from
+    `telemetry_pairs()`): the `gpu_keys` column, without the parsed `telemetry` column."""
+    starts = pl.element().str.starts_with("gpu/").cast(pl.UInt32)
+    found = telemetry_pairs() if pairs is None else pairs
+    return found.list.eval(starts).list.sum().cast(pl.UInt32)
+
+
+METRIC = pl.Enum(list(_LOG_METRICS))
+"""The snapshot metrics (`gpu/<i>/<metric>`) a GPU frame reads, in `telemetry_rows`' order."""
+LOG_METRIC_OF: dict[str, str] = {column: key for key, (column, _) in _LOG_METRICS.items()}
+"""GPU frame column -> the snapshot key it is read from."""
+_INTEGER_METRICS = {
+    key: column for key, (column, _) in _LOG_METRICS.items() if GPU_SCHEMA[column].is_integer()
+}
+
+
+def telemetry_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    """The batch's GPU snapshot keys, narrow: one row per (`_log_row`, gpu, metric) with `ts`
+    and the `value` in its GPU-frame unit, ordered by (`_log_row`, gpu, metric).
+
+    Reads only `text` (or `PAIRS_COLUMN`), `snapshot` and `ts`; gives the values
+    `telemetry_to_gpu_frame` gives (a key said twice on a line: its last value), without a
+    pivot. `metric` is a `METRIC` enum.
+    """
+    cut = _cut(_gpu_pairs(frame))
+    known = pl.col("metric").is_in(list(_LOG_METRICS))
+    _check_odd_indexes(cut.filter(~known.fill_null(False)))
+    index = pl.when(pl.col("_index").str.contains(r"^\d+$")).then(pl.col("_index"))
+    keyed = pl.col("_log_row"), pl.col("gpu"), pl.col("metric")
+    last_of_key = pl.any_horizontal([c != c.shift(-1) for c in keyed]).fill_null(True)
+    mem = pl.col("metric").is_in([k for k, (_, scale) in _LOG_METRICS.items() if scale != 1.0])
+    value = pl.col("value").cast(pl.Float64, strict=False)
+    narrow = (
+        cut.filter(known)
+        .select(
+            "_log_row",
+            "ts",
+            index.cast(pl.Int64).alias("gpu"),
+            pl.col("metric").cast(METRIC),
+            pl.when(mem).then(value * float(GIB)).otherwise(value).alias("value"),
+        )
+        .filter(pl.col("gpu").is_not_null())
+        .sort("_log_row", "gpu", "metric", maintain_order=True)
+        .filter(last_of_key)
+    )
+    # The wide path casts every value to its column's type at once, so a value an integer
+    # column cannot hold (mem_gb=nan) fails the whole batch there: the same here.
+    for name, column in _INTEGER_METRICS.items():
+        values = narrow.filter(pl.col("metric") == name).get_column("value")
+        values.alias(column).cast(GPU_SCHEMA[column])
+    return narrow
+
+
+def _gpu_pairs(frame: pl.DataFrame) -> pl.DataFrame:
+    """The snapshot lines' `gpu/...=<number>` pairs, one row each: (`_log_row`, ts, `_p`)."""
+    given = PAIRS_COLUMN in frame.columns
+    pairs = pl.col(PAIRS_COLUMN) if given else telemetry_pairs()
+    return (
+        frame.select("ts", PAIRS_COLUMN if given else "text", "snapshot")
+        .with_row_index("_log_row")
+        .filter(pl.col("snapshot").fill_null(False))
+        .select("_log_row", "ts", pairs.alias("_p"))
+        .explode("_p")
+        .filter(pl.col("_p").str.starts_with("gpu/"))
+    )
+
+
+def _cut(pairs: pl.DataFrame) -> pl.DataFrame:
+    """Each `gpu/<index>/<metric>=<number>` pair cut at its first `=` (a key holds none) and
+    its key at the first two `/`: `_index`, `metric`, `value` as text."""
+    kv = pairs.with_columns(pl.col("_p").str.splitn("=", 2).alias("_kv"))
+    key = kv.select(pl.col("_kv").struct.field("field_0").str.splitn("/", 3)).to_series()
+    return kv.select(
+        "_log_row",
+        "ts",
+        "_p",
+        key.struct.field("field_1").alias("_index"),
+        key.struct.field("field_2").alias("metric"),
+        pl.col("_kv").struct.field("field_1").alias("value"),
+    )
+
+
+def _check_odd_indexes(pairs: pl.DataFrame) -> None:
+    """Raise where the wide path raises on a GPU key of an unknown metric: an index that is
+    digits but no Int64 (`gpu/99999999999999999999/x=1`)."""
+    if not pairs.is_empty():
+        pairs.select(pl.col("_p").str.extract(r"^gpu/(\d+)/\w+=", 1).cast(pl.Int64))
+
+
+def narrow_to_gpu_frame(
+    narrow: pl.DataFrame, *, row_column: str | None = None, metrics: Collection[str] | None = None
+) -> pl.DataFrame:
+    """`telemetry_rows` as a GPU frame (that of `telemetry_to_gpu_frame`); with `metrics`
+    (snapshot keys), only the rows and columns of those metrics (the others null)."""
+    if metrics is not None:
+        narrow = narrow.filter(pl.col("metric").is_in(list(metrics)))
+    present = narrow.get_column("metric").unique(maintain_order=True).cast(pl.String).to_list()
+    if not present:
+        return _as_gpu_frame(narrow, row_column)
+    if len(present) == 1:  # one metric: its rows are the frame, no pivot
+        wide = narrow.rename({"value": present[0]}).drop("metric")
+    else:
+        wide = narrow.with_columns(pl.col("metric").cast(pl.String)).pivot(
+            on="metric", index=["_log_row", "ts", "gpu"], values="value"
+        )
+    named = wide.rename(
+        {key: column for key, (column, _) in _LOG_METRICS.items() if key in wide.columns}
+    )
+    return _as_gpu_frame(named, row_column)
 
 
 def mark_run_gpus(gpu_frame: pl.DataFrame, run_pids: Collection[int] | None) -> pl.DataFrame:

@@ -3,24 +3,30 @@ counter that rises. Vectorized over GPU frames, with state carried between batch
 split of the samples gives the same transitions (as `logwatch.rules.log.StreakRule`).
 
 Each rule is a `GpuRule`: it reads GPU frames (`logwatch.gpu.frames.GPU_SCHEMA` plus `run_uses`
-and `log_stalled`) through `evaluate_gpu`. On a log, the engine hands it `log_gpu_frame` of the
-batch (the log's own `gpu/<i>/...` snapshot keys), so `replay` gets the same rules on a finished
-log; `evaluate` (the Rule protocol) does the same for one rule alone.
+and `log_stalled`) through `evaluate_gpu`. On a log, the engine reads the batch's own
+`gpu/<i>/...` snapshot keys once, narrow (`log_gpu_rows`), and a `HoldRule` takes from them only
+the rows and columns of the metrics it reads (`evaluate_log`; other GPU rules get the whole
+`log_gpu_frame`), so `replay` gets the same rules on a finished log; `evaluate` (the Rule
+protocol) does the same for one rule alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
-from logwatch.gpu.frames import GPU_SCHEMA, telemetry_to_gpu_frame
-from logwatch.rules.log import RuleType, Transition
+from logwatch.gpu.frames import GPU_SCHEMA, LOG_METRIC_OF, narrow_to_gpu_frame, telemetry_rows
+from logwatch.rules.log import Needs, RuleType, Transition
 from logwatch.rules.params import Columns, Kind, Param
+
+LOG_GPU_COLUMNS = frozenset({"text", "snapshot", "gpu_keys", "ts", "line"})
+"""What the GPU rows of a log batch are read from (`telemetry_rows`, the engine's check for
+batches without `gpu/` keys)."""
 
 CONTEXT_SCHEMA: dict[str, pl.DataType] = {"run_uses": pl.Boolean(), "log_stalled": pl.Boolean()}
 """Columns the GPU driver adds to NVML frames; log snapshots get run_uses=true, log_stalled=false
@@ -71,6 +77,17 @@ class HoldRule:
     scope: str = "gpu"
     run_gpus_only: bool = False
     nvml_only: bool = False
+    log_metrics: frozenset[str] | None = field(init=False, repr=False, compare=False)
+    """The snapshot metrics whose rows the rule needs on a log (None: every GPU row)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "log_metrics", _log_metrics(self.condition, self.value))
+
+    @property
+    def needs(self) -> Needs:
+        """On a log: the snapshot lines' text (the GPU rows are read from it) and their time;
+        nothing when the rule reads NVML samples only."""
+        return Needs(frozenset() if self.nvml_only else LOG_GPU_COLUMNS)
 
     def initial_state(self) -> dict[str, Any]:
         return {"keys": {}}
@@ -81,7 +98,13 @@ class HoldRule:
         """On a log frame: the rule over the log's own GPU snapshot keys."""
         if self.nvml_only:
             return [], state
-        return self.evaluate_gpu(log_gpu_frame(frame), state)
+        return self.evaluate_log(log_gpu_rows(frame), state)
+
+    def evaluate_log(
+        self, rows: LogGpuRows, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        """On a log batch's GPU rows: only the rows and columns of the metrics the rule reads."""
+        return self.evaluate_gpu(rows.frame(self.log_metrics), state)
 
     def evaluate_gpu(
         self, gpu_frame: pl.DataFrame, state: dict[str, Any]
@@ -118,10 +141,60 @@ class HoldRule:
         return rows.with_columns(pl.col("gpu").cast(pl.String).alias("_key"))
 
 
+_LOG_CONSTANTS = {"origin": "log", "lost": False, "run_uses": True, "log_stalled": False}
+"""GPU columns that are the same on every row read from a log (the others there are null)."""
+_VARYING = frozenset({"ts", "gpu", _ROW})
+
+
+def _log_metrics(condition: pl.Expr, value: pl.Expr | None) -> frozenset[str] | None:
+    """The snapshot metrics a held condition (row-wise SQL) needs on a log, or None for all.
+
+    A GPU row without any of the metrics it reads has every input null or constant; when the
+    condition is null there, the row is dropped anyway (`_scored`), so only the rows carrying
+    one of those metrics matter.
+    """
+    roots = set(condition.meta.root_names())
+    if value is not None:
+        roots |= set(value.meta.root_names())
+    if roots & _VARYING or not roots <= set(GPU_COLUMNS):
+        return None
+    probe = pl.DataFrame(
+        [{name: _LOG_CONSTANTS.get(name) for name in GPU_COLUMNS}], schema=GPU_COLUMNS
+    )
+    if probe.select(condition.alias("_c")).item() is not None:
+        return None
+    return frozenset(LOG_METRIC_OF[name] for name in roots if name in LOG_METRIC_OF)
+
+
+class LogGpuRows:
+    """The GPU rows of one log batch, narrow (`telemetry_rows`), and the GPU frames of the
+    metric sets its rules read, each built once."""
+
+    __slots__ = ("_frames", "narrow")
+
+    def __init__(self, narrow: pl.DataFrame) -> None:
+        self.narrow = narrow
+        self._frames: dict[frozenset[str] | None, pl.DataFrame] = {}
+
+    def frame(self, metrics: frozenset[str] | None = None) -> pl.DataFrame:
+        """A GPU frame (with log context and `_row`) of the rows that carry one of `metrics`
+        (snapshot keys; None: all rows and metrics)."""
+        found = self._frames.get(metrics)
+        if found is None:
+            gpu = narrow_to_gpu_frame(self.narrow, row_column=_ROW, metrics=metrics)
+            found = self._frames[metrics] = with_log_context(gpu)
+        return found
+
+
+def log_gpu_rows(frame: pl.DataFrame) -> LogGpuRows:
+    """A log batch's `gpu/<i>/...` snapshot keys, read once for all its GPU rules (the engine
+    builds it once per batch)."""
+    return LogGpuRows(telemetry_rows(frame))
+
+
 def log_gpu_frame(frame: pl.DataFrame) -> pl.DataFrame:
-    """The GPU frame of a log batch (its `gpu/<i>/...` snapshot keys, with log context); the
-    engine builds it once per batch for all its GPU rules."""
-    return with_log_context(telemetry_to_gpu_frame(frame, row_column=_ROW))
+    """The GPU frame of a log batch (its `gpu/<i>/...` snapshot keys, with log context)."""
+    return log_gpu_rows(frame).frame()
 
 
 def hold_transitions(
@@ -132,6 +205,12 @@ def hold_transitions(
     State per key: `since` (ISO time the current true run started, or None) and `fired`.
     """
     carried: dict[str, dict[str, Any]] = dict(state.get("keys", {}))
+    if not rows.get_column("_cond").any():
+        # Nothing holds: a key can only resolve or clear if it was held before this batch.
+        keys = rows.get_column("_key").unique().to_list()
+        if not any(carried.get(k, {}).get("since") is not None for k in keys):
+            carried.update({k: {"since": None, "fired": False} for k in keys})
+            return [], {"keys": carried}
     prior = pl.DataFrame(
         {
             "_key": list(carried),
@@ -208,6 +287,11 @@ class RiseRule:
     column: str
     nvml_only: bool = True
 
+    @property
+    def needs(self) -> Needs:
+        """On a log: the snapshot lines (no log carries such a counter today)."""
+        return Needs(frozenset() if self.nvml_only else LOG_GPU_COLUMNS)
+
     def initial_state(self) -> dict[str, Any]:
         return {"last": {}, "fired": []}
 
@@ -227,6 +311,13 @@ class RiseRule:
         if rows.is_empty():
             return [], state
         last: dict[str, int] = dict(state["last"])
+        fired: list[str] = list(state["fired"])
+        if set(rows.get_column("gpu").cast(pl.String).unique()) <= set(fired):
+            # Every GPU here has fired (it never resolves): only the last counts move.
+            newest = rows.with_row_index("_seq").group_by("gpu")
+            lasts = newest.agg(pl.col("_v").sort_by("ts", "_seq").last())
+            last.update({str(gpu): int(value) for gpu, value in lasts.iter_rows()})
+            return [], {"last": last, "fired": fired}
         prior = pl.DataFrame(
             {"gpu": [int(k) for k in last], "_prior": list(last.values())},
             schema={"gpu": pl.Int64, "_prior": pl.Int64},
@@ -240,7 +331,6 @@ class RiseRule:
             )
         )
         rises = scored.filter(pl.col("_v") > pl.col("_before")).sort("_seq")
-        fired: list[str] = list(state["fired"])
         out = []
         for gpu, row, value in rises.select("gpu", _ROW, "_v").iter_rows():
             if str(gpu) not in fired:

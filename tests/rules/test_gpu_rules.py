@@ -14,7 +14,7 @@ from logwatch.errors import RulesError
 from logwatch.gpu.frames import GPU_SCHEMA, join_log_gpu, samples_to_frame, telemetry_to_gpu_frame
 from logwatch.gpu.model import GpuSample
 from logwatch.parse import parse_lines
-from logwatch.rules.gpu import HoldRule
+from logwatch.rules.gpu import HoldRule, RiseRule
 from logwatch.rules.loader import load_rules
 
 T0 = datetime(2026, 11, 28, 14, 0, 0)
@@ -70,6 +70,32 @@ def test_hold_matches_reference_in_any_chunking(seed: int, size: int) -> None:
     expected = _brute(frame, 15.0)
     assert expected  # the data does hold long enough somewhere
     assert _chunked(rule, frame, size) == expected
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("size", [1, 5, 1000])
+def test_rise_fires_once_per_gpu_in_any_chunking(seed: int, size: int) -> None:
+    """A counter fires at its GPU's first rise and never again (later batches, where every GPU
+    has fired, skip the search but keep the last counts), whatever the batches."""
+    rng = random.Random(seed)
+    counts = {g: rng.randint(0, 2) for g in range(3)}
+    rows, expected, fired = [], [], set()
+    for i in range(60):
+        for g in range(3):
+            before = counts[g]
+            counts[g] += rng.choice([0, 0, 0, 0, 1])
+            if i and counts[g] > before and g not in fired:
+                fired.add(g)
+                expected.append((len(rows), "firing", str(g)))
+            rows.append({"ts": T0 + timedelta(seconds=i), "gpu": g, "ecc_uncorrected": counts[g]})
+    frame = pl.DataFrame(rows, schema_overrides={"ecc_uncorrected": pl.Int64})
+    rule, state, got = RiseRule("ecc_uncorrected"), RiseRule("ecc_uncorrected").initial_state(), []
+    for offset in range(0, frame.height, size):
+        part = frame.slice(offset, size).with_row_index("_row", offset=offset)
+        transitions, state = rule.evaluate_gpu(part, state)
+        got += [(t.row, t.status, t.labels["gpu"]) for t in transitions]
+    assert got == expected and len(fired) == 3
+    assert state == {"last": {str(g): counts[g] for g in range(3)}, "fired": [e[2] for e in got]}
 
 
 def test_run_scope_needs_every_run_gpu_at_once() -> None:

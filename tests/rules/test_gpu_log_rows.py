@@ -1,0 +1,261 @@
+"""GPU rules on a log's snapshot keys read narrow (`telemetry_rows`, no pivot): the same values,
+transitions and states as the wide frame pivoted from the parsed `telemetry` column, and as a
+brute-force reference, on random snapshot batches cut into random blocks."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from datetime import datetime, timedelta
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from logwatch.gpu.frames import (
+    PAIRS_COLUMN,
+    gpu_key_count,
+    narrow_to_gpu_frame,
+    telemetry_pairs,
+    telemetry_rows,
+    telemetry_to_gpu_frame,
+)
+from logwatch.parse import parse_lines
+from logwatch.rules.gpu import HoldRule, LogGpuRows, log_gpu_rows, with_log_context
+from logwatch.rules.loader import builtin_rules_dir, load_pack
+
+T0 = datetime(2026, 11, 1, 0, 0, 0)
+METRICS = ["util", "mem_gb", "mem_total_gb", "power_w", "power_limit_w", "temp_c"]
+BUILTIN = {
+    spec.id: spec.rule
+    for spec in load_pack(builtin_rules_dir() / "gpu.toml")
+    if isinstance(spec.rule, HoldRule) and not spec.rule.nvml_only
+}
+EXTRA = {
+    # scope "run": one alert over every GPU at a time
+    "run-cool": HoldRule(condition=pl.col("temp_c") < 70, hold_s=20.0, scope="run"),
+    # true where the metric is missing: needs every GPU row, not only those with util
+    "util-missing": HoldRule(condition=pl.col("util_gpu").is_null(), hold_s=10.0),
+    # reads the GPU index: no narrowing either
+    "gpu1-hot": HoldRule(condition=(pl.col("temp_c") > 80) | (pl.col("gpu") == 1), hold_s=0.0),
+}
+RULES: dict[str, HoldRule] = {**BUILTIN, **EXTRA}
+
+
+def _value(metric: str) -> st.SearchStrategy[str]:
+    """Values around each built-in threshold, in the spellings the parser reads."""
+    numbers = {
+        "util": st.sampled_from(["3", "9", "10", "50", "97", "nan", "1e1"]),
+        "mem_gb": st.sampled_from(["70.0", "79.5", "80", "2"]),
+        "mem_total_gb": st.sampled_from(["80", "81.5"]),
+        "temp_c": st.sampled_from(["60", "84.9", "85", "90", "inf", "-inf"]),
+    }
+    return numbers.get(metric, st.sampled_from(["300", "700.5", ".5"]))
+
+
+@st.composite
+def _pair(draw: st.DrawFn, gpus: int) -> str:
+    """One `key=value` of a snapshot line: mostly GPU keys, some other or look-alike keys."""
+    kind = draw(st.integers(0, 9))
+    if kind <= 6:
+        metric = draw(st.sampled_from(METRICS))
+        index = draw(st.integers(0, gpus - 1))
+        spelled = draw(st.sampled_from([str(index), f"0{index}"]))
+        return f"gpu/{spelled}/{metric}={draw(_value(metric))}"
+    return draw(
+        st.sampled_from(
+            [
+                "prof/target_fwd_ms=212.4",
+                "cuda/alloc_gb=61.2",
+                "gpu/0/fan=40",
+                "gpu/0/mem-gb=3",
+                "xgpu/0/util=2",
+                "a/gpu/1/util=2",
+                "/gpu/1/util=4",
+                "gpu/1/util/x=5",
+                "gpu/x/util=5",
+                "gpu/2=7",
+                "gpu/0/util=5x",
+            ]
+        )
+    )
+
+
+@st.composite
+def _log(draw: st.DrawFn) -> list[str]:
+    """Step and snapshot lines, some without a time, some at the same time."""
+    gpus = draw(st.integers(1, 4))
+    lines, now = [], T0
+    for i in range(draw(st.integers(1, 40))):
+        now += timedelta(seconds=draw(st.sampled_from([0, 5, 30, 61, 150])))
+        stamp = now.strftime("%Y-%m-%d %H:%M:%S,000 INFO ")
+        stamp = "" if draw(st.integers(0, 9)) == 0 else stamp
+        if draw(st.integers(0, 3)) == 0:
+            lines.append(f"{stamp}step {i} loss 1.0")
+            continue
+        pairs = draw(st.lists(_pair(gpus), max_size=14))
+        lines.append(f"{stamp}[wandb] snapshot step={i} " + " ".join(pairs))
+    return lines
+
+
+def _blocks(lines: list[str], cuts: list[int]) -> list[tuple[int, pl.DataFrame]]:
+    """The lines cut at `cuts`, each block parsed alone: (its first line, its frame)."""
+    edges = sorted({0, len(lines), *(c % (len(lines) + 1) for c in cuts)})
+    return [
+        (start + 1, _parse(lines[start:end], start + 1))
+        for start, end in itertools.pairwise(edges)
+        if end > start
+    ]
+
+
+def _parse(lines: list[str], first_line: int) -> pl.DataFrame:
+    return parse_lines(pl.Series(lines, dtype=pl.String), source="s.log", first_line=first_line)
+
+
+def _wide(frame: pl.DataFrame) -> pl.DataFrame:
+    """The wide path: the parsed `telemetry` column pivoted to a GPU frame."""
+    return with_log_context(telemetry_to_gpu_frame(frame, row_column="_row"))
+
+
+Event = tuple[int, str, str, str]
+
+
+def _run(rule: HoldRule, blocks: list[tuple[int, pl.DataFrame]], *, narrow: bool) -> Any:
+    state, out = rule.initial_state(), []
+    for first, frame in blocks:
+        if narrow:
+            transitions, state = rule.evaluate_log(log_gpu_rows(frame), state)
+        else:
+            transitions, state = rule.evaluate_gpu(_wide(frame), state)
+        out += [_event(first, t.row, t.status, t.labels, t.value) for t in transitions]
+    return out, state
+
+
+def _event(first: int, row: int, status: str, labels: dict[str, str], value: Any) -> Event:
+    shown = "none" if value is None else ("nan" if math.isnan(value) else repr(value))
+    return (first + row, status, labels.get("gpu", "run"), shown)
+
+
+def _brute(rule: HoldRule, blocks: list[tuple[int, pl.DataFrame]]) -> list[Event]:
+    """Per GPU: fire once the condition has held `hold_s`, resolve at its first false sample."""
+    since: dict[str, datetime] = {}
+    fired: set[str] = set()
+    out: list[Event] = []
+    for first, frame in blocks:
+        rows = _wide(frame).select(
+            "ts", pl.col("gpu").cast(pl.String), "_row", rule.condition.alias("c"), "temp_c"
+        )
+        rows = rows.filter(pl.col("ts").is_not_null() & pl.col("c").is_not_null())
+        found = []
+        ordered = sorted(enumerate(rows.iter_rows()), key=lambda r: (r[1][1], r[1][0], r[0]))
+        for seq, (ts, gpu, row, holds, _) in ordered:
+            if holds:
+                start = since.setdefault(gpu, ts)
+                if gpu not in fired and (ts - start).total_seconds() >= rule.hold_s:
+                    fired.add(gpu)
+                    found.append((seq, first + row, "firing", gpu))
+            else:
+                since.pop(gpu, None)
+                if gpu in fired:
+                    fired.discard(gpu)
+                    found.append((seq, first + row, "resolved", gpu))
+        out += [(line, status, gpu, "") for _, line, status, gpu in sorted(found)]
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_log(), st.lists(st.integers(0, 60), max_size=4))
+def test_narrow_rows_give_the_wide_paths_transitions(lines: list[str], cuts: list[int]) -> None:
+    """Every GPU rule gives the same transitions and state from the narrow rows as from the
+    pivoted telemetry column, in any cut into blocks; gpu-scoped ones as the brute force too."""
+    blocks = _blocks(lines, cuts)
+    for name, rule in RULES.items():
+        narrow, wide = _run(rule, blocks, narrow=True), _run(rule, blocks, narrow=False)
+        assert narrow == wide, name
+        if rule.scope == "gpu":
+            assert [e[:3] for e in narrow[0]] == [e[:3] for e in _brute(rule, blocks)], name
+
+
+@settings(max_examples=60, deadline=None)
+@given(_log())
+def test_narrow_rows_hold_the_telemetry_columns_values(lines: list[str]) -> None:
+    """The narrow rows, pivoted, are the wide GPU frame; `gpu_key_count` over the text (or
+    over pairs extracted before) is the parser's `gpu_keys`, also without `telemetry`."""
+    frame = _parse(lines, 1)
+    rows = telemetry_rows(frame)
+    assert narrow_to_gpu_frame(rows, row_column="_row").equals(
+        telemetry_to_gpu_frame(frame, row_column="_row")
+    )
+    snapshots = frame.filter(pl.col("snapshot"))
+    assert snapshots.select(gpu_key_count()).to_series().equals(snapshots["gpu_keys"])
+    with_pairs = frame.with_columns(telemetry_pairs().alias(PAIRS_COLUMN))
+    assert telemetry_rows(with_pairs).equals(rows)
+    assert (
+        with_pairs.select(gpu_key_count(pl.col(PAIRS_COLUMN)))
+        .to_series()
+        .equals(frame.select(gpu_key_count()).to_series())
+    )
+    text = pl.Series("text", lines, dtype=pl.String)
+    narrow = parse_lines(text, source="s", first_line=1, default_year=2026, columns={"gpu_keys"})
+    assert narrow.get_column("telemetry").null_count() == narrow.height  # not parsed
+    assert narrow["gpu_keys"].equals(frame["gpu_keys"])
+
+
+def test_rules_read_only_their_own_metrics() -> None:
+    """gpu-idle and gpu-hot read one metric each, gpu-memory-high two; a condition true on a
+    missing metric or reading the GPU index reads every GPU row."""
+    assert {name: rule.log_metrics for name, rule in RULES.items()} == {
+        "gpu-idle": frozenset({"util"}),
+        "gpu-memory-high": frozenset({"mem_gb", "mem_total_gb"}),
+        "gpu-hot": frozenset({"temp_c"}),
+        "run-cool": frozenset({"temp_c"}),
+        "util-missing": None,
+        "gpu1-hot": None,
+    }
+    frame = _parse(["2026-11-01 00:00:00,000 snapshot gpu/0/util=3 gpu/1/temp_c=90"], 1)
+    rows = log_gpu_rows(frame)
+    idle = rows.frame(RULES["gpu-idle"].log_metrics)
+    assert idle.select("gpu", "util_gpu", "temp_c").rows() == [(0, 3.0, None)]
+    assert rows.frame().select("gpu", "util_gpu", "temp_c").rows() == [
+        (0, 3.0, None),
+        (1, None, 90.0),
+    ]
+
+
+@pytest.mark.parametrize(
+    "pair",
+    ["gpu/0/mem_gb=nan", "gpu/0/mem_total_gb=inf", "gpu/99999999999999999999/util=1"],
+)
+def test_keys_the_wide_path_cannot_read_fail_the_narrow_one_too(pair: str) -> None:
+    """A key the wide frame cannot hold (NaN GiB as bytes, an index past Int64) fails both
+    paths (the engine reports it as that rule's error), not one alone."""
+    frame = _parse([f"2026-11-01 00:00:00,000 snapshot {pair} gpu/1/util=3"], 1)
+    with pytest.raises(pl.exceptions.PolarsError):
+        telemetry_to_gpu_frame(frame)
+    with pytest.raises(pl.exceptions.PolarsError):
+        telemetry_rows(frame)
+
+
+def test_a_batch_where_nothing_holds_keeps_the_state_exact() -> None:
+    """The early exit (no condition true, nothing pending) leaves each GPU's state as the full
+    computation does: not held, not fired; a GPU held before still resolves."""
+    rule = RULES["gpu-idle"]
+    held = _parse(
+        [
+            "2026-11-01 00:00:00,000 snapshot gpu/0/util=3 gpu/1/util=95",
+            "2026-11-01 00:06:00,000 snapshot gpu/0/util=3 gpu/1/util=95",
+        ],
+        1,
+    )
+    busy = _parse(["2026-11-01 00:07:00,000 snapshot gpu/0/util=90 gpu/1/util=95"], 3)
+    transitions, state = rule.evaluate_log(log_gpu_rows(held), rule.initial_state())
+    assert [(t.row, t.status, t.labels) for t in transitions] == [(1, "firing", {"gpu": "0"})]
+    transitions, state = rule.evaluate_log(log_gpu_rows(busy), state)
+    assert [(t.row, t.status, t.labels) for t in transitions] == [(0, "resolved", {"gpu": "0"})]
+    assert state == {
+        "keys": {"0": {"since": None, "fired": False}, "1": {"since": None, "fired": False}}
+    }
+    transitions, after = rule.evaluate_log(LogGpuRows(telemetry_rows(busy)), state)
+    assert (transitions, after) == ([], state)
