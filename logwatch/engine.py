@@ -14,6 +14,7 @@ from typing import Any, cast
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED, AlertEvent
+from logwatch.gpu.frames import telemetry_rows
 from logwatch.lifecycle import Lifecycle
 from logwatch.parse import ALWAYS, SCHEMA, complete
 from logwatch.redact import redact
@@ -165,6 +166,7 @@ class Engine:
         self._gpu: list[GpuRule | None] = [
             spec.rule if isinstance(spec.rule, GpuRule) else None for spec in self.rules
         ]
+        self._log_gpu = any(rule is not None and not rule.nvml_only for rule in self._gpu)
 
     def state_of(self, source: str) -> SourceState:
         """The state of one source, created on first use."""
@@ -177,14 +179,30 @@ class Engine:
             states = list(self.sources.values())
         return [event for state in states for event in state.alerts]
 
+    def prepare(self, frame: pl.DataFrame) -> Prepared | None:
+        """What `process` can use of a parsed batch that no engine state changes, computed
+        ahead (replay does it on its parse threads): the GPU rows of its snapshot lines, or the
+        error reading them gives (raised, as the GPU rules' error, when they read them)."""
+        if not self._log_gpu or frame.is_empty() or _LazyGpuFrame(frame).empty():
+            return None
+        try:
+            return Prepared(frame, telemetry_rows(frame), None)
+        except Exception as exc:  # the rules that read these rows report it, in order
+            return Prepared(frame, None, exc)
+
     def process(
-        self, frame: pl.DataFrame, computed: Iterable[str] | None = None
+        self,
+        frame: pl.DataFrame,
+        computed: Iterable[str] | None = None,
+        prepared: Prepared | None = None,
     ) -> list[AlertEvent]:
         """Evaluate every rule on a batch of one source's lines (in file order); `computed`:
         the columns its parse computed (None: all), the others are computed when a rule needs
-        them."""
+        them; `prepared`: what `prepare` gave for this very frame."""
         if frame.is_empty():
             return []
+        if prepared is not None and prepared.frame is not frame:
+            prepared = None  # computed for another frame
         done = frozenset(SCHEMA) if computed is None else frozenset(computed) | ALWAYS
         if self._stats:
             frame = _with(frame, STATS_COLUMNS, done)
@@ -196,14 +214,15 @@ class Engine:
         else:
             state.stats.count(frame)
         events: list[AlertEvent] = []
-        for segment, restarted_at in _split_runs(
-            frame, has_history=state.stats.lines > frame.height
-        ):
+        segments = _split_runs(frame, has_history=state.stats.lines > frame.height)
+        if len(segments) > 1:
+            prepared = None  # computed for the whole batch's rows
+        for segment, restarted_at in segments:
             if restarted_at is not None:
                 events.extend(self._restart(source, state, segment, restarted_at))
             if segment.item(0, "run_start"):
                 state.run_id = run_id(segment.item(0, "text"))
-            events.extend(self._evaluate(source, state, segment, done))
+            events.extend(self._evaluate(source, state, segment, done, prepared))
         return events
 
     def _restart(
@@ -235,7 +254,12 @@ class Engine:
         state.alerts.move(new)
 
     def _evaluate(
-        self, source: str, state: SourceState, frame: pl.DataFrame, done: frozenset[str]
+        self,
+        source: str,
+        state: SourceState,
+        frame: pl.DataFrame,
+        done: frozenset[str],
+        prepared: Prepared | None = None,
     ) -> list[AlertEvent]:
         frame = frame.with_columns(
             pl.col("step").forward_fill().fill_null(pl.lit(state.last_step, dtype=pl.Int64))
@@ -246,7 +270,7 @@ class Engine:
         # Transitions are collected first and turned into events in line order, so the firing
         # order the lifecycle keeps (what a restart ends, in that order) is the same for any cut.
         found: list[tuple[int, int, RuleSpec, Transition]] = []
-        gpu_frame = _LazyGpuFrame(frame)
+        gpu_frame = _LazyGpuFrame(frame, prepared)
         texts = frame.get_column("text")
         for order, spec in enumerate(self.rules):
             needs = self._needs[order]
@@ -258,7 +282,7 @@ class Engine:
                         continue  # the rule cannot move on this batch: its columns are not needed
                 frame = complete(frame, missing)
                 done |= missing
-                gpu_frame = _LazyGpuFrame(frame)
+                gpu_frame = _LazyGpuFrame(frame, prepared)
             step = _log_step(spec, self._gpu[order], frame, gpu_frame)
             for transition in self._guarded(spec, source, state, step):
                 line = transition.fields.get("line", frame.item(transition.row, "line"))
@@ -404,20 +428,38 @@ def _overridden(spec: RuleSpec, override: Override) -> RuleSpec:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """`Engine.prepare`'s work on one parsed frame: its GPU rows (`telemetry_rows`), or the
+    error reading them raised."""
+
+    frame: pl.DataFrame
+    gpu_rows: pl.DataFrame | None
+    error: Exception | None
+
+
 class _LazyGpuFrame:
-    """The GPU rows of one log batch, read on first use and shared by that batch's GPU rules."""
+    """The GPU rows of one log batch, read on first use (or taken from `prepared`) and shared
+    by that batch's GPU rules."""
 
-    __slots__ = ("_empty", "_frame", "_rows")
+    __slots__ = ("_empty", "_frame", "_prepared", "_rows")
 
-    def __init__(self, frame: pl.DataFrame) -> None:
+    def __init__(self, frame: pl.DataFrame, prepared: Prepared | None = None) -> None:
         self._frame = frame
+        self._prepared = prepared
         self._rows: LogGpuRows | None = None
         self._empty: bool | None = None
 
     def rows(self) -> LogGpuRows:
         """The batch's GPU rows (`log_gpu_rows`), read once."""
         if self._rows is None:
-            self._rows = log_gpu_rows(self._frame)
+            ready = self._prepared
+            if ready is None:
+                self._rows = log_gpu_rows(self._frame)
+            elif ready.error is not None:
+                raise ready.error
+            else:
+                self._rows = LogGpuRows(cast(pl.DataFrame, ready.gpu_rows))
         return self._rows
 
     def get(self) -> pl.DataFrame:

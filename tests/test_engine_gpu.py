@@ -118,3 +118,50 @@ def test_gpu_rules_are_recognised_by_the_protocol() -> None:
         True,
         False,
     ]
+
+
+def _replayed(tmp_path: Any, lines: list[str], workers: int) -> tuple[list[Any], list[str]]:
+    """Events and rule errors of a replay with the built-in rules."""
+    from logwatch.drivers.replay import ReplayOptions, replay
+
+    log = tmp_path / f"w{workers}.log"
+    log.write_text("\n".join(lines) + "\n")
+    errors: list[str] = []
+    result = replay(
+        [str(log)],
+        logwatch.load_rules(),
+        options=ReplayOptions(workers=workers, block_bytes=256),
+        on_error=lambda rule, source, exc: errors.append(f"{rule}: {exc}"),
+    )
+    return [(e.rule, e.status, e.line) for e in result.events], errors
+
+
+IDLE = "2026-11-28 14:{:02d}:00,000 INFO [wandb] snapshot step={} gpu/0/util=1 gpu/1/util=97"
+
+
+def test_gpu_rows_read_ahead_on_the_parse_threads_give_the_same_events(tmp_path: Any) -> None:
+    """replay reads the GPU rows of each block on its parse threads (`Engine.prepare`): the
+    events are those of the engine reading them itself, in small blocks too."""
+    lines = [IDLE.format(minute, minute) for minute in range(20)]
+    ahead, errors = _replayed(tmp_path, lines, workers=2)
+    itself, _ = _replayed(tmp_path, lines, workers=1)
+    engine = Engine(logwatch.load_rules())
+    direct = [(e.rule, e.status, e.line) for e in engine.process(batch(lines))]
+    assert ("gpu-idle", FIRING, 6) in direct
+    assert ahead == itself == direct
+    assert errors == []
+
+
+def test_a_broken_snapshot_read_ahead_is_each_gpu_rules_error_as_before(tmp_path: Any) -> None:
+    """A snapshot the GPU rows cannot be read from (a NaN memory size) is reported as the GPU
+    rules' error, once each, as when the engine reads the rows itself; the other rules go on."""
+    lines = [
+        "2026-11-28 14:00:00,000 INFO [wandb] snapshot step=1 gpu/0/util=50 gpu/0/mem_gb=nan",
+        "2026-11-28 14:00:01,000 INFO [train] step 2/9 | loss nan",
+    ]
+    events_ahead, ahead = _replayed(tmp_path, lines, workers=2)
+    events_itself, itself = _replayed(tmp_path, lines, workers=1)
+    assert ahead == itself
+    assert {error.split(":")[0] for error in ahead} >= {"gpu-idle", "gpu-hot"}
+    assert events_ahead == events_itself
+    assert ("nan-loss", FIRING, 2) in events_ahead

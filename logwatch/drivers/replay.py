@@ -14,7 +14,7 @@ import polars as pl
 
 from logwatch.alerts import AlertEvent, json_number, still_firing
 from logwatch.drivers.window import Window
-from logwatch.engine import Engine, ErrorHandler, SourceStats
+from logwatch.engine import Engine, ErrorHandler, Prepared, SourceStats
 from logwatch.errors import InputError
 from logwatch.parse import SCHEMA, parse_block
 from logwatch.rules.loader import RuleSpec
@@ -59,7 +59,7 @@ def scan_log(
     name = os.fspath(path)
     check_readable([name])
     options = ReplayOptions(block_bytes=block_bytes, max_line_bytes=max_line_bytes, metrics=True)
-    for frame, _, _ in _scan(name, source or name, options):
+    for frame, _, _, _ in _scan(name, source or name, options):
         yield frame
 
 
@@ -71,11 +71,18 @@ def read_log(
     return pl.concat(frames) if frames else pl.DataFrame(schema=SCHEMA)
 
 
+Prepare = Callable[[pl.DataFrame], Prepared | None]
+
+
 def _scan(
-    path: str, source: str, options: ReplayOptions, columns: frozenset[str] | None = None
-) -> Iterator[tuple[pl.DataFrame, int, int]]:
-    """(frame, end offset, size on disk) per block: read on one thread, parsed on `workers`;
-    `columns`: parse only these (None: all)."""
+    path: str,
+    source: str,
+    options: ReplayOptions,
+    columns: frozenset[str] | None = None,
+    prepare: Prepare | None = None,
+) -> Iterator[tuple[pl.DataFrame, int, int, Prepared | None]]:
+    """(frame, end offset, size on disk, prepared) per block: read on one thread, parsed (and
+    `prepare`d) on `workers`; `columns`: parse only these (None: all)."""
     stream, total, year = open_log(path)
     # Blocks parse in parallel, so a block's yearless head is moved to the carried year after.
     carry = YearCarry(year)
@@ -84,7 +91,7 @@ def _scan(
             stream, block_bytes=options.block_bytes, max_line_bytes=options.max_line_bytes
         )
 
-        def parse(block: LineBlock) -> tuple[ParsedBlock, int]:
+        def parse(block: LineBlock) -> tuple[ParsedBlock, int, Prepared | None]:
             parsed = parse_block(
                 block.text,
                 source=source,
@@ -94,10 +101,12 @@ def _scan(
                 columns=columns,
                 shapes=options.shapes,
             )
-            return parsed, block.end_offset
+            ready = prepare(parsed.frame) if prepare is not None else None
+            return parsed, block.end_offset, ready
 
-        for parsed, end_offset in _ordered_map(parse, _prefetch(blocks), workers=options.workers):
-            yield carry.frame(parsed), end_offset, total
+        for parsed, end, ready in _ordered_map(parse, _prefetch(blocks), workers=options.workers):
+            frame = carry.frame(parsed)  # a moved year makes `ready` stale: process drops it
+            yield frame, end, total, ready
     except EOFError as exc:
         raise InputError(
             f"{path}: damaged compressed data ({exc}); the lines before the damage were checked, "
@@ -131,14 +140,15 @@ def replay_file(
     rates: list[pl.Series] = []
     # Hooks see whole frames; the engine alone needs only what its rules read.
     columns = None if on_frame is not None else engine.columns | _stats_columns(options)
-    for block, end_offset, total in _scan(path, name, options, columns):
+    prepare = engine.prepare if window is None else None  # a window keeps other rows
+    for block, end_offset, total, ready in _scan(path, name, options, columns, prepare):
         frame = block if window is None else window.select(block)
         if frame.height:
             if options.stats:
                 rates.append(frame.get_column("throughput").drop_nulls())
             if on_frame is not None:
                 on_frame(frame)
-            yield from engine.process(frame, columns)
+            yield from engine.process(frame, columns, ready)
         if progress is not None:
             progress(path, end_offset, total)
     yield from engine.finish(name)
