@@ -90,6 +90,7 @@ def parse_all(blocks: list[Any], source: str, year: int, columns: Any) -> list[p
 
 
 PARSE = "parse (parse_block, the rules' columns)"
+ENGINE_REST = "engine: rest (run splits, columns a gate asks for, events)"
 
 
 class TimedEngine(logwatch.Engine):
@@ -133,7 +134,7 @@ def run_engine(frames: list[pl.DataFrame], engine: TimedEngine, source: str, clo
     """All frames through the engine; whether per-rule times could be taken."""
     engine.clock = clock
     columns = getattr(engine, "columns", None)
-    with clock.section("engine: rest (stats, run splits, columns a gate asks for, events)"):
+    with clock.section(ENGINE_REST):
         for frame in frames:
             engine.process(frame, columns) if columns is not None else engine.process(frame)
         engine.finish(source)
@@ -191,7 +192,7 @@ def report(path: Path, runs: list[tuple[dict[str, float], set[str], int]]) -> li
         rows.append(f"| {gpu} | {NA} (moved; counted in the GPU rules) |")
     else:
         rows.append(f"| {gpu} | {best.get(gpu, 0.0):.2f} |")
-    rest = "engine: rest (stats, run splits, events)"
+    rest = ENGINE_REST
     if "rules" in missing:
         rows.append(f"| rules, each | {NA} (Engine._guarded has moved; counted in the next row) |")
         rest, best["engine, all of it"] = "engine, all of it", best.pop(rest)

@@ -114,24 +114,26 @@ STATS_COLUMNS = frozenset({"step", "loss", "q_hs", "run_start", "ts"})
 
 @dataclass(frozen=True, slots=True)
 class _Needs:
-    """What one rule reads: its columns (and its summary's), and the gate outside of which a
-    quiet rule cannot move (None: every batch can move it)."""
+    """What one rule reads (`columns`), what its summary shows (`shown`: needed only when it
+    transitions), and the gate outside of which a quiet rule cannot move (None: every batch
+    can move it)."""
 
     columns: frozenset[str]
+    shown: frozenset[str]
     gate: str | None
     quiet: Callable[[dict[str, Any]], bool] | None
 
 
 def _needs_of(spec: RuleSpec) -> _Needs:
-    """A rule's needs as its type declares them (`Needs`), plus its summary's columns; a type
+    """A rule's needs as its type declares them (`Needs`), and its summary's columns; a type
     that declares none reads every column."""
     declared = getattr(spec.rule, "needs", None)
-    summary = spec.template_fields & set(SCHEMA)
+    shown = frozenset(spec.template_fields & set(SCHEMA))
     if declared is None:
-        return _Needs(frozenset(SCHEMA) - {"metrics"}, None, None)
+        return _Needs(frozenset(SCHEMA) - {"metrics"}, shown, None, None)
     quiet = getattr(spec.rule, "quiet", None)
     gate = declared.gate if quiet is not None else None
-    return _Needs(frozenset(declared.columns) | summary, gate, quiet)
+    return _Needs(frozenset(declared.columns), shown, gate, quiet)
 
 
 class Engine:
@@ -152,7 +154,12 @@ class Engine:
         self.rules = list(rules)
         self._stats = stats
         self._needs = [_needs_of(spec) for spec in self.rules]
-        dense = {name for needs in self._needs if needs.gate is None for name in needs.columns}
+        dense = {
+            name
+            for needs in self._needs
+            if needs.gate is None
+            for name in needs.columns | needs.shown
+        }
         self.columns: frozenset[str] = frozenset(
             ALWAYS | dense | (STATS_COLUMNS if stats else set())
         )
@@ -167,6 +174,7 @@ class Engine:
             spec.rule if isinstance(spec.rule, GpuRule) else None for spec in self.rules
         ]
         self._log_gpu = any(rule is not None and not rule.nvml_only for rule in self._gpu)
+        self._gates = sorted({needs.gate for needs in self._needs if needs.gate is not None})
 
     def state_of(self, source: str) -> SourceState:
         """The state of one source, created on first use."""
@@ -181,14 +189,19 @@ class Engine:
 
     def prepare(self, frame: pl.DataFrame) -> Prepared | None:
         """What `process` can use of a parsed batch that no engine state changes, computed
-        ahead (replay does it on its parse threads): the GPU rows of its snapshot lines, or the
-        error reading them gives (raised, as the GPU rules' error, when they read them)."""
-        if not self._log_gpu or frame.is_empty() or _LazyGpuFrame(frame).empty():
+        ahead (replay does it on its parse threads): which rule gates its lines open, and the
+        GPU rows of its snapshot lines, or the error reading them raised (raised again, as the
+        GPU rules' error, when they read them)."""
+        if frame.is_empty():
             return None
+        texts = frame.get_column("text")
+        opened = {gate: bool(texts.str.contains(gate).any()) for gate in self._gates}
+        if not self._log_gpu or _LazyGpuFrame(frame).empty():
+            return Prepared(frame, opened, None, None)
         try:
-            return Prepared(frame, telemetry_rows(frame), None)
+            return Prepared(frame, opened, telemetry_rows(frame), None)
         except Exception as exc:  # the rules that read these rows report it, in order
-            return Prepared(frame, None, exc)
+            return Prepared(frame, opened, None, exc)
 
     def process(
         self,
@@ -272,14 +285,18 @@ class Engine:
         found: list[tuple[int, int, RuleSpec, Transition]] = []
         gpu_frame = _LazyGpuFrame(frame, prepared)
         texts = frame.get_column("text")
+        # gate -> whether a line of the batch matches it
+        opened: dict[str, bool] = dict(prepared.gates) if prepared is not None else {}
         for order, spec in enumerate(self.rules):
             needs = self._needs[order]
+            if needs.gate is not None and needs.quiet is not None:
+                quiet = needs.quiet(state.rule_states.get(spec.id) or spec.rule.initial_state())
+                if quiet and needs.gate not in opened:
+                    opened[needs.gate] = bool(texts.str.contains(needs.gate).any())
+                if quiet and not opened[needs.gate]:
+                    continue  # the rule cannot move on this batch (exact): nothing to compute
             missing = needs.columns - done
             if missing:
-                if needs.gate is not None and needs.quiet is not None:
-                    quiet = needs.quiet(state.rule_states.get(spec.id) or spec.rule.initial_state())
-                    if quiet and not texts.str.contains(needs.gate).any():
-                        continue  # the rule cannot move on this batch: its columns are not needed
                 frame = complete(frame, missing)
                 done |= missing
                 gpu_frame = _LazyGpuFrame(frame, prepared)
@@ -288,6 +305,9 @@ class Engine:
                 line = transition.fields.get("line", frame.item(transition.row, "line"))
                 found.append((line, order, spec, transition))
         found.sort(key=lambda item: (item[0], item[1]))
+        shown = {name for _, order, _, _ in found for name in self._needs[order].shown}
+        if shown - done:  # what the summaries of this batch's events show
+            frame = complete(frame, shown - done)
         events = [self._event(spec, source, frame, t, state) for _, _, spec, t in found]
         return [event for event in events if event is not None]
 
@@ -430,10 +450,11 @@ def _overridden(spec: RuleSpec, override: Override) -> RuleSpec:
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """`Engine.prepare`'s work on one parsed frame: its GPU rows (`telemetry_rows`), or the
-    error reading them raised."""
+    """`Engine.prepare`'s work on one parsed frame: which gates it opens, its GPU rows
+    (`telemetry_rows`), or the error reading them raised."""
 
     frame: pl.DataFrame
+    gates: Mapping[str, bool]
     gpu_rows: pl.DataFrame | None
     error: Exception | None
 
@@ -454,12 +475,12 @@ class _LazyGpuFrame:
         """The batch's GPU rows (`log_gpu_rows`), read once."""
         if self._rows is None:
             ready = self._prepared
-            if ready is None:
-                self._rows = log_gpu_rows(self._frame)
-            elif ready.error is not None:
+            if ready is not None and ready.error is not None:
                 raise ready.error
+            if ready is not None and ready.gpu_rows is not None:
+                self._rows = LogGpuRows(ready.gpu_rows)
             else:
-                self._rows = LogGpuRows(cast(pl.DataFrame, ready.gpu_rows))
+                self._rows = log_gpu_rows(self._frame)
         return self._rows
 
     def get(self) -> pl.DataFrame:
