@@ -142,8 +142,8 @@ def _events_by_cut(path: str) -> list[list[tuple[int, str, str]]]:
     ]
 
 
-# Two ways today's main is not cut-invariant, found by the corpus (its goldens pin them per cut).
-# When one is fixed its test passes, strict xfail fails: drop the mark, `tests/golden.py --write`.
+# Two ways the code at 31b85c6 was not cut-invariant, found by the corpus; both fixed since (a
+# restart ends alerts in firing order, hold rules follow file order), these keep them fixed.
 def test_restart_ends_alerts_in_the_same_order_whatever_the_cut(write_log) -> None:  # type: ignore[no-untyped-def]
     """A restart ends what fires in one order, whether the alerts fired in its block or before."""
     path = write_log(
@@ -158,7 +158,6 @@ def test_restart_ends_alerts_in_the_same_order_whatever_the_cut(write_log) -> No
     assert whole == lines
 
 
-@pytest.mark.xfail(strict=True, reason="gpu-hold sorts a batch by time, batches stay in file order")
 def test_hold_over_a_backward_time_jump_is_the_same_whatever_the_cut(write_log) -> None:  # type: ignore[no-untyped-def]
     """A busy snapshot stamped earlier than the idle ones around it counts the same in any cut."""
 

@@ -221,7 +221,7 @@ def hold_transitions(
     )
     frame = (
         rows.with_row_index("_seq")
-        .sort(["_key", "ts", "_seq"])
+        .sort(["_key", "_seq"])  # file order: the same for any cut of the file
         .join(prior, on="_key", how="left")
         .with_columns(pl.col("_s_fired").fill_null(False))
     )
