@@ -44,7 +44,7 @@ class GpuLink:
         self._closed = False
         self.announced: dict[str, AlertEvent] = {}  # start notices already alerted, by fingerprint
 
-    columns: frozenset[str] | None = frozenset({"source", "line", "run_start", "step", "ts"})
+    columns: frozenset[str] | None = frozenset({"source", "line", "run_start", "step", "ts", "pid"})
 
     def observe(self, frame: pl.DataFrame) -> None:
         """Fold a parsed batch into its source's run facts."""
