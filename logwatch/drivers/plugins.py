@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import polars as pl
 
 from logwatch.alerts import AlertEvent
+from logwatch.parse import SCHEMA
 
 if TYPE_CHECKING:
     from logwatch.drivers.tail import TailDriver
@@ -100,3 +101,8 @@ def parse_columns(
             return None
         columns |= plugin.columns
     return frozenset(columns)
+
+
+def plugin_view(columns: frozenset[str]) -> list[str]:
+    """The columns of a batch a plugin that reads `columns` is shown, in `SCHEMA` order."""
+    return [name for name in SCHEMA if name in columns]

@@ -24,7 +24,7 @@ from logwatch.alerts import AlertEvent
 from logwatch.clock import Clock, SystemClock
 from logwatch.drivers.catchup import catch_up
 from logwatch.drivers.checkpoint import Checkpoint, StateDir
-from logwatch.drivers.plugins import TailPlugin, parse_columns
+from logwatch.drivers.plugins import TailPlugin, parse_columns, plugin_view
 from logwatch.engine import Engine
 from logwatch.parse import parse_block
 from logwatch.rules.log import StallRule
@@ -318,7 +318,10 @@ class TailDriver:
 
     def _evaluate(self, follower: Follower, frame: pl.DataFrame) -> list[AlertEvent]:
         for plugin in self.plugins:
-            plugin.observe(frame)
+            # A plugin sees only the columns it says it reads: one that reads another fails
+            # loudly in its tests instead of reading nulls.
+            shown = frame if plugin.columns is None else frame.select(plugin_view(plugin.columns))
+            plugin.observe(shown)
         return self.engine.process(frame, self.columns)
 
     def _retire(self, follower: Follower) -> None:
