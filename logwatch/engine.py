@@ -274,10 +274,15 @@ class Engine:
         done: frozenset[str],
         prepared: Prepared | None = None,
     ) -> list[AlertEvent]:
-        frame = frame.with_columns(
-            pl.col("step").forward_fill().fill_null(pl.lit(state.last_step, dtype=pl.Int64))
-        )
-        last_step = frame.get_column("step")[-1]
+        # Rules and events see the step forward-filled from the lines before. When no loaded
+        # rule reads it, the step is parsed only for the batch's last lines (the one carried)
+        # and, for a batch with events, in full.
+        prior = state.last_step
+        if "step" in done:
+            frame = _filled_step(frame, prior)
+            last_step = frame.get_column("step")[-1]
+        else:
+            last_step = last_step_of(frame)
         if last_step is not None:
             state.last_step = last_step
         # Transitions are collected first and turned into events in line order, so the firing
@@ -298,6 +303,8 @@ class Engine:
             missing = needs.columns - done
             if missing:
                 frame = complete(frame, missing)
+                if "step" in missing:
+                    frame = _filled_step(frame, prior)
                 done |= missing
                 gpu_frame = _LazyGpuFrame(frame, prepared)
             step = _log_step(spec, self._gpu[order], frame, gpu_frame)
@@ -306,8 +313,12 @@ class Engine:
                 found.append((line, order, spec, transition))
         found.sort(key=lambda item: (item[0], item[1]))
         shown = {name for _, order, _, _ in found for name in self._needs[order].shown}
+        if found:
+            shown.add("step")  # every event says its step
         if shown - done:  # what the summaries of this batch's events show
             frame = complete(frame, shown - done)
+            if "step" not in done:
+                frame = _filled_step(frame, prior)
         events = [self._event(spec, source, frame, t, state) for _, _, spec, t in found]
         return [event for event in events if event is not None]
 
@@ -431,6 +442,27 @@ class Engine:
     def run_all(self, frames: Iterable[pl.DataFrame]) -> list[AlertEvent]:
         """Evaluate a sequence of batches; convenience for tests and small inputs."""
         return [event for frame in frames for event in self.process(frame)]
+
+
+def _filled_step(frame: pl.DataFrame, prior: int | None) -> pl.DataFrame:
+    """The batch with its step forward-filled, from `prior` (the source's last step) first."""
+    step = pl.col("step").forward_fill().fill_null(pl.lit(prior, dtype=pl.Int64))
+    return frame.with_columns(step)
+
+
+_TAIL_ROWS = 64
+
+
+def last_step_of(frame: pl.DataFrame) -> int | None:
+    """The last step a batch's lines say, parsing the step only of its last lines (64, then
+    twice as many, ... until one says a step): exact, as a line's step is its own."""
+    rows = _TAIL_ROWS
+    while True:
+        tail = frame.tail(rows)
+        steps = complete(tail, {"step"}).get_column("step").drop_nulls()
+        if steps.len() or rows >= frame.height:
+            return int(steps[-1]) if steps.len() else None
+        rows *= 4
 
 
 def _with(frame: pl.DataFrame, columns: frozenset[str], done: frozenset[str]) -> pl.DataFrame:

@@ -332,9 +332,10 @@ def _rank() -> pl.Expr:
     )
 
 
-ALWAYS = frozenset({"source", "line", "text", "ts", "step", "run_start"})
-"""Columns every parse computes: what the engine needs to place an event (its line, time and
-step) and to cut a batch where a run restarts."""
+ALWAYS = frozenset({"source", "line", "text", "ts", "run_start"})
+"""Columns every parse computes: what the engine needs to place an event (its line and time)
+and to cut a batch where a run restarts. (An event's step is computed with its batch's events;
+`Engine` asks for it.)"""
 
 _DERIVED = {"q_hsb_nonzero": "q_hsb", "gpu_keys": "snapshot"}
 # What each value column's extractors read besides `text`: validation lines lose loss, step and

@@ -130,10 +130,13 @@ def variants(name: str, size: int) -> list[Variant]:
     return [Variant(small, 1), Variant(rng.randint(65 << 10, max(size // 2, 66 << 10)), 2)]
 
 
-def replay_jsonl(name: str, variant: Variant, rules: list[RuleSpec], *, shapes: bool = True) -> str:
+def replay_jsonl(
+    name: str, variant: Variant, rules: list[RuleSpec], *, shapes: bool = True, stats: bool = True
+) -> str:
     """The JSONL `replay --format jsonl` prints, from the library with `variant`'s options
-    (`shapes=False`: the general parse path alone)."""
-    options = dataclasses.replace(variant.options, shapes=shapes)
+    (`shapes=False`: the general parse path alone; `stats=False`: no per-source summary, as
+    the command itself runs it)."""
+    options = dataclasses.replace(variant.options, shapes=shapes, stats=stats)
     result = replay_paths([name], rules, options=options)
     return "".join(event.to_jsonl() + "\n" for event in result.events)
 

@@ -109,6 +109,26 @@ def test_any_cut_is_golden(tree: Path, name: str, parse_mode: str) -> None:
         assert golden.digest(got) == row["sha256"], f"{variant.label} ({parse_mode}): {detail}"
 
 
+NONFINITE = ("nan-loss", "nan-grad")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_pack_of_gated_rules_gives_their_golden_events(tree: Path, name: str) -> None:
+    """With only the nonfinite rules loaded, replay parses the loss, grad norm, rank and step
+    only where a gate or an event asks for them: their events are the goldens' own, at every
+    cut the manifest lists."""
+    rules = [spec for spec in logwatch.load_rules() if spec.id in NONFINITE]
+    want = "".join(
+        line
+        for line in _want(name).splitlines(keepends=True)
+        if json.loads(line)["rule"] in NONFINITE
+    )
+    for row in MANIFEST["files"][name]["variants"][:3]:
+        variant = golden.Variant(row["block_bytes"], row["workers"])
+        got = golden.replay_jsonl(name, variant, rules, stats=False)
+        assert got == want, f"{variant.label}: {_diff(want, got, name)}"
+
+
 def test_corpus_has_every_shape() -> None:
     """The stored corpus carries every non-finite spelling and every framing hazard it claims:
     CRLF, `\\r` redraws, ANSI colours, rsyslog escapes, NULs, invalid UTF-8, rank prefixes,
