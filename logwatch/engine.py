@@ -139,9 +139,10 @@ def _needs_of(spec: RuleSpec) -> _Needs:
 class Engine:
     """Runs rules over parsed frames of any number of sources, one batch at a time.
 
-    Rules declare the columns they read: `columns` is what drivers should parse for every
-    batch; a rule behind a gate (a literal outside of which it cannot move while quiet) gets
-    its columns computed on a batch only when its gate matches there or it is not quiet.
+    Rules declare the columns they read: `columns` is what replay parses for every block
+    (`every_column` what a live driver parses for its small batches); a rule behind a gate (a
+    literal outside of which it cannot move while quiet) gets its columns computed on a batch
+    only when its gate matches there or it is not quiet.
     `stats=False`: keep only line and run counts (`replay --format jsonl` shows no summary)."""
 
     def __init__(
@@ -163,6 +164,11 @@ class Engine:
         self.columns: frozenset[str] = frozenset(
             ALWAYS | dense | (STATS_COLUMNS if stats else set())
         )
+        # Every column any rule may read or show: what a live driver parses, as its batches are
+        # a few lines, where one more parse pass for a gated rule costs more than it saves.
+        self.every_column: frozenset[str] = self.columns | {
+            name for needs in self._needs for name in needs.columns | needs.shown
+        }
         self.sources: dict[str, SourceState] = {}
         self._on_error = on_error
         self._failed: set[tuple[str, str]] = set()

@@ -93,7 +93,7 @@ class TailDriver:
     ) -> None:
         self.engine, self.sink, self.plugins = engine, sink, list(plugins)
         # What batches are parsed for: the rules' columns and the plugins' (None: all).
-        self.columns = parse_columns(engine.columns, self.plugins)
+        self.columns = parse_columns(engine.every_column, self.plugins)
         self.clock = clock or SystemClock()
         self.options = options or TailOptions()
         self.status = status
