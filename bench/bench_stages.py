@@ -136,7 +136,7 @@ def run_engine(frames: list[pl.DataFrame], engine: TimedEngine, source: str, clo
     columns = getattr(engine, "columns", None)
     with clock.section(ENGINE_REST):
         for frame in frames:
-            engine.process(frame, columns) if columns is not None else engine.process(frame)
+            engine.process(frame, columns)
         engine.finish(source)
     return hasattr(logwatch.Engine, "_guarded")  # else the override above is never called
 

@@ -355,10 +355,12 @@ def closure(columns: Iterable[str] | None, *, metrics: bool = False) -> frozense
         wanted = set(columns)
     if metrics:
         wanted.add("metrics")
-    wanted |= ALWAYS
-    for name in list(wanted):
-        wanted.update(_DEPENDS.get(name, ()))
-    return frozenset(wanted)
+    return _with_bases(wanted | ALWAYS)
+
+
+def _with_bases(names: Iterable[str]) -> frozenset[str]:
+    """`names` and the columns they are derived from."""
+    return frozenset(names) | {base for name in names for base in _DEPENDS.get(name, ())}
 
 
 def parse_lines(
@@ -439,7 +441,7 @@ def complete(frame: pl.DataFrame, columns: Iterable[str]) -> pl.DataFrame:
     missing = frozenset(columns) - ALWAYS - {"metrics"}
     if not missing or frame.is_empty():
         return frame
-    wanted = missing | {base for name in missing for base in _DEPENDS.get(name, ())}
+    wanted = _with_bases(missing)
     values = _values(frame.select("text"), wanted - ALWAYS)
     return _finished(frame.with_columns(values.get_columns()), wanted)
 

@@ -94,6 +94,11 @@ class TailDriver:
         self.engine, self.sink, self.plugins = engine, sink, list(plugins)
         # What batches are parsed for: the rules' columns and the plugins' (None: all).
         self.columns = parse_columns(engine.every_column, self.plugins)
+        # A plugin is shown only the columns it says it reads (None: all): one that reads
+        # another fails loudly in its tests instead of reading nulls.
+        self._views = {
+            id(p): None if p.columns is None else plugin_view(p.columns) for p in self.plugins
+        }
         self.clock = clock or SystemClock()
         self.options = options or TailOptions()
         self.status = status
@@ -318,10 +323,8 @@ class TailDriver:
 
     def _evaluate(self, follower: Follower, frame: pl.DataFrame) -> list[AlertEvent]:
         for plugin in self.plugins:
-            # A plugin sees only the columns it says it reads: one that reads another fails
-            # loudly in its tests instead of reading nulls.
-            shown = frame if plugin.columns is None else frame.select(plugin_view(plugin.columns))
-            plugin.observe(shown)
+            view = self._views[id(plugin)]
+            plugin.observe(frame if view is None else frame.select(view))
         return self.engine.process(frame, self.columns)
 
     def _retire(self, follower: Follower) -> None:
