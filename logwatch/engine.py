@@ -181,6 +181,11 @@ class Engine:
         ]
         self._log_gpu = any(rule is not None and not rule.nvml_only for rule in self._gpu)
         self._gates = sorted({needs.gate for needs in self._needs if needs.gate is not None})
+        # Built once: making expressions costs more than matching them on a one-line batch.
+        self._gate_checks = {
+            gate: pl.col("text").str.contains(gate).any().alias(f"_g{i}")
+            for i, gate in enumerate(self._gates)
+        }
 
     def state_of(self, source: str) -> SourceState:
         """The state of one source, created on first use."""
@@ -200,8 +205,7 @@ class Engine:
         GPU rules' error, when they read them)."""
         if frame.is_empty():
             return None
-        texts = frame.get_column("text")
-        opened = {gate: bool(texts.str.contains(gate).any()) for gate in self._gates}
+        opened = _opened(frame, self._gate_checks)
         if not self._log_gpu or _LazyGpuFrame(frame).empty():
             return Prepared(frame, opened, None, None)
         try:
@@ -295,17 +299,22 @@ class Engine:
         # order the lifecycle keeps (what a restart ends, in that order) is the same for any cut.
         found: list[tuple[int, int, RuleSpec, Transition]] = []
         gpu_frame = _LazyGpuFrame(frame, prepared)
-        texts = frame.get_column("text")
-        # gate -> whether a line of the batch matches it
+        # The quiet gated rules; their gates (gate -> whether a line of the batch matches it)
+        # are checked together, in one pass over the text.
+        quiet = {
+            order
+            for order, spec in enumerate(self.rules)
+            if (needs := self._needs[order]).gate is not None
+            and needs.quiet is not None
+            and needs.quiet(state.rule_states.get(spec.id) or spec.rule.initial_state())
+        }
         opened: dict[str, bool] = dict(prepared.gates) if prepared is not None else {}
+        gates = {cast(str, self._needs[order].gate) for order in quiet} - opened.keys()
+        opened |= _opened(frame, {gate: self._gate_checks[gate] for gate in sorted(gates)})
         for order, spec in enumerate(self.rules):
             needs = self._needs[order]
-            if needs.gate is not None and needs.quiet is not None:
-                quiet = needs.quiet(state.rule_states.get(spec.id) or spec.rule.initial_state())
-                if quiet and needs.gate not in opened:
-                    opened[needs.gate] = bool(texts.str.contains(needs.gate).any())
-                if quiet and not opened[needs.gate]:
-                    continue  # the rule cannot move on this batch (exact): nothing to compute
+            if order in quiet and not opened[cast(str, needs.gate)]:
+                continue  # the rule cannot move on this batch (exact): nothing to compute
             missing = needs.columns - done
             if missing:
                 frame = complete(frame, missing)
@@ -529,11 +538,11 @@ class _LazyGpuFrame:
         """Whether the batch has no `gpu/` snapshot keys (its GPU frame would have no rows)."""
         if self._empty is None:
             has_keys = (
-                self._frame.get_column("gpu_keys").fill_null(0) > 0
+                pl.col("gpu_keys").fill_null(0) > 0
                 if "gpu_keys" in self._frame.columns
-                else self._frame.get_column("snapshot").fill_null(False)
+                else pl.col("snapshot").fill_null(False)
             )
-            self._empty = not bool(has_keys.any())
+            self._empty = not self._frame.select(has_keys.any()).item()
         return self._empty
 
 
@@ -564,6 +573,14 @@ def _gpu_step(
     if isinstance(rule, HoldRule):  # reads only the rows of its own metrics
         return rule.evaluate_log(gpu_frame.rows(), state)
     return rule.evaluate_gpu(gpu_frame.get(), state)
+
+
+def _opened(frame: pl.DataFrame, checks: Mapping[str, pl.Expr]) -> dict[str, bool]:
+    """Whether some line of `frame` matches each gate (gate -> its check): one select."""
+    if not checks:
+        return {}
+    found = frame.select(checks.values()).row(0)
+    return {gate: bool(hit) for gate, hit in zip(checks, found, strict=True)}
 
 
 def _split_runs(frame: pl.DataFrame, *, has_history: bool) -> list[tuple[pl.DataFrame, int | None]]:

@@ -130,6 +130,7 @@ class TailDriver:
         self._more = self._stopping = self._opened = self._syncing = False
         self._dirty = True  # something a checkpoint would record changed since the last one
         self._last_checkpoint = self._last_tick = float("-inf")
+        self._due_since: float | None = None  # when the due checkpoint fell due
 
     # --- life cycle ----------------------------------------------------------------------
 
@@ -208,7 +209,10 @@ class TailDriver:
         next round should start now."""
         if not self._checkpoint_due():
             return True
-        overdue = self._since_checkpoint() >= 2 * self.options.checkpoint_interval_s
+        now = self.clock.monotonic()
+        if self._due_since is None:
+            self._due_since = now  # due from now: after a quiet spell, not overdue at once
+        overdue = now - self._due_since >= self.options.checkpoint_interval_s
         if not overdue and (more or self._wake.wait(QUIET_BEFORE_CHECKPOINT_S)):
             return False
         self._checkpoint()
@@ -542,6 +546,7 @@ class TailDriver:
 
     def _checkpoint(self) -> None:
         self._last_checkpoint, self._dirty = self.clock.monotonic(), False
+        self._due_since = None
         if self.state is None:
             return
         followers = [f for f in self.files.followers.values() if f.checkpointed]

@@ -137,6 +137,11 @@ class ClassifyRule:
         # gate literal: the rest need neither the join nor the pattern.
         texts = frame.get_column("text")
         maybe = texts.str.contains(gate).fill_null(False)
+        if texts.len() and not maybe.any() and not _gated(state["tail"], gate):
+            # no line holds a literal, nor the tail carried in: no match, only the tail moves
+            last = texts[-1] or ""
+            tail = replace_state(state, tail=last[-TAIL_CHARS:].rstrip(), tail_hit=False)
+            return _NO_HITS, tail
         near = (maybe | maybe.shift(1, fill_value=_gated(state["tail"], gate))).arg_true()
         candidates = pl.DataFrame(
             {
@@ -256,6 +261,9 @@ class ClassifyRule:
             fields=fields,
             override=None if case is None else case.override,
         )
+
+
+_NO_HITS = pl.DataFrame(schema={"_row": pl.UInt32, "_subject": pl.String})
 
 
 def _gated(text: str, gate: str | None) -> bool:
