@@ -8,6 +8,7 @@ labels already fired), any split of a file into batches yields the same transiti
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -131,8 +132,15 @@ class NonFiniteRule:
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
-        if not any(state["bad"].values()) and frame.get_column(self.column).is_finite().all():
+        values = frame.get_column(self.column)
+        # A sum is finite only when every value is (a NaN or an Inf carries through; finite
+        # values that overflow only take the exact path below): no polars call.
+        if not any(state["bad"].values()) and math.isfinite(values.sum()):
             return [], state  # nothing is bad and nothing goes bad: no transition (most batches)
+        if values.null_count() == frame.height:
+            return [], state  # no value: no rank moves
+        if frame.get_column("rank").null_count() == frame.height:
+            return self._unranked(frame, state)
         col = pl.col(self.column)
         rows = (
             frame.select(self.column, pl.col("rank").fill_null(-1).cast(pl.String).alias("_rank"))
@@ -163,6 +171,35 @@ class NonFiniteRule:
         last = counted.group_by("_rank").agg(pl.col("_bad").last())
         known.update(dict(zip(last.get_column("_rank"), last.get_column("_bad"), strict=True)))
         return _transitions(events, self.column), {"bad": known}
+
+    def _unranked(
+        self, frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        """`evaluate` on lines of no rank (a single process's log, a live batch of a line or
+        two): one polars call. Those lines are all of rank "-1", so while another rank is bad
+        nothing transitions, and else each change of that rank's badness is a transition."""
+        known: dict[str, bool] = dict(state["bad"])
+        was_bad = bool(known.get("-1", False))
+        col = pl.col(self.column)
+        present = col.is_not_null()
+        bad = (~col.is_finite()).filter(present)
+        lines = frame.select(
+            pl.int_range(pl.len()).filter(present).alias("_row"),
+            col.filter(present).alias("_value"),
+            bad.alias("_bad"),
+            bad.shift(1, fill_value=was_bad).alias("_was_bad"),
+        )
+        bads = lines.get_column("_bad")
+        known["-1"] = bool(bads[-1])
+        if sum(known.values()) - known["-1"]:
+            return [], {"bad": known}  # another rank stays bad: the alert stays as it is
+        changed = bads != lines.get_column("_was_bad")
+        rows, values = (lines.get_column(name).filter(changed) for name in ("_row", "_value"))
+        found = [
+            Transition(row=row, status=FIRING if fire else RESOLVED, value=value)
+            for row, fire, value in zip(rows, bads.filter(changed), values, strict=True)
+        ]
+        return found, {"bad": known}
 
 
 @dataclass(frozen=True, slots=True)
