@@ -211,12 +211,15 @@ class DropRule:
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
-        present = frame.get_column(self.column).is_not_null()
-        if not present.any():
+        values = frame.get_column(self.column)
+        pauses = frame.get_column("text").str.contains(PAUSE_PATTERN)
+        if values.null_count() == frame.height:
             if not state["seen"] or state["skip"]:
                 return [], state
-            paused = bool(frame.get_column("text").str.contains(PAUSE_PATTERN).any())
-            return [], {**state, "skip": paused}
+            return [], {**state, "skip": pauses.any()}
+        calm = _drop_calm(self, values, pauses, state)
+        if calm is not None:
+            return [], calm
         marked = (
             frame.select(self.column, "text")
             .with_row_index("_row")
@@ -289,6 +292,23 @@ def _spike_calm(rule: SpikeRule, values: pl.Series, state: dict[str, Any]) -> di
         "deviations": deviations.to_list(),
         "streak": {"run": 0},
     }
+
+
+def _drop_calm(
+    rule: DropRule, values: pl.Series, pauses: pl.Series, state: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The state after a batch with `values` when the rule is quiet and no value can be low,
+    else None: no polars call. With no pause line in the batch or just before it, every value
+    is kept; a value is a candidate (possibly low) only under `fraction` x the max of its
+    window, at most the max of the history, and only with a full window before it."""
+    if not rule.quiet(state) or rule.fraction < 0 or pauses.any() or state["skip"]:
+        return None
+    kept = (values.drop_nulls() if values.null_count() else values).cast(pl.Float64)
+    x = pl.Series(state["values"], dtype=pl.Float64).append(kept)
+    # type: ignore: the min and max of a float column are floats (kept holds a value)
+    if x.len() > rule.window and not kept.min() >= rule.fraction * x.max():  # type: ignore[operator]
+        return None
+    return {**state, "values": x.tail(rule.window).to_list(), "seen": True, "skip": False}
 
 
 def _build_spike(params: Mapping[str, Any]) -> Rule:

@@ -180,12 +180,13 @@ class NonFiniteRule:
         nothing transitions, and else each change of that rank's badness is a transition."""
         known: dict[str, bool] = dict(state["bad"])
         was_bad = bool(known.get("-1", False))
-        col = pl.col(self.column)
-        present = col.is_not_null()
-        bad = (~col.is_finite()).filter(present)
+        value, row = pl.col(self.column), pl.int_range(pl.len())
+        if frame.get_column(self.column).null_count():  # else no filter: fewer nodes to plan
+            value, row = value.filter(value.is_not_null()), row.filter(value.is_not_null())
+        bad = ~value.is_finite()
         lines = frame.select(
-            pl.int_range(pl.len()).filter(present).alias("_row"),
-            col.filter(present).alias("_value"),
+            row.alias("_row"),
+            value.alias("_value"),
             bad.alias("_bad"),
             bad.shift(1, fill_value=was_bad).alias("_was_bad"),
         )
