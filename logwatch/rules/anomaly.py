@@ -13,6 +13,7 @@ them, where an alert can resolve) only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -135,6 +136,10 @@ class SpikeRule:
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
+        if frame.height == 1:  # a live batch: the window's median is the carried tail's
+            calm = _spike_one(self, frame.item(0, self.column), state)
+            if calm is not None:
+                return [], calm
         rows = (
             frame.select(self.column).with_row_index("_row").filter(pl.col(self.column).is_finite())
         )
@@ -292,6 +297,38 @@ def _spike_calm(rule: SpikeRule, values: pl.Series, state: dict[str, Any]) -> di
         "deviations": deviations.to_list(),
         "streak": {"run": 0},
     }
+
+
+def _spike_one(
+    rule: SpikeRule, value: float | None, state: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The state after a batch of one line with `value` when that cannot move the alert, else
+    None: no polars call. A line without a finite value changes nothing. Else the median of the
+    window before the value is the median of the carried tail (its last `window` values); a
+    quiet rule stays quiet when the value is at or under median + min_rise x |median|, which the
+    band is at least when k >= 0 (or without a full window, when there is no band)."""
+    if value is None or not math.isfinite(value):
+        return state
+    tail: list[float] = state["values"]
+    if not rule.quiet(state) or rule.k < 0:
+        return None
+    median = _median(tail) if len(tail) >= _MIN_SAMPLES else None
+    high = median is not None and not value <= median + rule.min_rise * abs(median)
+    if high and len(tail) >= rule.window:
+        return None
+    deviation = None if median is None else abs(value - median)
+    return {
+        "values": [*tail, value][-rule.window :],
+        "deviations": [*state["deviations"], deviation][-rule.window :],
+        "streak": state["streak"],
+    }
+
+
+def _median(values: list[float]) -> float:
+    """The median of finite values, as the rolling median gives it (one kernel)."""
+    median = pl.Series(values, dtype=pl.Float64).median()
+    assert isinstance(median, float)
+    return median
 
 
 def _drop_calm(

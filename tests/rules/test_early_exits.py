@@ -30,14 +30,21 @@ def _batches(values: list[float | None], cuts: list[int]) -> list[pl.DataFrame]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(VALUES, st.lists(st.integers(0, 300), max_size=5), st.sampled_from([5, 10, 30]))
+@given(
+    VALUES,
+    st.lists(st.integers(0, 300), max_size=5),
+    st.sampled_from([5, 10, 30]),
+    st.booleans(),
+)
 def test_spike_early_exit_matches_the_full_logic(
-    values: list[float | None], cuts: list[int], window: int
+    values: list[float | None], cuts: list[int], window: int, singles: bool
 ) -> None:
-    """Flat, noisy and spiking losses, any batch cut: same transitions, same state."""
+    """Flat, noisy and spiking losses, any batch cut or a line a batch (live): same
+    transitions, same state."""
     rule = SpikeRule(column="loss", window=window, k=6.0, min_rise=0.1)
     state = ref = rule.initial_state()
-    for batch in _batches(values, cuts):
+    cut = list(range(len(values))) if singles else cuts
+    for batch in _batches(values, cut):
         found, state = rule.evaluate(batch, state)
         expected, ref = spike(rule, batch, ref)
         assert found == expected
