@@ -139,68 +139,51 @@ class NonFiniteRule:
             return [], state  # nothing is bad and nothing goes bad: no transition (most batches)
         if values.null_count() == frame.height:
             return [], state  # no value: no rank moves
-        if frame.get_column("rank").null_count() == frame.height:
-            return self._unranked(frame, state)
-        col = pl.col(self.column)
-        rows = (
-            frame.select(self.column, pl.col("rank").fill_null(-1).cast(pl.String).alias("_rank"))
-            .with_row_index("_row")
-            .filter(col.is_not_null())
-        )
-        if rows.is_empty():
-            return [], state
         known: dict[str, bool] = dict(state["bad"])
         before = sum(known.values())
-        was_bad = (
-            pl.col("_bad")
-            .shift(1)
-            .over("_rank")
-            .fill_null(
-                pl.col("_rank").replace_strict(known, default=False, return_dtype=pl.Boolean)
+        if frame.get_column("rank").null_count() == frame.height:
+            # Every line is of no rank ("-1"): the count of bad ranks is the other ranks' plus
+            # this line's badness, and that rank's state is its last line's.
+            lines = self._lines(frame, None)
+            bads = lines.get_column("_bad")
+            others = before - known.get("-1", False)
+            on = bads | (others > 0)
+            known["-1"] = bool(bads[-1])
+        else:
+            lines = self._lines(frame, pl.col("rank").fill_null(-1))
+            # A rank's previous value: its previous line's, else its state's.
+            bad_ranks = [int(name) for name, bad in known.items() if bad]
+            stated = pl.col("_rank").is_in(bad_ranks) if bad_ranks else pl.lit(False)
+            was_bad = pl.col("_bad").shift(1).over("_rank").fill_null(stated)
+            delta = pl.col("_bad").cast(pl.Int64) - was_bad.cast(pl.Int64)
+            scored = lines.select(
+                (before + delta.cum_sum() > 0).alias("_on"),  # some rank is bad after the line
+                pl.col("_rank").is_last_distinct().alias("_last"),
             )
+            on, last = scored.get_column("_on"), scored.get_column("_last")
+            ranks = lines.get_column("_rank").filter(last).cast(pl.String)
+            known.update(zip(ranks, lines.get_column("_bad").filter(last), strict=True))
+        changed = on != pl.Series([before > 0]).append(on.head(-1))
+        rows, fires, values = (
+            series.filter(changed)
+            for series in (lines.get_column("_row"), on, lines.get_column("_value"))
         )
-        counted = (
-            rows.with_columns((~col.is_finite()).alias("_bad"))
-            .with_columns((pl.col("_bad").cast(pl.Int64) - was_bad.cast(pl.Int64)).alias("_delta"))
-            .with_columns((before + pl.col("_delta").cum_sum()).alias("_count"))
-            .with_columns(pl.col("_count").shift(1, fill_value=before).alias("_before"))
-        )
-        events = counted.with_columns((pl.col("_count") > 0).alias("_fire")).filter(
-            (pl.col("_count") > 0) != (pl.col("_before") > 0)
-        )
-        last = counted.group_by("_rank").agg(pl.col("_bad").last())
-        known.update(dict(zip(last.get_column("_rank"), last.get_column("_bad"), strict=True)))
-        return _transitions(events, self.column), {"bad": known}
-
-    def _unranked(
-        self, frame: pl.DataFrame, state: dict[str, Any]
-    ) -> tuple[list[Transition], dict[str, Any]]:
-        """`evaluate` on lines of no rank (a single process's log, a live batch of a line or
-        two): one polars call. Those lines are all of rank "-1", so while another rank is bad
-        nothing transitions, and else each change of that rank's badness is a transition."""
-        known: dict[str, bool] = dict(state["bad"])
-        was_bad = bool(known.get("-1", False))
-        value, row = pl.col(self.column), pl.int_range(pl.len())
-        if frame.get_column(self.column).null_count():  # else no filter: fewer nodes to plan
-            value, row = value.filter(value.is_not_null()), row.filter(value.is_not_null())
-        bad = ~value.is_finite()
-        lines = frame.select(
-            row.alias("_row"),
-            value.alias("_value"),
-            bad.alias("_bad"),
-            bad.shift(1, fill_value=was_bad).alias("_was_bad"),
-        )
-        bads = lines.get_column("_bad")
-        known["-1"] = bool(bads[-1])
-        if sum(known.values()) - known["-1"]:
-            return [], {"bad": known}  # another rank stays bad: the alert stays as it is
-        changed = bads != lines.get_column("_was_bad")
-        rows, values = (lines.get_column(name).filter(changed) for name in ("_row", "_value"))
         found = [
             Transition(row=row, status=FIRING if fire else RESOLVED, value=value)
-            for row, fire, value in zip(rows, bads.filter(changed), values, strict=True)
+            for row, fire, value in zip(rows, fires, values, strict=True)
         ]
         return found, {"bad": known}
+
+    def _lines(self, frame: pl.DataFrame, rank: pl.Expr | None) -> pl.DataFrame:
+        """The lines with a value: row, value, whether it is non-finite (and rank), one select
+        (without a filter when every line has a value: fewer expressions to plan)."""
+        value = pl.col(self.column)
+        columns = {"_row": pl.int_range(pl.len()), "_value": value, "_bad": ~value.is_finite()}
+        if rank is not None:
+            columns["_rank"] = rank
+        if frame.get_column(self.column).null_count():
+            columns = {name: expr.filter(value.is_not_null()) for name, expr in columns.items()}
+        return frame.select(**columns)
 
 
 @dataclass(frozen=True, slots=True)
