@@ -217,18 +217,18 @@ class DropRule:
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
         values = frame.get_column(self.column)
-        pauses = frame.get_column("text").str.contains(PAUSE_PATTERN)
+        texts = frame.get_column("text")
         if values.null_count() == frame.height:
             if not state["seen"] or state["skip"]:
                 return [], state
-            return [], {**state, "skip": pauses.any()}
+            return [], {**state, "skip": texts.str.contains(PAUSE_PATTERN).any()}
+        pauses = texts.str.contains(PAUSE_PATTERN)
         calm = _drop_calm(self, values, pauses, state)
         if calm is not None:
             return [], calm
         marked = (
-            frame.select(self.column, "text")
+            pl.DataFrame({self.column: values, "_pause": pauses})
             .with_row_index("_row")
-            .with_columns(pl.col("text").str.contains(PAUSE_PATTERN).alias("_pause"))
             .filter(pl.col(self.column).is_not_null() | pl.col("_pause"))
         )
         # Only throughput and pause rows are left: "the row before is a pause" is "a pause
