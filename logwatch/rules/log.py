@@ -142,35 +142,20 @@ class NonFiniteRule:
         known: dict[str, bool] = dict(state["bad"])
         before = sum(known.values())
         if frame.get_column("rank").null_count() == frame.height:
-            # Every line is of no rank ("-1"): the count of bad ranks is the other ranks' plus
-            # this line's badness, and that rank's state is its last line's.
             lines = self._lines(frame, None)
-            bads = lines.get_column("_bad")
-            others = before - known.get("-1", False)
-            on = bads | (others > 0)
-            known["-1"] = bool(bads[-1])
+            on = _unranked_on(lines, known, before)
         else:
             lines = self._lines(frame, pl.col("rank").fill_null(-1))
-            # A rank's previous value: its previous line's, else its state's.
-            bad_ranks = [int(name) for name, bad in known.items() if bad]
-            stated = pl.col("_rank").is_in(bad_ranks) if bad_ranks else pl.lit(False)
-            was_bad = pl.col("_bad").shift(1).over("_rank").fill_null(stated)
-            delta = pl.col("_bad").cast(pl.Int64) - was_bad.cast(pl.Int64)
-            scored = lines.select(
-                (before + delta.cum_sum() > 0).alias("_on"),  # some rank is bad after the line
-                pl.col("_rank").is_last_distinct().alias("_last"),
-            )
-            on, last = scored.get_column("_on"), scored.get_column("_last")
-            ranks = lines.get_column("_rank").filter(last).cast(pl.String)
-            known.update(zip(ranks, lines.get_column("_bad").filter(last), strict=True))
+            on = _ranked_on(lines, known, before)
+        # a transition wherever "some rank is bad" changes, from the state's to the last line's
         changed = on != pl.Series([before > 0]).append(on.head(-1))
-        rows, fires, values = (
+        rows, fires, found_values = (
             series.filter(changed)
             for series in (lines.get_column("_row"), on, lines.get_column("_value"))
         )
         found = [
             Transition(row=row, status=FIRING if fire else RESOLVED, value=value)
-            for row, fire, value in zip(rows, fires, values, strict=True)
+            for row, fire, value in zip(rows, fires, found_values, strict=True)
         ]
         return found, {"bad": known}
 
@@ -184,6 +169,34 @@ class NonFiniteRule:
         if frame.get_column(self.column).null_count():
             columns = {name: expr.filter(value.is_not_null()) for name, expr in columns.items()}
         return frame.select(**columns)
+
+
+def _unranked_on(lines: pl.DataFrame, known: dict[str, bool], before: int) -> pl.Series:
+    """Whether some rank is bad after each of `lines`, all of no rank ("-1"): the other ranks'
+    count stays, plus this line's badness. Sets that rank's state in `known` (its last line)."""
+    bads = lines.get_column("_bad")
+    others = before - known.get("-1", False)
+    known["-1"] = bool(bads[-1])
+    return bads | (others > 0)
+
+
+def _ranked_on(lines: pl.DataFrame, known: dict[str, bool], before: int) -> pl.Series:
+    """Whether some rank is bad after each of `lines` (with `_rank`): the count of bad ranks,
+    moved by each line that changes its rank's badness. Updates `known` with each rank's last
+    line."""
+    # A rank's previous value: its previous line's, else its state's.
+    bad_ranks = [int(name) for name, bad in known.items() if bad]
+    stated = pl.col("_rank").is_in(bad_ranks) if bad_ranks else pl.lit(False)
+    was_bad = pl.col("_bad").shift(1).over("_rank").fill_null(stated)
+    delta = pl.col("_bad").cast(pl.Int64) - was_bad.cast(pl.Int64)
+    scored = lines.select(
+        (before + delta.cum_sum() > 0).alias("_on"),
+        pl.col("_rank").is_last_distinct().alias("_last"),
+    )
+    last = scored.get_column("_last")
+    ranks = lines.get_column("_rank").filter(last).cast(pl.String)
+    known.update(zip(ranks, lines.get_column("_bad").filter(last), strict=True))
+    return scored.get_column("_on")
 
 
 @dataclass(frozen=True, slots=True)
