@@ -162,11 +162,15 @@ class NonFiniteRule:
     def _lines(self, frame: pl.DataFrame, rank: pl.Expr | None) -> pl.DataFrame:
         """The lines with a value: row, value, whether it is non-finite (and rank), one select
         (without a filter when every line has a value: fewer expressions to plan)."""
+        values = frame.get_column(self.column)
+        if rank is None and not values.null_count():  # a live line: one Series call
+            rows = pl.Series(range(frame.height))
+            return pl.DataFrame({"_row": rows, "_value": values, "_bad": ~values.is_finite()})
         value = pl.col(self.column)
         columns = {"_row": pl.int_range(pl.len()), "_value": value, "_bad": ~value.is_finite()}
         if rank is not None:
             columns["_rank"] = rank
-        if frame.get_column(self.column).null_count():
+        if values.null_count():
             columns = {name: expr.filter(value.is_not_null()) for name, expr in columns.items()}
         return frame.select(**columns)
 
