@@ -20,7 +20,7 @@ from logwatch.rules.anomaly import DropRule, SpikeRule
 from logwatch.rules.log import NonFiniteRule
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-import stateful_reference as reference  # noqa: E402  (tests/ is not a package)
+import stateful_reference as reference  # tests/ is not a package: found on sys.path
 
 Step = Callable[[Any, pl.DataFrame, dict[str, Any]], Any]
 
