@@ -342,7 +342,7 @@ def _drop_calm(
         return None
     kept = (values.drop_nulls() if values.null_count() else values).cast(pl.Float64)
     x = pl.Series(state["values"], dtype=pl.Float64).append(kept)
-    # type: ignore: the min and max of a float column are floats (kept holds a value)
+    # ignore: the min and max of a float column with a value are floats, which mypy cannot see
     if x.len() > rule.window and not kept.min() >= rule.fraction * x.max():  # type: ignore[operator]
         return None
     return {**state, "values": x.tail(rule.window).to_list(), "seen": True, "skip": False}
