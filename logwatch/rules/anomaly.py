@@ -13,6 +13,7 @@ them, where an alert can resolve) only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -135,6 +136,10 @@ class SpikeRule:
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
+        if frame.height == 1:  # a live batch: the window's median is the carried tail's
+            calm = _spike_one(self, frame.item(0, self.column), state)
+            if calm is not None:
+                return [], calm
         rows = (
             frame.select(self.column).with_row_index("_row").filter(pl.col(self.column).is_finite())
         )
@@ -211,16 +216,19 @@ class DropRule:
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
-        present = frame.get_column(self.column).is_not_null()
-        if not present.any():
+        values = frame.get_column(self.column)
+        texts = frame.get_column("text")
+        if values.null_count() == frame.height:
             if not state["seen"] or state["skip"]:
                 return [], state
-            paused = bool(frame.get_column("text").str.contains(PAUSE_PATTERN).any())
-            return [], {**state, "skip": paused}
+            return [], {**state, "skip": texts.str.contains(PAUSE_PATTERN).any()}
+        pauses = texts.str.contains(PAUSE_PATTERN)
+        calm = _drop_calm(self, values, pauses, state)
+        if calm is not None:
+            return [], calm
         marked = (
-            frame.select(self.column, "text")
+            pl.DataFrame({self.column: values, "_pause": pauses})
             .with_row_index("_row")
-            .with_columns(pl.col("text").str.contains(PAUSE_PATTERN).alias("_pause"))
             .filter(pl.col(self.column).is_not_null() | pl.col("_pause"))
         )
         # Only throughput and pause rows are left: "the row before is a pause" is "a pause
@@ -289,6 +297,55 @@ def _spike_calm(rule: SpikeRule, values: pl.Series, state: dict[str, Any]) -> di
         "deviations": deviations.to_list(),
         "streak": {"run": 0},
     }
+
+
+def _spike_one(
+    rule: SpikeRule, value: float | None, state: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The state after a batch of one line with `value` when that cannot move the alert, else
+    None: no polars call. A line without a finite value changes nothing. Else the median of the
+    window before the value is the median of the carried tail (its last `window` values); a
+    quiet rule stays quiet when the value is at or under median + min_rise x |median|, which the
+    band is at least when k >= 0 (or without a full window, when there is no band)."""
+    if value is None or not math.isfinite(value):
+        return state
+    tail: list[float] = state["values"]
+    if not rule.quiet(state) or rule.k < 0:
+        return None
+    median = _median(tail) if len(tail) >= _MIN_SAMPLES else None
+    high = median is not None and not value <= median + rule.min_rise * abs(median)
+    if high and len(tail) >= rule.window:
+        return None
+    deviation = None if median is None else abs(value - median)
+    return {
+        "values": [*tail, value][-rule.window :],
+        "deviations": [*state["deviations"], deviation][-rule.window :],
+        "streak": state["streak"],
+    }
+
+
+def _median(values: list[float]) -> float:
+    """The median of finite values, as the rolling median gives it (one kernel)."""
+    median = pl.Series(values, dtype=pl.Float64).median()
+    assert isinstance(median, float)
+    return median
+
+
+def _drop_calm(
+    rule: DropRule, values: pl.Series, pauses: pl.Series, state: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The state after a batch with `values` when the rule is quiet and no value can be low,
+    else None: no polars call. With no pause line in the batch or just before it, every value
+    is kept; a value is a candidate (possibly low) only under `fraction` x the max of its
+    window, at most the max of the history, and only with a full window before it."""
+    if not rule.quiet(state) or rule.fraction < 0 or pauses.any() or state["skip"]:
+        return None
+    kept = (values.drop_nulls() if values.null_count() else values).cast(pl.Float64)
+    x = pl.Series(state["values"], dtype=pl.Float64).append(kept)
+    # ignore: the min and max of a float column with a value are floats, which mypy cannot see
+    if x.len() > rule.window and not kept.min() >= rule.fraction * x.max():  # type: ignore[operator]
+        return None
+    return {**state, "values": x.tail(rule.window).to_list(), "seen": True, "skip": False}
 
 
 def _build_spike(params: Mapping[str, Any]) -> Rule:

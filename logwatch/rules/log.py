@@ -8,6 +8,7 @@ labels already fired), any split of a file into batches yields the same transiti
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -131,38 +132,75 @@ class NonFiniteRule:
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
-        if not any(state["bad"].values()) and frame.get_column(self.column).is_finite().all():
+        values = frame.get_column(self.column)
+        # A sum is finite only when every value is (a NaN or an Inf carries through; finite
+        # values that overflow only take the exact path below): no polars call.
+        if not any(state["bad"].values()) and math.isfinite(values.sum()):
             return [], state  # nothing is bad and nothing goes bad: no transition (most batches)
-        col = pl.col(self.column)
-        rows = (
-            frame.select(self.column, pl.col("rank").fill_null(-1).cast(pl.String).alias("_rank"))
-            .with_row_index("_row")
-            .filter(col.is_not_null())
-        )
-        if rows.is_empty():
-            return [], state
+        if values.null_count() == frame.height:
+            return [], state  # no value: no rank moves
         known: dict[str, bool] = dict(state["bad"])
         before = sum(known.values())
-        was_bad = (
-            pl.col("_bad")
-            .shift(1)
-            .over("_rank")
-            .fill_null(
-                pl.col("_rank").replace_strict(known, default=False, return_dtype=pl.Boolean)
-            )
+        if frame.get_column("rank").null_count() == frame.height:
+            lines = self._lines(frame, None)
+            on = _unranked_on(lines, known, before)
+        else:
+            lines = self._lines(frame, pl.col("rank").fill_null(-1))
+            on = _ranked_on(lines, known, before)
+        # a transition wherever "some rank is bad" changes, from the state's to the last line's
+        changed = on != pl.Series([before > 0]).append(on.head(-1))
+        rows, fires, found_values = (
+            series.filter(changed)
+            for series in (lines.get_column("_row"), on, lines.get_column("_value"))
         )
-        counted = (
-            rows.with_columns((~col.is_finite()).alias("_bad"))
-            .with_columns((pl.col("_bad").cast(pl.Int64) - was_bad.cast(pl.Int64)).alias("_delta"))
-            .with_columns((before + pl.col("_delta").cum_sum()).alias("_count"))
-            .with_columns(pl.col("_count").shift(1, fill_value=before).alias("_before"))
-        )
-        events = counted.with_columns((pl.col("_count") > 0).alias("_fire")).filter(
-            (pl.col("_count") > 0) != (pl.col("_before") > 0)
-        )
-        last = counted.group_by("_rank").agg(pl.col("_bad").last())
-        known.update(dict(zip(last.get_column("_rank"), last.get_column("_bad"), strict=True)))
-        return _transitions(events, self.column), {"bad": known}
+        found = [
+            Transition(row=row, status=FIRING if fire else RESOLVED, value=value)
+            for row, fire, value in zip(rows, fires, found_values, strict=True)
+        ]
+        return found, {"bad": known}
+
+    def _lines(self, frame: pl.DataFrame, rank: pl.Expr | None) -> pl.DataFrame:
+        """The lines with a value: row, value, whether it is non-finite (and rank), one select
+        (without a filter when every line has a value: fewer expressions to plan)."""
+        values = frame.get_column(self.column)
+        if rank is None and not values.null_count():  # a live line: one Series call
+            rows = pl.Series(range(frame.height))
+            return pl.DataFrame({"_row": rows, "_value": values, "_bad": ~values.is_finite()})
+        value = pl.col(self.column)
+        columns = {"_row": pl.int_range(pl.len()), "_value": value, "_bad": ~value.is_finite()}
+        if rank is not None:
+            columns["_rank"] = rank
+        if values.null_count():
+            columns = {name: expr.filter(value.is_not_null()) for name, expr in columns.items()}
+        return frame.select(**columns)
+
+
+def _unranked_on(lines: pl.DataFrame, known: dict[str, bool], before: int) -> pl.Series:
+    """Whether some rank is bad after each of `lines`, all of no rank ("-1"): the other ranks'
+    count stays, plus this line's badness. Sets that rank's state in `known` (its last line)."""
+    bads = lines.get_column("_bad")
+    others = before - known.get("-1", False)
+    known["-1"] = bool(bads[-1])
+    return bads | (others > 0)
+
+
+def _ranked_on(lines: pl.DataFrame, known: dict[str, bool], before: int) -> pl.Series:
+    """Whether some rank is bad after each of `lines` (with `_rank`): the count of bad ranks,
+    moved by each line that changes its rank's badness. Updates `known` with each rank's last
+    line."""
+    # A rank's previous value: its previous line's, else its state's.
+    bad_ranks = [int(name) for name, bad in known.items() if bad]
+    stated = pl.col("_rank").is_in(bad_ranks) if bad_ranks else pl.lit(False)
+    was_bad = pl.col("_bad").shift(1).over("_rank").fill_null(stated)
+    delta = pl.col("_bad").cast(pl.Int64) - was_bad.cast(pl.Int64)
+    scored = lines.select(
+        (before + delta.cum_sum() > 0).alias("_on"),
+        pl.col("_rank").is_last_distinct().alias("_last"),
+    )
+    last = scored.get_column("_last")
+    ranks = lines.get_column("_rank").filter(last).cast(pl.String)
+    known.update(zip(ranks, lines.get_column("_bad").filter(last), strict=True))
+    return scored.get_column("_on")
 
 
 @dataclass(frozen=True, slots=True)
