@@ -93,6 +93,13 @@ class Lifecycle:
         self._firing = {event.fingerprint: event for event in events}
 
 
+def moved_source(alerts: Mapping[str, AlertEvent], old: str, new: str) -> dict[str, AlertEvent]:
+    """`alerts` (by fingerprint, in order) with those of source `old` now of `new`, re-keyed by
+    their new fingerprints: what a sink holds of a renamed source (`Sink.rename_source`)."""
+    moved = (replace(e, source=new) if e.source == old else e for e in alerts.values())
+    return {event.fingerprint: event for event in moved}
+
+
 def _since_note(event: AlertEvent, since: AlertEvent) -> str:
     """`<summary> (firing for 12m05s, since line N)`."""
     # A wall-clock alert (log-stalled) fires at logwatch's time and resolves at a line's own

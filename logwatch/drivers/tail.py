@@ -396,6 +396,7 @@ class TailDriver:
             "(its firing alerts go on under that name)"
         )
         self.engine.rename_source(old, name)
+        self.sink.rename_source(old, name)  # so a later resolve edits the Slack message
 
     def _forget_previous(self, follower: Follower) -> None:
         """A new file under a name an earlier, closed file left state under: that run is over."""
