@@ -475,9 +475,12 @@ class TailDriver:
             key = f"{gen_id}|{event.source}|{event.line}|{event.fingerprint}|{event.status}"
             if key in self._replayed:
                 continue  # emitted before a crash; its line was read again
+            self._send([event])
+            # Recorded once the sinks took it: a kill -9 between the two shows this one alert
+            # again after the restart (the Slack and Alertmanager sinks know it by fingerprint
+            # and repeat nothing); recorded before, it was lost for good.
             if self.state is not None:
                 self.state.record_emitted(key)
-            self._send([event])
 
     def send(self, events: Iterable[AlertEvent]) -> None:
         """Hand events that do not come from a followed file to the sink (through the plugins'
