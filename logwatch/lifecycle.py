@@ -78,7 +78,8 @@ class Lifecycle:
     def move(self, source: str) -> None:
         """The firing alerts now belong to `source` (the file they came from was renamed, a new
         file took its name). Nothing is emitted: the alert goes on, nothing ended and nothing new
-        fired; re-announcing it would repeat every firing alert at every log rotation."""
+        fired; re-announcing it would repeat every firing alert at every log rotation. The sinks
+        hear of it from the driver (`Sink.rename_source`), so a later resolve finds them."""
         moved = [replace(event, source=source) for event in self._firing.values()]
         self._firing = {event.fingerprint: event for event in moved}
 
