@@ -66,9 +66,18 @@ class RotTail:
         rows = [json.loads(line) for line in list(self.out)]
         return [(r["rule"], r["status"], Path(r["source"]).name) for r in rows]
 
+    def __enter__(self) -> RotTail:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:  # a failed test: gone before the next one starts
+            self.proc.kill()
+            self.stop()
+
     def stop(self) -> int:
         """SIGTERM, its exit status, the pipes closed."""
-        self.proc.send_signal(signal.SIGTERM)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
         code = self.proc.wait(timeout=30)
         for pump in self._pumps:
             pump.join(timeout=10)
@@ -102,7 +111,7 @@ def assert_one_message_edited_to_resolved(fake: FakeSlack, tail: RotTail) -> Non
     """Once tail printed the resolve under the rotated name, Slack holds one message, edited."""
     wait_until(lambda: ("nan-loss", "resolved", "train.log.1") in tail.events())
     with contextlib.suppress(AssertionError):  # a hang bound: what never comes fails below
-        wait_until(lambda: len(fake.seen("chat.update")) >= 1)
+        wait_until(lambda: len(fake.seen("chat.postMessage")) >= 2)  # its thread reply
     [message] = top_level(fake)
     assert message["text"].startswith("✅ RESOLVED nan-loss"), message["text"]
     shown = json.dumps(message["blocks"], ensure_ascii=False)
@@ -115,8 +124,7 @@ def test_a_rotated_files_alert_resolves_by_editing_its_message(tmp_path: Path) -
     top-level message, edited to RESOLVED and saying where the file went."""
     log = tmp_path / "train.log"
     log.write_bytes(FIRST_RUN)
-    with FakeSlack(rate_per_s=None) as fake:
-        tail = RotTail(tmp_path, fake)
+    with FakeSlack(rate_per_s=None) as fake, RotTail(tmp_path, fake) as tail:
         wait_until(lambda: len(top_level(fake)) == 1)
         old = rotate(tmp_path, tail)
         append(old, b"step 3 | loss 0.9\n")
@@ -130,15 +138,15 @@ def test_the_move_survives_a_restart_between_rotation_and_resolve(tmp_path: Path
     log = tmp_path / "train.log"
     log.write_bytes(FIRST_RUN)
     with FakeSlack(rate_per_s=None) as fake:
-        first = RotTail(tmp_path, fake)
-        wait_until(lambda: len(top_level(fake)) == 1)
-        old = rotate(tmp_path, first)
-        assert first.stop() == 0
-        second = RotTail(tmp_path, fake)
-        wait_until(lambda: second.said("train.log.1: resuming at line"))
-        append(old, b"step 3 | loss 0.9\n")
-        assert_one_message_edited_to_resolved(fake, second)
-        assert second.stop() == 0
+        with RotTail(tmp_path, fake) as first:
+            wait_until(lambda: len(top_level(fake)) == 1)
+            old = rotate(tmp_path, first)
+            assert first.stop() == 0
+        with RotTail(tmp_path, fake) as second:
+            wait_until(lambda: second.said("train.log.1: resuming at line"))
+            append(old, b"step 3 | loss 0.9\n")
+            assert_one_message_edited_to_resolved(fake, second)
+            assert second.stop() == 0
 
 
 def test_a_journalled_rename_is_replayed_after_a_crash(tmp_path: Path) -> None:
