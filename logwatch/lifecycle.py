@@ -78,7 +78,8 @@ class Lifecycle:
     def move(self, source: str) -> None:
         """The firing alerts now belong to `source` (the file they came from was renamed, a new
         file took its name). Nothing is emitted: the alert goes on, nothing ended and nothing new
-        fired; re-announcing it would repeat every firing alert at every log rotation."""
+        fired; re-announcing it would repeat every firing alert at every log rotation. The sinks
+        hear of it from the driver (`Sink.rename_source`), so a later resolve finds them."""
         moved = [replace(event, source=source) for event in self._firing.values()]
         self._firing = {event.fingerprint: event for event in moved}
 
@@ -91,6 +92,13 @@ class Lifecycle:
         (ValueError from the event, or the TypeError / KeyError of a wrong shape)."""
         events = [event_from_json(item) for item in raw]
         self._firing = {event.fingerprint: event for event in events}
+
+
+def moved_source(alerts: Mapping[str, AlertEvent], old: str, new: str) -> dict[str, AlertEvent]:
+    """`alerts` (by fingerprint, in order) with those of source `old` now of `new`, re-keyed by
+    their new fingerprints: what a sink holds of a renamed source (`Sink.rename_source`)."""
+    moved = (replace(e, source=new) if e.source == old else e for e in alerts.values())
+    return {event.fingerprint: event for event in moved}
 
 
 def _since_note(event: AlertEvent, since: AlertEvent) -> str:

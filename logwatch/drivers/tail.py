@@ -400,6 +400,7 @@ class TailDriver:
             "(its firing alerts go on under that name)"
         )
         self.engine.rename_source(old, name)
+        self.sink.rename_source(old, name)  # so a later resolve edits the Slack message
 
     def _forget_previous(self, follower: Follower) -> None:
         """A new file under a name an earlier, closed file left state under: that run is over."""
@@ -478,9 +479,12 @@ class TailDriver:
             key = f"{gen_id}|{event.source}|{event.line}|{event.fingerprint}|{event.status}"
             if key in self._replayed:
                 continue  # emitted before a crash; its line was read again
+            self._send([event])
+            # Recorded once the sinks took it: a kill -9 between the two shows this one alert
+            # again after the restart (the Slack and Alertmanager sinks know it by fingerprint
+            # and repeat nothing); recorded before, it was lost for good.
             if self.state is not None:
                 self.state.record_emitted(key)
-            self._send([event])
 
     def send(self, events: Iterable[AlertEvent]) -> None:
         """Hand events that do not come from a followed file to the sink (through the plugins'

@@ -28,6 +28,12 @@ class Sink(Protocol):
         """Let time-driven work happen; the tail driver calls it once per round (wall clock)."""
         ...
 
+    def rename_source(self, old: str, new: str) -> None:
+        """The alerts firing under `old` go on under `new` (a rotated file: a new file took its
+        name); their later events come with `new`. Nothing is emitted for it; a sink that keys
+        what it sent by source (Slack's messages, Alertmanager's labels) re-keys it."""
+        ...
+
     def close(self) -> None:
         """Flush and release resources; called once at shutdown."""
         ...
@@ -57,6 +63,9 @@ class StreamSink:
     def tick(self, now: datetime) -> None:
         """Nothing waits on time here."""
 
+    def rename_source(self, old: str, new: str) -> None:
+        """Nothing here is kept by source: each event is written as it comes."""
+
     def close(self) -> None:
         self.stream.flush()
 
@@ -72,6 +81,9 @@ class ListSink:
 
     def tick(self, now: datetime) -> None:
         """Nothing waits on time here."""
+
+    def rename_source(self, old: str, new: str) -> None:
+        """The events already kept stay as they were emitted."""
 
     def close(self) -> None:
         pass

@@ -41,6 +41,14 @@ class FanOut:
             except Exception as exc:
                 self._failed(sink, "tick", "failed a periodic step", exc)
 
+    def rename_source(self, old: str, new: str) -> None:
+        """Tell each sink that `old`'s firing alerts go on under `new`."""
+        for sink in self.sinks:
+            try:
+                sink.rename_source(old, new)
+            except Exception as exc:
+                self._failed(sink, "rename_source", f"did not move {old}'s alerts to {new}", exc)
+
     def close(self) -> None:
         """Close each sink, even when an earlier one fails; a broken pipe is raised at the end."""
         broken: BrokenPipeError | None = None

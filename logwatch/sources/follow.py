@@ -47,7 +47,9 @@ class Position:
     """Where a file was left: what a checkpoint stores for it.
 
     `offset` is the start of line `line`; `evaluated_end`, when set, is how far that unfinished
-    line was already evaluated (a partial flush)."""
+    line was already evaluated (a partial flush); `year`, the year yearless lines take (that of
+    the last dated line before, else the file's modification year when it was opened). Entries
+    of older checkpoints lack the fields that have defaults here."""
 
     source: str
     path: str
@@ -59,6 +61,7 @@ class Position:
     line: int
     evaluated_end: int | None = None
     generation: int = 0
+    year: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON object for the checkpoint."""
@@ -68,7 +71,8 @@ class Position:
     def from_json(cls, data: Any) -> Position:
         """Parse a checkpoint entry; ValueError if it is malformed."""
         try:
-            pos = cls(**{name: data[name] for name in cls.__slots__})
+            optional = {name: data[name] for name in _OPTIONAL if name in data}
+            pos = cls(**{name: data[name] for name in _REQUIRED}, **optional)
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed file entry: {exc!r}") from None
         ints = (pos.dev, pos.ino, pos.prefix_len, pos.offset, pos.line, pos.generation)
@@ -79,9 +83,16 @@ class Position:
         texts = all(isinstance(v, str) for v in (pos.source, pos.path, pos.prefix_sha))
         end = pos.evaluated_end
         end_ok = end is None or (isinstance(end, int) and not isinstance(end, bool) and end >= 0)
-        if not (counts and texts and end_ok) or pos.line < 1:
+        year_ok = pos.year is None or (
+            isinstance(pos.year, int) and not isinstance(pos.year, bool) and 1 <= pos.year <= 9999
+        )
+        if not (counts and texts and end_ok and year_ok) or pos.line < 1:
             raise ValueError(f"malformed file entry for {pos.path!r}")
         return pos
+
+
+_OPTIONAL = ("evaluated_end", "generation", "year")
+_REQUIRED = tuple(name for name in Position.__slots__ if name not in _OPTIONAL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +196,7 @@ class Follower:
             line=self.line - 1 if continuing else self.line,
             evaluated_end=pending_start if continuing else None,
             generation=self.generation,
+            year=self.year,
         )
 
     def matches(self, pos: Position) -> bool:
@@ -197,6 +209,8 @@ class Follower:
     def resume(self, pos: Position) -> None:
         """Continue from a checkpointed position (the caller checked `matches`)."""
         self.generation = pos.generation
+        if pos.year is not None:  # else an older checkpoint's: the modification year stays
+            self.year = pos.year
         self.prefix = os.pread(self.fd, PREFIX_BYTES, 0)
         self.read_offset = self.line_start = pos.offset
         self.line = pos.line

@@ -17,6 +17,7 @@ import polars as pl
 from logwatch.alerts import FIRING, AlertEvent
 from logwatch.drivers.plugins import Plugin
 from logwatch.engine import run_id
+from logwatch.lifecycle import moved_source
 
 if TYPE_CHECKING:
     from logwatch.drivers.tail import TailDriver
@@ -162,6 +163,12 @@ class TopPlugin(Plugin):
 
     def tick(self, now: datetime) -> None:
         """Nothing waits on time here."""
+
+    def rename_source(self, old: str, new: str) -> None:
+        """`old`'s firing alerts go on under `new` (a rotated file): shown there, resolved there."""
+        with self._lock:
+            self._firing = moved_source(self._firing, old, new)
+        self.changed.set()
 
     # --- the view's side -------------------------------------------------------------------
 

@@ -67,8 +67,9 @@ class Tailer:
         return [int(json.loads(line)["labels"]["seq"]) for line in list(self.out)]
 
     def ready(self) -> None:
-        """Wait until the process has scanned its files."""
-        wait_until(lambda: any("logwatch:" in line for line in self.err))
+        """Wait until the process follows its file (its history caught up: what is written
+        from now on is read live)."""
+        wait_until(lambda: any("following it" in line for line in self.err))
 
     def finish(self, sig: int = signal.SIGTERM) -> int:
         """Send a signal, wait for the exit code, close the pipes."""
@@ -103,8 +104,9 @@ def test_sigterm_then_restart_loses_and_repeats_nothing(tmp_path: Path) -> None:
 
 
 def test_kill_9_then_restart_loses_nothing_and_alerts_once(tmp_path: Path) -> None:
-    """kill -9 while a writer appends: after a restart every line has alerted exactly once
-    (lines after the last checkpoint are read again, their alerts are not repeated)."""
+    """kill -9 while a writer appends: after a restart every line has alerted, and once (lines
+    after the last checkpoint are read again, their alerts are not repeated), but for the one
+    alert the kill may have caught printed and not yet journalled: that one shows again."""
     log = tmp_path / "a.log"
     log.write_bytes(b"")
     total = 6000
@@ -127,7 +129,8 @@ def test_kill_9_then_restart_loses_nothing_and_alerts_once(tmp_path: Path) -> No
     assert second.finish() == 0
     counts = Counter(first.seqs() + second.seqs())
     assert sorted(counts) == list(range(1, total + 1))
-    assert max(counts.values()) == 1
+    assert {seq for seq, n in counts.items() if n > 1} <= {first.seqs()[-1]}
+    assert max(counts.values()) <= 2
 
 
 def test_a_second_process_on_the_same_state_dir_is_refused(tmp_path: Path) -> None:

@@ -97,6 +97,9 @@ class AmAlert:
     ends_at: datetime | None = None  # set once resolved
     generator_url: str | None = None
     version: int = 0  # the sink's change counter when this alert last changed
+    rule_labels: dict[str, str] = field(default_factory=dict)
+    """The event's own labels as the rule gave them: with `alertname` and `source` they make the
+    logwatch fingerprint again when the source is renamed."""
 
     def body(self, now: datetime, lease_s: float) -> dict[str, Any]:
         """The API v2 object: while firing, endsAt is a lease (now + 4 x resend interval)."""
@@ -119,6 +122,7 @@ class AmAlert:
             "starts_at": self.starts_at.isoformat(),
             "ends_at": self.ends_at.isoformat() if self.ends_at else None,
             "generator_url": self.generator_url,
+            "rule_labels": self.rule_labels,
         }
 
     @classmethod
@@ -134,6 +138,8 @@ class AmAlert:
                 generator_url=None
                 if data.get("generator_url") is None
                 else str(data["generator_url"]),
+                # absent in states saved before renames were followed
+                rule_labels={str(k): str(v) for k, v in dict(data.get("rule_labels", {})).items()},
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed Alertmanager alert: {exc!r}") from None

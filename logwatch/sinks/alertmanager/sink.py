@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from logwatch.alerts import FIRING, AlertEvent
+from logwatch.alerts import FIRING, AlertEvent, alert_fingerprint
 from logwatch.atomic import write_atomic
 from logwatch.cluster_config import AlertmanagerConfig
 from logwatch.config import Config
@@ -85,12 +86,42 @@ class AlertmanagerSink:
                     starts_at=starts,
                     generator_url=generator_url(self.identity.generator_url, labels),
                     version=self.version,
+                    rule_labels=dict(event.labels),
                 )
             elif known is not None:
                 known.ends_at, known.version = now, self.version
                 known.annotations = {**known.annotations, **alert_annotations(event)}
             else:
                 return  # a resolve of an alert this sink never heard fire: nothing to end
+            self._save()
+        self._due()
+
+    def rename_source(self, old: str, new: str) -> None:
+        """`old`'s firing alerts go on under `new`. The source is a label, so in Alertmanager
+        each is a new alert: the one labelled `old` is resolved now (not left firing until its
+        lease ends) and one labelled `new`, started when the first was, fires in its place."""
+        now = self.now()
+        with self._lock:
+            moving = [
+                a
+                for a in self.alerts.values()
+                if a.ends_at is None and a.labels.get("source") == old
+            ]
+            for alert in moving:
+                self.version += 1
+                labels = {**alert.labels, "source": new}
+                fingerprint = alert_fingerprint(labels["alertname"], new, alert.rule_labels)
+                self.alerts[fingerprint] = replace(
+                    alert,
+                    labels=labels,
+                    annotations={**alert.annotations, "renamed_from": old},
+                    generator_url=generator_url(self.identity.generator_url, labels),
+                    version=self.version,
+                )
+                alert.ends_at, alert.version = now, self.version
+                alert.annotations = {**alert.annotations, "renamed_to": new}
+            if not moving:
+                return
             self._save()
         self._due()
 

@@ -188,9 +188,11 @@ def resolved_message(
     *,
     restarted: bool = False,
     host: str | None = None,
+    moved: Mapping[str, str] | None = None,
 ) -> tuple[str, list[Block]]:
     """What the firing message becomes once every alert of its group resolved, or (`restarted`)
-    ended because the run restarted: that is no recovery, so it is not shown as one."""
+    ended because the run restarted: that is no recovery, so it is not shown as one. `moved`:
+    the sources renamed since it was posted (new name -> posted name), said in a context line."""
     rule, where = rule_names(events), _where(events)
     took = format_duration(firing_s)
     head = ENDED if restarted else "✅ RESOLVED"
@@ -199,9 +201,16 @@ def resolved_message(
     fixes = fix_sections(events)
     blocks += list_sections(member_lines(events), BLOCKS_MAX - 3 - len(fixes))
     blocks += fixes
+    blocks += [context(moved_line(moved))] if moved else []
     blocks.append(context(f"first seen {when(first_seen)} · logwatch"))
     text = f"{head} {escape(rule)} on {escape(where)} after {took} (first seen {when(first_seen)})"
     return cut(text, TEXT_MAX), blocks[:BLOCKS_MAX]
+
+
+def moved_line(moved: Mapping[str, str]) -> str:
+    """Where renamed sources went: `📁 log rotated: `train.log` is now `train.log.1``."""
+    went = ", ".join(f"`{escape(old)}` is now `{escape(new)}`" for new, old in moved.items())
+    return f"📁 log rotated: {went}"
 
 
 def reply_message(text: str) -> tuple[str, list[Block]]:

@@ -26,6 +26,7 @@ from logwatch.clock import Clock
 from logwatch.config import AlertsConfig
 from logwatch.drivers.statesafe import write_failure
 from logwatch.durations import format_duration
+from logwatch.lifecycle import moved_source
 from logwatch.redact import stderr_line
 from logwatch.sinks.slack import messages
 from logwatch.sinks.slack.silences import SilenceStore
@@ -33,7 +34,10 @@ from logwatch.sinks.slack.spool import POST, REPLY, UPDATE, Job
 
 STATE_FILE = "notify-state.json"
 EVENTS_FILE = "notify-events.jsonl"
-"""Events emitted since the last full save of STATE_FILE, one JSON object a line."""
+"""Events emitted (and sources renamed) since the last full save of STATE_FILE, one JSON object
+a line."""
+RENAMED = "renamed"
+"""The key of a journal record that says a source was renamed (`{"renamed": {"old", "new"}}`)."""
 
 
 class Outbox(Protocol):
@@ -55,6 +59,8 @@ class Notice:
     members: dict[str, AlertEvent] = field(default_factory=dict)
     resolved: dict[str, AlertEvent] = field(default_factory=dict)
     last_notified_s: float = 0.0
+    moved: dict[str, str] = field(default_factory=dict)
+    """Sources renamed since the message was posted (a rotated file): new name -> posted name."""
 
 
 class Notifier:
@@ -106,7 +112,24 @@ class Notifier:
         # only: rewriting it per event is quadratic in a burst), replayed by `_load`; chosen
         # over a flush step in every sink and driver, it keeps the contract in the sink.
         with contextlib.suppress(OSError):  # still dirty: the next tick saves it and says why
-            self._journal(event)
+            self._journal(_event_json(event))
+
+    def rename_source(self, old: str, new: str) -> None:
+        """`old`'s alerts go on under `new` (a rotated file): every group keeps its message, so
+        a later resolve edits it; durable (journalled and fsynced) when this returns."""
+        self._move(old, new)
+        self._dirty = True
+        with contextlib.suppress(OSError):
+            self._journal({RENAMED: {"old": old, "new": new}})
+
+    def _move(self, old: str, new: str) -> None:
+        self.firing = moved_source(self.firing, old, new)
+        self.held = moved_source(self.held, old, new)
+        for notice in [*self.pending.values(), *self.posted.values()]:
+            if any(e.source == old for e in notice.members.values()):
+                notice.moved[new] = notice.moved.pop(old, old)  # renamed twice: the first name
+            notice.members = moved_source(notice.members, old, new)
+            notice.resolved = moved_source(notice.resolved, old, new)
 
     def close(self) -> None:
         """Send every group still waiting, then persist."""
@@ -117,14 +140,15 @@ class Notifier:
             os.close(self._journal_fd)
             self._journal_fd = None
 
-    def _journal(self, event: AlertEvent) -> None:
-        """Append one event to the journal the next full save empties, fsync'd."""
+    def _journal(self, record: dict[str, Any]) -> None:
+        """Append one record (an event, or a rename) to the journal the next full save
+        empties, fsync'd."""
         if self.journal_path is None:
             return
         if self._journal_fd is None:
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
             self._journal_fd = os.open(self.journal_path, flags, 0o600)
-        os.write(self._journal_fd, (json.dumps(_event_json(event)) + "\n").encode())
+        os.write(self._journal_fd, (json.dumps(record) + "\n").encode())
         os.fsync(self._journal_fd)
 
     # --- transitions ---------------------------------------------------------------------------
@@ -187,7 +211,7 @@ class Notifier:
         first = min((e.ts for e in notice.members.values() if e.ts is not None), default=None)
         restarted = all(e.restarted for e in notice.resolved.values())
         text, blocks = messages.resolved_message(
-            list(notice.members.values()), firing_s, first, restarted=restarted
+            list(notice.members.values()), firing_s, first, restarted=restarted, moved=notice.moved
         )
         self._send(UPDATE, text, blocks, parent=notice.id)
         took = format_duration(firing_s)
@@ -335,7 +359,13 @@ class Notifier:
             return
         for raw in self.journal_path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
-                event = event_from_json(json.loads(raw))
+                record = json.loads(raw)
+                renamed = _renamed(record)
+                if renamed is not None:
+                    self._move(*renamed)
+                    self._dirty = True
+                    continue
+                event = event_from_json(record)
             except (ValueError, TypeError, KeyError, AttributeError):
                 continue
             if event.status == FIRING:
@@ -354,6 +384,17 @@ class Notifier:
             f"{self.state_path}: not a logwatch notify state ({reason[:200]}); moved it to "
             f"{aside} and started afresh (alerts firing before the restart may be posted again)"
         )
+
+
+def _renamed(record: Any) -> tuple[str, str] | None:
+    """(old, new) of a journalled rename, None for an event; ValueError for a bad rename."""
+    if not isinstance(record, dict) or RENAMED not in record:
+        return None
+    names = record[RENAMED]
+    old, new = names.get("old"), names.get("new")
+    if not (isinstance(old, str) and isinstance(new, str)):
+        raise ValueError(f"a journalled rename needs old and new names, got {names!r}")
+    return old, new
 
 
 def _same_line(a: AlertEvent, b: AlertEvent) -> bool:
@@ -386,12 +427,16 @@ def _notice_json(notice: Notice) -> dict[str, Any]:
         "last_notified_s": notice.last_notified_s,
         "members": [_event_json(e) for e in notice.members.values()],
         "resolved": [_event_json(e) for e in notice.resolved.values()],
+        "moved": notice.moved,
     }
 
 
 def _notice_from_json(data: dict[str, Any]) -> Notice:
     members: Sequence[AlertEvent] = [event_from_json(e) for e in data["members"]]
     resolved: Sequence[AlertEvent] = [event_from_json(e) for e in data["resolved"]]
+    moved = data.get("moved", {})  # absent in states saved before renames were kept
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in dict(moved).items()):
+        raise ValueError(f"'moved' must map source names to source names, got {moved!r}")
     return Notice(
         id=data["id"],
         rule=data["rule"],
@@ -400,4 +445,5 @@ def _notice_from_json(data: dict[str, Any]) -> Notice:
         members={e.fingerprint: e for e in members},
         resolved={e.fingerprint: e for e in resolved},
         last_notified_s=data["last_notified_s"] if not math.isnan(data["last_notified_s"]) else 0.0,
+        moved=dict(moved),
     )

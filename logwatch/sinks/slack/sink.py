@@ -58,6 +58,11 @@ class SlackSink:
         with self._lock:
             self.notifier.emit(event)
 
+    def rename_source(self, old: str, new: str) -> None:
+        """`old`'s alerts go on under `new`: their messages are edited, not posted again."""
+        with self._lock:
+            self.notifier.rename_source(old, new)
+
     def tick(self, now: datetime) -> None:
         """Let time-driven work happen (group flush, repeats, expired silences), at most once per
         `tick_s`; a failing step is said once per distinct error, never raised."""
