@@ -18,7 +18,7 @@ from functools import cache
 
 import polars as pl
 
-from logwatch.shapes import SHAPES, which_shape
+from logwatch.shapes import SHAPES, candidate_shape
 from logwatch.timestamps import ParsedBlock, dated_timestamp, yearless_timestamp
 
 # A number as trainers print it, non-finite spellings included: nan, NaN, NAN, -nan, inf,
@@ -412,21 +412,18 @@ def parse_block(
     """`parse_lines`, with where its timestamps without a year got their year."""
     year = default_year if default_year is not None else datetime.now().year
     wanted = closure(columns, metrics=metrics)
-    # A live batch (a few lines) pays polars' fixed cost per query, not per line: its shapes
-    # are recognised in the query that builds the frame, and a batch of one shape is cut and
-    # finished in one more.
+    # A live batch (a few lines) pays polars' fixed cost per query, not per line: the query
+    # that builds its frame finds each line's candidate shape by its literal, and one more
+    # cuts and finishes a batch of one candidate, testing the shape's pattern as it goes.
     tiny = shapes and 0 < text.len() <= TINY_BATCH_ROWS and bool(wanted & _CUT_COLUMNS)
     frame = _framed(text, source, first_line, shaped=tiny)
-    which: pl.Series | None = None
     if tiny:
-        which = frame.get_column("_shape")
-        frame = frame.drop("_shape")
-        one = _one_shape(frame, which, wanted)
+        one = _one_shape(frame, frame.drop_in_place("_shape"), wanted)
         if one is not None:
             last = int(frame.get_column("ts")[-1].year)
             return ParsedBlock(one, default_year=year, head_rows=0, last_year=last)
     frame, head_rows, last_year = _timestamps(frame, year)
-    values = _values(frame.select("text"), wanted, shapes=shapes, which=which)
+    values = _values(frame.select("text"), wanted, shapes=shapes)
     frame = frame.hstack(values.get_columns())
     if "metrics" in wanted:
         frame = frame.with_columns(_metrics(frame))
@@ -436,8 +433,8 @@ def parse_block(
 
 
 TINY_BATCH_ROWS = 16
-_WHICH_SHAPE = which_shape()
 """The most lines `parse_block` takes as a live batch (see `_one_shape`)."""
+_CANDIDATE_SHAPE = candidate_shape()
 _DENSE_TS = (
     pl.col("text")
     .str.slice(0, 23)
@@ -448,31 +445,34 @@ _DENSE_TS = (
 
 def _framed(text: pl.Series, source: str, first_line: int, *, shaped: bool) -> pl.DataFrame:
     """`source`, `line`, `text` and `ts` in logging's default form (null for other forms), and
-    each line's shape (`_shape`) when `shaped`, in one query."""
+    each line's candidate shape (`_shape`) when `shaped`, in one query."""
     # Literals and a range built here: `pl.repeat` / `pl.int_range` over `pl.len()` cost several
     # times a regex pass on a short batch.
     line = pl.Series("line", range(first_line, first_line + text.len()), dtype=pl.Int64)
     columns = [pl.lit(source, dtype=pl.String).alias("source"), pl.col("line", "text"), _DENSE_TS]
     if shaped:
-        columns.append(_WHICH_SHAPE)
+        columns.append(_CANDIDATE_SHAPE)
     return pl.DataFrame([line, text.alias("text")]).select(columns)
 
 
 def _one_shape(
-    frame: pl.DataFrame, which: pl.Series, wanted: frozenset[str]
+    frame: pl.DataFrame, candidate: pl.Series, wanted: frozenset[str]
 ) -> pl.DataFrame | None:
     """The finished frame of a batch whose lines all have one shape and logging's timestamp
     (as the general route gives it), in one query; None for any other batch."""
-    number = which.min()
+    number = candidate.min()
     if (
         not isinstance(number, int)
-        or which.null_count()
-        or which.max() != number
+        or candidate.null_count()
+        or candidate.max() != number
         or "metrics" in wanted
         or frame.get_column("ts").has_nulls()
     ):
         return None
-    return frame.select(_one_shape_columns(number, wanted))
+    # The candidate is each line's first shape whose literal it holds: when the shape's pattern
+    # fits every line, it is each line's shape (`shape_of`).
+    finished = frame.select(_one_shape_columns(number, wanted))
+    return finished if finished.drop_in_place("_fits").all() else None
 
 
 @cache
@@ -490,8 +490,11 @@ def _one_shape_columns(number: int, wanted: frozenset[str]) -> list[pl.Expr]:
     elif "gpu_keys" in wanted and SHAPES[number].constants.get("snapshot", False):
         columns["gpu_keys"] = _gpu_keys_of_text()
     return [
-        columns.get(name, pl.lit(None, dtype=dtype)).cast(dtype).alias(name)
-        for name, dtype in SCHEMA.items()
+        *(
+            columns.get(name, pl.lit(None, dtype=dtype)).cast(dtype).alias(name)
+            for name, dtype in SCHEMA.items()
+        ),
+        SHAPES[number].fits().alias("_fits"),
     ]
 
 
@@ -536,19 +539,15 @@ def _values(
     wanted: frozenset[str],
     *,
     shapes: bool = True,
-    which: pl.Series | None = None,
 ) -> pl.DataFrame:
-    """The wanted value columns of these lines: shaped lines cut by their shape (`which`, when
-    the caller recognised them), the rest by the general path; one row per line, in order."""
+    """The wanted value columns of these lines: shaped lines cut by their shape, the rest by
+    the general path; one row per line, in order."""
     names = sorted(_VALUE_COLUMNS & wanted, key=list(SCHEMA).index)
     text = texts.get_column("text")
     # Recognising shapes costs about what the general path's step pass does: worth it only
     # when a column a shape cuts more cheaply than the general path is wanted.
     useful = shapes and bool(wanted & _CUT_COLUMNS)
-    if which is None:
-        which = shape_of(text) if useful else None
-    elif which.null_count() == which.len():
-        which = None
+    which = shape_of(text) if useful else None
     if which is None:
         return _general(texts, wanted).select(names)
     parts: list[pl.DataFrame] = []

@@ -174,10 +174,12 @@ SHAPES: tuple[Shape, ...] = (
 """The shapes the parser tries, in order (a line is taken by the first that accepts it)."""
 
 
-def which_shape() -> pl.Expr:
-    """Each line's shape, its index in `SHAPES` (the first that accepts it), null for the
-    general path: one expression over every line, for batches too small to filter first."""
+def candidate_shape() -> pl.Expr:
+    """Each line's first shape (its index in `SHAPES`) whose literal it holds, null if none:
+    when that shape `fits` the line, it is the line's shape (`parse.shape_of`)."""
     return pl.coalesce(
-        pl.when(shape.accepts()).then(pl.lit(number, dtype=pl.Int8))
+        pl.when(pl.col("text").str.contains(shape.literal, literal=True)).then(
+            pl.lit(number, dtype=pl.Int8)
+        )
         for number, shape in enumerate(SHAPES)
     ).alias("_shape")

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from logwatch.parse import SCHEMA, TINY_BATCH_ROWS, parse_block, parse_lines, shape_of
-from logwatch.shapes import SHAPES, which_shape
+from logwatch.shapes import SHAPES, Shape, candidate_shape
 from logwatch.timestamps import ParsedBlock
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -271,9 +271,19 @@ def test_a_live_batch_parses_as_the_same_lines_in_a_big_batch(
 
 @SETTINGS
 @given(st.lists(ANY_LINE, min_size=1, max_size=20))
-def test_the_one_expression_shape_test_agrees_with_shape_of(lines: list[str]) -> None:
-    """`which_shape` (live batches) picks each line's shape as `shape_of` (big batches) does."""
+def test_a_candidate_shape_that_fits_is_the_lines_shape(lines: list[str]) -> None:
+    """A line's first shape by literal (`candidate_shape`, live batches) is its shape by
+    `shape_of` (big batches) when that shape's pattern fits it."""
     text = pl.Series("text", lines, dtype=pl.String)
-    which = text.to_frame().select(which_shape()).to_series()
-    expected = shape_of(text)
-    assert which.to_list() == (expected.to_list() if expected is not None else [None] * len(lines))
+    candidate = text.to_frame().select(candidate_shape()).to_series().to_list()
+    found = shape_of(text)
+    which = found.to_list() if found is not None else [None] * len(lines)
+    for line, number, shape in zip(lines, candidate, which, strict=True):
+        if number is not None and _fits(SHAPES[number], line):
+            assert shape == number
+        elif number is None:
+            assert shape is None
+
+
+def _fits(shape: Shape, line: str) -> bool:
+    return bool(pl.DataFrame({"text": [line]}).select(shape.fits()).item())
