@@ -417,19 +417,16 @@ def parse_block(
     # cuts and finishes a batch of one candidate, testing the shape's pattern as it goes.
     tiny = shapes and 0 < text.len() <= TINY_BATCH_ROWS and bool(wanted & _CUT_COLUMNS)
     frame = _framed(text, source, first_line, shaped=tiny)
-    if tiny:
-        one = _one_shape(frame, frame.drop_in_place("_shape"), wanted)
-        if one is not None:
-            last = int(frame.get_column("ts")[-1].year)
-            return ParsedBlock(one, default_year=year, head_rows=0, last_year=last)
+    candidate = frame.drop_in_place("_shape") if tiny else None
     frame, head_rows, last_year = _timestamps(frame, year)
-    values = _values(frame.select("text"), wanted, shapes=shapes)
-    frame = frame.hstack(values.get_columns())
-    if "metrics" in wanted:
-        frame = frame.with_columns(_metrics(frame))
-    return ParsedBlock(
-        _finished(frame, wanted), default_year=year, head_rows=head_rows, last_year=last_year
-    )
+    finished = None if candidate is None else _one_shape(frame, candidate, wanted)
+    if finished is None:
+        values = _values(frame.select("text"), wanted, shapes=shapes)
+        frame = frame.hstack(values.get_columns())
+        if "metrics" in wanted:
+            frame = frame.with_columns(_metrics(frame))
+        finished = _finished(frame, wanted)
+    return ParsedBlock(finished, default_year=year, head_rows=head_rows, last_year=last_year)
 
 
 TINY_BATCH_ROWS = 16
@@ -458,15 +455,14 @@ def _framed(text: pl.Series, source: str, first_line: int, *, shaped: bool) -> p
 def _one_shape(
     frame: pl.DataFrame, candidate: pl.Series, wanted: frozenset[str]
 ) -> pl.DataFrame | None:
-    """The finished frame of a batch whose lines all have one shape and logging's timestamp
-    (as the general route gives it), in one query; None for any other batch."""
+    """The finished frame of a batch whose lines all have one shape (as the general route gives
+    it), in one query; None for any other batch."""
     number = candidate.min()
     if (
         not isinstance(number, int)
         or candidate.null_count()
         or candidate.max() != number
         or "metrics" in wanted
-        or frame.get_column("ts").has_nulls()
     ):
         return None
     # The candidate is each line's first shape whose literal it holds: when the shape's pattern
