@@ -443,13 +443,15 @@ _DENSE_TS = (
 def _framed(text: pl.Series, source: str, first_line: int, *, shaped: bool) -> pl.DataFrame:
     """`source`, `line`, `text` and `ts` in logging's default form (null for other forms), and
     each line's candidate shape (`_shape`) when `shaped`, in one query."""
-    # Literals and a range built here: `pl.repeat` / `pl.int_range` over `pl.len()` cost several
-    # times a regex pass on a short batch.
-    line = pl.Series("line", range(first_line, first_line + text.len()), dtype=pl.Int64)
-    columns = [pl.lit(source, dtype=pl.String).alias("source"), pl.col("line", "text"), _DENSE_TS]
+    # Built as Series, not as `pl.repeat` / `pl.int_range` over `pl.len()`: in a query, each of
+    # those costs several times a regex pass on a short batch.
+    n = text.len()
+    line = pl.Series("line", range(first_line, first_line + n), dtype=pl.Int64)
+    origin = pl.Series("source", [source], dtype=pl.String).new_from_index(0, n)
+    columns = [pl.col("source", "line", "text"), _DENSE_TS]
     if shaped:
         columns.append(_CANDIDATE_SHAPE)
-    return pl.DataFrame([line, text.alias("text")]).select(columns)
+    return pl.DataFrame([origin, line, text.alias("text")]).select(columns)
 
 
 def _one_shape(
@@ -585,7 +587,7 @@ def shape_of(text: pl.Series) -> pl.Series | None:
 def _shaped(number: int, rows: pl.DataFrame, names: list[str]) -> pl.DataFrame:
     """The value columns of lines of one shape (its index in `SHAPES`), cut by position."""
     # `with_columns`: a constant column has the frame's height, as `select` would not give it.
-    return rows.lazy().with_columns(_shape_columns(number, tuple(names))).select(names).collect()
+    return rows.with_columns(_shape_columns(number, tuple(names))).select(names)
 
 
 @cache
