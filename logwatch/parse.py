@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from functools import cache
 
 import polars as pl
 
-from logwatch.shapes import SHAPES, Shape
+from logwatch.shapes import SHAPES, candidate_shape
 from logwatch.timestamps import ParsedBlock, dated_timestamp, yearless_timestamp
 
 # A number as trainers print it, non-finite spellings included: nan, NaN, NAN, -nan, inf,
@@ -411,27 +412,88 @@ def parse_block(
     """`parse_lines`, with where its timestamps without a year got their year."""
     year = default_year if default_year is not None else datetime.now().year
     wanted = closure(columns, metrics=metrics)
-    n = text.len()
-    frame = pl.DataFrame(
-        {
-            "source": pl.repeat(source, n, dtype=pl.String, eager=True),
-            "line": pl.int_range(first_line, first_line + n, eager=True, dtype=pl.Int64),
-            "text": text.alias("text"),
-        }
-    )
-    frame = frame.with_columns(
-        pl.col("text")
-        .str.slice(0, 23)
-        .str.to_datetime(_LOGGING_TS_FORMAT, time_unit="us", strict=False)
-        .alias("ts")
-    )
+    # A live batch (a few lines) pays polars' fixed cost per query, not per line: the query
+    # that builds its frame finds each line's candidate shape by its literal, and one more
+    # cuts and finishes a batch of one candidate, testing the shape's pattern as it goes.
+    tiny = shapes and 0 < text.len() <= TINY_BATCH_ROWS and bool(wanted & _CUT_COLUMNS)
+    frame = _framed(text, source, first_line, shaped=tiny)
+    candidate = frame.drop_in_place("_shape") if tiny else None
     frame, head_rows, last_year = _timestamps(frame, year)
-    frame = frame.hstack(_values(frame.select("text"), wanted, shapes=shapes).get_columns())
-    if "metrics" in wanted:
-        frame = frame.with_columns(_metrics(frame))
-    return ParsedBlock(
-        _finished(frame, wanted), default_year=year, head_rows=head_rows, last_year=last_year
-    )
+    finished = None if candidate is None else _one_shape(frame, candidate, wanted)
+    if finished is None:
+        values = _values(frame.select("text"), wanted, shapes=shapes)
+        frame = frame.hstack(values.get_columns())
+        if "metrics" in wanted:
+            frame = frame.with_columns(_metrics(frame))
+        finished = _finished(frame, wanted)
+    return ParsedBlock(finished, default_year=year, head_rows=head_rows, last_year=last_year)
+
+
+TINY_BATCH_ROWS = 16
+"""The most lines `parse_block` takes as a live batch (see `_one_shape`)."""
+_CANDIDATE_SHAPE = candidate_shape()
+_DENSE_TS = (
+    pl.col("text")
+    .str.slice(0, 23)
+    .str.to_datetime(_LOGGING_TS_FORMAT, time_unit="us", strict=False)
+    .alias("ts")
+)
+
+
+def _framed(text: pl.Series, source: str, first_line: int, *, shaped: bool) -> pl.DataFrame:
+    """`source`, `line`, `text` and `ts` in logging's default form (null for other forms), and
+    each line's candidate shape (`_shape`) when `shaped`, in one query."""
+    # Built as Series, not as `pl.repeat` / `pl.int_range` over `pl.len()`: in a query, each of
+    # those costs several times a regex pass on a short batch.
+    n = text.len()
+    line = pl.Series("line", range(first_line, first_line + n), dtype=pl.Int64)
+    origin = pl.Series("source", [source], dtype=pl.String).new_from_index(0, n)
+    columns = [pl.col("source", "line", "text"), _DENSE_TS]
+    if shaped:
+        columns.append(_CANDIDATE_SHAPE)
+    return pl.DataFrame([origin, line, text.alias("text")]).select(columns)
+
+
+def _one_shape(
+    frame: pl.DataFrame, candidate: pl.Series, wanted: frozenset[str]
+) -> pl.DataFrame | None:
+    """The finished frame of a batch whose lines all have one shape (as the general route gives
+    it), in one query; None for any other batch."""
+    number = candidate.min()
+    if (
+        not isinstance(number, int)
+        or candidate.null_count()
+        or candidate.max() != number
+        or "metrics" in wanted
+    ):
+        return None
+    # The candidate is each line's first shape whose literal it holds: when the shape's pattern
+    # fits every line, it is each line's shape (`shape_of`).
+    finished = frame.select(_one_shape_columns(number, wanted))
+    return finished if finished.drop_in_place("_fits").all() else None
+
+
+@cache
+def _one_shape_columns(number: int, wanted: frozenset[str]) -> list[pl.Expr]:
+    """`_finished`'s columns for lines of one shape, each from the shape's own expression (one
+    eager `select`: polars optimises it as it does any eager call, not as a lazy plan)."""
+    names = tuple(sorted(_VALUE_COLUMNS & wanted, key=list(SCHEMA).index))
+    columns = {name: pl.col(name) for name in ("source", "line", "text", "ts")}
+    columns.update(zip(names, _shape_columns(number, names), strict=True))
+    # `wanted` holds each derived column's base (`closure`).
+    if "q_hsb_nonzero" in wanted:
+        columns["q_hsb_nonzero"] = _nonzero_buckets(columns["q_hsb"])
+    if "gpu_keys" in wanted and "telemetry" in wanted:
+        columns["gpu_keys"] = _gpu_keys_of(columns["telemetry"])
+    elif "gpu_keys" in wanted and SHAPES[number].constants.get("snapshot", False):
+        columns["gpu_keys"] = _gpu_keys_of_text()
+    return [
+        *(
+            columns.get(name, pl.lit(None, dtype=dtype)).cast(dtype).alias(name)
+            for name, dtype in SCHEMA.items()
+        ),
+        SHAPES[number].fits().alias("_fits"),
+    ]
 
 
 def complete(frame: pl.DataFrame, columns: Iterable[str]) -> pl.DataFrame:
@@ -452,12 +514,16 @@ def _finished(frame: pl.DataFrame, computed: frozenset[str]) -> pl.DataFrame:
     derived = _derived(frame, computed)
     if derived:
         frame = frame.with_columns(derived)
-    return frame.select(
-        [
-            (pl.col(name) if name in frame.columns else pl.lit(None)).cast(dtype).alias(name)
-            for name, dtype in SCHEMA.items()
-        ]
-    )
+    return frame.select(_final_columns(frozenset(frame.columns)))
+
+
+@cache
+def _final_columns(present: frozenset[str]) -> list[pl.Expr]:
+    """The `SCHEMA` columns in order, typed, from a frame with the columns `present`."""
+    return [
+        (pl.col(name) if name in present else pl.lit(None, dtype=dtype)).cast(dtype).alias(name)
+        for name, dtype in SCHEMA.items()
+    ]
 
 
 _CUT_COLUMNS = frozenset(
@@ -466,7 +532,12 @@ _CUT_COLUMNS = frozenset(
 _VALUE_COLUMNS = frozenset(SCHEMA) - {"source", "line", "text", "ts", "metrics"} - set(_DERIVED)
 
 
-def _values(texts: pl.DataFrame, wanted: frozenset[str], *, shapes: bool = True) -> pl.DataFrame:
+def _values(
+    texts: pl.DataFrame,
+    wanted: frozenset[str],
+    *,
+    shapes: bool = True,
+) -> pl.DataFrame:
     """The wanted value columns of these lines: shaped lines cut by their shape, the rest by
     the general path; one row per line, in order."""
     names = sorted(_VALUE_COLUMNS & wanted, key=list(SCHEMA).index)
@@ -483,10 +554,10 @@ def _values(texts: pl.DataFrame, wanted: frozenset[str], *, shapes: bool = True)
     if general_rows.any():
         values = _general(texts.filter(general_rows), wanted).select(names)
         parts.append(pl.DataFrame([index.filter(general_rows)]).hstack(values.get_columns()))
-    for number, shape in enumerate(SHAPES):
+    for number in range(len(SHAPES)):
         picked = (which == number).fill_null(False)
         if picked.any():
-            values = _shaped(shape, texts.filter(picked), names)
+            values = _shaped(number, texts.filter(picked), names)
             parts.append(pl.DataFrame([index.filter(picked)]).hstack(values.get_columns()))
     if len(parts) == 1:
         return parts[0].drop("_i")
@@ -502,11 +573,7 @@ def shape_of(text: pl.Series) -> pl.Series | None:
         if not hit.any():
             continue
         rows = hit.arg_true()
-        candidates = text.gather(rows)
-        fits = candidates.str.contains(shape.pattern)
-        if shape.forbidden is not None:
-            rest = candidates.str.splitn(shape.literal, 2).struct.field("field_1")
-            fits &= ~rest.str.contains(shape.forbidden)
+        fits = text.gather(rows).to_frame("text").select(shape.fits()).to_series()
         if not fits.any():
             continue
         if which is None:
@@ -517,8 +584,16 @@ def shape_of(text: pl.Series) -> pl.Series | None:
     return which
 
 
-def _shaped(shape: Shape, rows: pl.DataFrame, names: list[str]) -> pl.DataFrame:
-    """The value columns of lines of one shape, cut by position."""
+def _shaped(number: int, rows: pl.DataFrame, names: list[str]) -> pl.DataFrame:
+    """The value columns of lines of one shape (its index in `SHAPES`), cut by position."""
+    # `with_columns`: a constant column has the frame's height, as `select` would not give it.
+    return rows.with_columns(_shape_columns(number, tuple(names))).select(names)
+
+
+@cache
+def _shape_columns(number: int, names: tuple[str, ...]) -> list[pl.Expr]:
+    """The expressions of `_shaped` (built once: a live batch pays only for running them)."""
+    shape = SHAPES[number]
     columns: list[pl.Expr] = []
     for name in names:
         if name in shape.cuts:
@@ -526,13 +601,13 @@ def _shaped(shape: Shape, rows: pl.DataFrame, names: list[str]) -> pl.DataFrame:
         elif name in shape.general:
             expr = _GENERAL_EXPRESSIONS[name]()
         elif name in shape.constants:
-            expr = pl.repeat(shape.constants[name], pl.len())
+            expr = pl.lit(shape.constants[name])
         elif SCHEMA[name] == pl.Boolean():
-            expr = pl.repeat(False, pl.len())
+            expr = pl.lit(False)
         else:
-            expr = pl.repeat(None, pl.len(), dtype=SCHEMA[name])
+            expr = pl.lit(None, dtype=SCHEMA[name])
         columns.append(expr.cast(SCHEMA[name]).alias(name))
-    return rows.select(columns)
+    return columns
 
 
 def _timestamps(frame: pl.DataFrame, year: int) -> tuple[pl.DataFrame, int, int | None]:
@@ -742,23 +817,35 @@ def _generic_rows(frame: pl.DataFrame) -> pl.Series:
 def _derived(frame: pl.DataFrame, computed: frozenset[str]) -> list[pl.Series]:
     """The counts the rules test, from the columns just `computed`: non-empty queue buckets;
     `gpu/` keys in a snapshot (from `telemetry` when it was parsed, else from the snapshot
-    lines' text)."""
+    lines' text, on those lines only)."""
+    dense: list[pl.Expr] = []
+    if "q_hsb_nonzero" in computed:
+        dense.append(_nonzero_buckets(pl.col("q_hsb")))
+    if "gpu_keys" in computed and "telemetry" in computed:
+        dense.append(_gpu_keys_of(pl.col("telemetry")))
+    out = [frame.select(dense).to_series(i) for i in range(len(dense))] if dense else []
+    if "gpu_keys" in computed and "telemetry" not in computed:
+        out.append(_sparse(frame, frame.get_column("snapshot"), _gpu_keys_of_text(), "gpu_keys"))
+    return out
+
+
+def _nonzero_buckets(q_hsb: pl.Expr) -> pl.Expr:
+    """`q_hsb_nonzero`: how many of a queue report's buckets are not 0."""
+    nonzero = q_hsb.list.eval((pl.element() != 0).cast(pl.UInt32)).list.sum()
+    return nonzero.alias("q_hsb_nonzero")
+
+
+def _gpu_keys_of(telemetry: pl.Expr) -> pl.Expr:
+    """`gpu_keys` from a parsed `telemetry` column."""
+    starts = pl.element().struct.field("key").str.starts_with("gpu/").cast(pl.UInt32)
+    return telemetry.list.eval(starts).list.sum().alias("gpu_keys")
+
+
+def _gpu_keys_of_text() -> pl.Expr:
+    """`gpu_keys` from a snapshot line's text."""
     from logwatch.gpu.frames import gpu_key_count  # it reads this module's NUMBER
 
-    out: list[pl.Series] = []
-    if "q_hsb_nonzero" in computed:
-        nonzero = pl.col("q_hsb").list.eval((pl.element() != 0).cast(pl.UInt32)).list.sum()
-        out.append(frame.select(nonzero.alias("q_hsb_nonzero")).to_series())
-    if "gpu_keys" in computed and "telemetry" in computed:
-        keys = (
-            pl.col("telemetry")
-            .list.eval(pl.element().struct.field("key").str.starts_with("gpu/").cast(pl.UInt32))
-            .list.sum()
-        )
-        out.append(frame.select(keys.alias("gpu_keys")).to_series())
-    elif "gpu_keys" in computed:
-        out.append(_sparse(frame, frame.get_column("snapshot"), gpu_key_count(), "gpu_keys"))
-    return out
+    return gpu_key_count().alias("gpu_keys")
 
 
 def _first_of(

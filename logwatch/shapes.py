@@ -89,6 +89,21 @@ class Shape:
     general: tuple[str, ...] = ()
     forbidden: str | None = None  # a line whose text after `literal` matches: general path
 
+    def fits(self) -> pl.Expr:
+        """Whether a line that holds `literal` has this shape (over `text`)."""
+        text = pl.col("text")
+        fits = text.str.contains(self.pattern)
+        if self.forbidden is not None:
+            rest = text.str.splitn(self.literal, 2).struct.field("field_1")
+            fits &= ~rest.str.contains(self.forbidden)
+        return fits
+
+    def accepts(self) -> pl.Expr:
+        """Whether a line has this shape (over `text`): `fits`, on any line."""
+        return (pl.col("text").str.contains(self.literal, literal=True) & self.fits()).fill_null(
+            False
+        )
+
 
 SHAPES: tuple[Shape, ...] = (
     Shape(
@@ -157,3 +172,14 @@ SHAPES: tuple[Shape, ...] = (
     ),
 )
 """The shapes the parser tries, in order (a line is taken by the first that accepts it)."""
+
+
+def candidate_shape() -> pl.Expr:
+    """Each line's first shape (its index in `SHAPES`) whose literal it holds, null if none:
+    when that shape `fits` the line, it is the line's shape (`parse.shape_of`)."""
+    return pl.coalesce(
+        pl.when(pl.col("text").str.contains(shape.literal, literal=True)).then(
+            pl.lit(number, dtype=pl.Int8)
+        )
+        for number, shape in enumerate(SHAPES)
+    ).alias("_shape")

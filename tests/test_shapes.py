@@ -8,8 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from logwatch.parse import SCHEMA, parse_lines, shape_of
-from logwatch.shapes import SHAPES
+from logwatch.parse import SCHEMA, TINY_BATCH_ROWS, parse_block, parse_lines, shape_of
+from logwatch.shapes import SHAPES, Shape, candidate_shape
+from logwatch.timestamps import ParsedBlock
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -226,3 +227,63 @@ def test_each_shape_takes_its_lines_and_leaves_near_misses() -> None:
         "hf-dict",
     ]
     both_ways(lines, metrics=True)
+
+
+def _tail_columns() -> frozenset[str]:
+    from logwatch.api import load_rules
+    from logwatch.drivers.plugins import parse_columns
+    from logwatch.engine import Engine
+
+    return frozenset(parse_columns(Engine(load_rules()).every_column, []))
+
+
+TAIL_COLUMNS = _tail_columns()
+ANY_LINE = st.one_of(
+    step_lines(), queue_lines(), snapshot_lines(), hf_lines(), st.text(max_size=80)
+).map(lambda line: line.replace("\n", " ").replace("\r", " "))
+
+
+@SETTINGS
+@given(
+    st.lists(ANY_LINE, min_size=1, max_size=3),
+    st.sampled_from([None, TAIL_COLUMNS, frozenset({"loss"}), frozenset({"lr", "pid"})]),
+    st.booleans(),
+)
+def test_a_live_batch_parses_as_the_same_lines_in_a_big_batch(
+    lines: list[str], columns: frozenset[str] | None, metrics: bool
+) -> None:
+    """A batch of 1-3 lines (tail's, parsed by the live-batch route) gives the rows, and the
+    year carry, those lines give at the head of a batch too big for that route."""
+    copies = -(-(TINY_BATCH_ROWS + 1) // len(lines))
+
+    def parsed(block: list[str]) -> ParsedBlock:
+        text = pl.Series("text", block, dtype=pl.String)
+        return parse_block(
+            text, source="s", first_line=7, default_year=2026, metrics=metrics, columns=columns
+        )
+
+    live, big = parsed(lines), parsed(lines * copies)
+    assert_frame_equal(live.frame, big.frame.head(len(lines)))
+    assert live.last_year == big.last_year
+    if live.last_year is not None:
+        assert live.head_rows == big.head_rows
+
+
+@SETTINGS
+@given(st.lists(ANY_LINE, min_size=1, max_size=20))
+def test_a_candidate_shape_that_fits_is_the_lines_shape(lines: list[str]) -> None:
+    """A line's first shape by literal (`candidate_shape`, live batches) is its shape by
+    `shape_of` (big batches) when that shape's pattern fits it."""
+    text = pl.Series("text", lines, dtype=pl.String)
+    candidate = text.to_frame().select(candidate_shape()).to_series().to_list()
+    found = shape_of(text)
+    which = found.to_list() if found is not None else [None] * len(lines)
+    for line, number, shape in zip(lines, candidate, which, strict=True):
+        if number is not None and _fits(SHAPES[number], line):
+            assert shape == number
+        elif number is None:
+            assert shape is None
+
+
+def _fits(shape: Shape, line: str) -> bool:
+    return bool(pl.DataFrame({"text": [line]}).select(shape.fits()).item())
