@@ -8,7 +8,8 @@ Usage: python bench/bench_tail.py [--files 50] [--samples 300] [--quiet-s 20] [-
     write() to its alert on the follower's stdout (p50 / p99).
 (1b) sparse: the same 50 files; a step line then a NaN line appended to a random one at
     jittered intervals of about 0.35 s, 4 runs x 20 (p50 / p99 / max): the stalls (1) cannot
-    see, as it writes a continuous stream.
+    see, as it writes a continuous stream. Twice: the NaN line a DFlash step line (a line
+    shape: the alert is nan-loss's), then the same line with a probe suffix (no shape fits it).
 (2) idle CPU: the follower's CPU time (all threads, /proc) while the 50 files stay quiet.
 (3) throughput: one file appended at --rate lines/s for --seconds, a probe every 0.5 s; the lag
     of each probe (first third vs last third: does it grow?), and peak RSS.
@@ -46,6 +47,9 @@ STEP = (
     "lr 2.40e-05 | grad_norm 1.23 | tok/s 48292 | q_hs=19 q_hsb=[1,2,2,6,3,5]\n"
 )
 _ID = re.compile(r"ALERT id=(\d+)")
+# A DFlash NaN line whose step is the probe id: on the baseline's stdout, and in the text of
+# logwatch's nan-loss alert.
+_NAN_STEP = re.compile(r"step (\d+)/200000 \| loss nan")
 
 
 class Follower:
@@ -62,7 +66,8 @@ class Follower:
         assert self.proc.stdout is not None
         for raw in iter(self.proc.stdout.readline, b""):
             now = time.perf_counter()
-            match = _ID.search(raw.decode("utf-8", "replace"))
+            line = raw.decode("utf-8", "replace")
+            match = _ID.search(line) or _NAN_STEP.search(line)
             if match:
                 self.arrivals.put((int(match.group(1)), now))
 
@@ -104,7 +109,8 @@ def logwatch(folder: Path, state: Path) -> Follower:
 def baseline(files: list[Path]) -> Follower:
     """`tail -F | grep`: follows and filters, nothing else."""
     names = " ".join(str(f) for f in files)
-    return Follower(f"exec tail -q -n0 -F {names} | grep --line-buffered ALERT", shell=True)
+    grep = "grep --line-buffered -e ALERT -e 'loss nan'"
+    return Follower(f"exec tail -q -n0 -F {names} | {grep}", shell=True)
 
 
 def warm_up(follower: Follower, files: list[Path], first_id: int) -> int:
@@ -142,21 +148,25 @@ NAN = STEP.replace("loss 2.1182", "loss nan")
 
 
 def sparse(
-    follower: Follower, files: list[Path], appends: int, first_id: int, seed: int
+    follower: Follower, files: list[Path], appends: int, first_id: int, seed: int, shaped: bool
 ) -> list[float]:
     """write()-to-stdout seconds of NaN lines appended one at a time, each after an ordinary
     step line, to a random file, at jittered intervals of about 0.35 s (a training run's rhythm:
-    the follower is idle between appends, so stalls on its round path show)."""
+    the follower is idle between appends, so stalls on its round path show). `shaped`: the NaN
+    line is a DFlash step line (its step is the probe id; the alert is nan-loss's), else the
+    same line with a probe suffix, which no line shape fits (the general parse path, as for a
+    trainer without a shape)."""
     rng = random.Random(seed)
     out = []
     for probe in range(first_id, first_id + appends):
         time.sleep(rng.uniform(0.2, 0.5))
         fd = os.open(rng.choice(files), os.O_WRONLY | os.O_APPEND)
+        nan = NAN.format(n=probe)
         try:
             os.write(fd, STEP.format(n=probe).encode())
             time.sleep(rng.uniform(0.0, 0.03))
             start = time.perf_counter()
-            os.write(fd, NAN.format(n=probe).replace("\n", f" ALERT id={probe}\n").encode())
+            os.write(fd, (nan if shaped else nan.replace("\n", f" ALERT id={probe}\n")).encode())
         finally:
             os.close(fd)
         out.append(follower.wait_for(probe) - start)
@@ -164,23 +174,28 @@ def sparse(
 
 
 def sparse_rows(folder: Path, files: list[Path], state: Path, runs: int, appends: int) -> None:
-    """Print p50 / p99 / max of the sparse appends, baseline and logwatch, `runs` runs each."""
+    """Print p50 / p99 / max of the sparse appends, baseline and logwatch, `runs` runs each,
+    for a DFlash NaN line and for a NaN line of no known shape."""
     print(f"\n(1b) sparse: {len(files)} files, {runs} runs x {appends} jittered NaN appends")
-    print("| follower | p50 | p99 | max | appends over 100 ms |\n|---|---|---|---|---|")
-    for name in ("tail -F | grep", "logwatch tail"):
-        lat: list[float] = []
-        for run in range(runs):
-            follower = baseline(files) if name.startswith("tail") else logwatch(folder, state)
-            try:
-                first = warm_up(follower, files, 1_000_000 * (run + 1))
-                lat += sparse(follower, files, appends, first, seed=run)
-            finally:
-                follower.stop()
-        slow = sum(1 for v in lat if v > 0.1)
-        print(
-            f"| {name.replace('|', chr(92) + '|')} | {pct(lat, 50) * 1e3:.1f} ms | "
-            f"{pct(lat, 99) * 1e3:.1f} ms | {max(lat) * 1e3:.1f} ms | {slow} of {len(lat)} |"
-        )
+    print("| follower | NaN line | p50 | p99 | max | appends over 100 ms |")
+    print("|---|---|---|---|---|---|")
+    for shaped in (True, False):
+        kind = "DFlash step line" if shaped else "no known shape"
+        for name in ("tail -F | grep", "logwatch tail"):
+            lat: list[float] = []
+            for run in range(runs):
+                tail = name.startswith("tail")
+                follower = baseline(files) if tail else logwatch(folder, state)
+                try:
+                    first = warm_up(follower, files, 1_000_000 * (run + 1 + 10 * shaped))
+                    lat += sparse(follower, files, appends, first, seed=run, shaped=shaped)
+                finally:
+                    follower.stop()
+            slow = sum(1 for v in lat if v > 0.1)
+            print(
+                f"| {name.replace('|', chr(92) + '|')} | {kind} | {pct(lat, 50) * 1e3:.1f} ms | "
+                f"{pct(lat, 99) * 1e3:.1f} ms | {max(lat) * 1e3:.1f} ms | {slow} of {len(lat)} |"
+            )
 
 
 def idle_cpu(follower: Follower, seconds: float) -> float:
