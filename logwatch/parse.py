@@ -242,12 +242,18 @@ def _nonfinite_loss_value() -> pl.Expr:
     return first.list.first().str.extract(ANY_LOSS, 3).cast(pl.Float64, strict=False)
 
 
-def _any_nonfinite_loss(frame: pl.DataFrame) -> pl.Series:
+def _any_nonfinite_loss(frame: pl.DataFrame, col: _Prefilters) -> pl.Series:
     """`loss` as the primary loss, made non-finite when another training-loss key on the line
     is (`image_loss 5.0 / model_loss inf`). NeMo's own `reduced_train_loss` stays primary over
     Lightning's running `loss=` (a NaN there lasts 20 steps after the real one recovered)."""
+    if not col.some("_rare_loss_rows") or not col.some("_has_loss_word"):
+        return frame.get_column("loss")
+    # where the primary loss is already non-finite, nothing is replaced: not searched
     rows = frame.select(
-        pl.col("_rare_loss_rows") & pl.col("_has_loss_word") & ~pl.col("_nemo_rows")
+        pl.col("_rare_loss_rows")
+        & pl.col("_has_loss_word")
+        & ~pl.col("_nemo_rows")
+        & pl.col("loss").is_finite().fill_null(True)
     ).to_series()
     found = _sparse(frame, rows, _nonfinite_loss_value(), "loss")
     loss = frame.get_column("loss")
@@ -255,11 +261,11 @@ def _any_nonfinite_loss(frame: pl.DataFrame) -> pl.Series:
     return loss.zip_with(~replace, found).alias("loss")
 
 
-def _darknet_rank(frame: pl.DataFrame) -> pl.Series:
+def _darknet_rank(frame: pl.DataFrame, col: _Prefilters) -> pl.Series:
     """darknet's ` 74: ` is its batch number, not an `srun --label` rank prefix."""
     rank = frame.get_column("rank")
-    rows = frame.get_column("_rare_loss_rows")
-    if not rows.any():
+    rows = col("_rare_loss_rows")
+    if rows is None:
         return rank
     darknet = _sparse(frame, rows, pl.col("text").str.contains(DARKNET_PATTERN), "_darknet")
     return rank.zip_with(~darknet.fill_null(False), pl.Series([None], dtype=rank.dtype))
@@ -630,8 +636,9 @@ def _timestamps(frame: pl.DataFrame, year: int) -> tuple[pl.DataFrame, int, int 
 
 def _general(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
     """The general per-key path over these lines, for the wanted value columns only."""
-    frame = _rare(_dense(frame, wanted), wanted)
-    frame = _by_priority(frame, wanted)
+    frame = _dense(frame, wanted)
+    rows = _Prefilters(frame)
+    frame = _by_priority(_rare(frame, wanted, rows), wanted, rows)
     if "epoch" in wanted:
         has_epoch = frame.get_column("text").str.contains("poch", literal=True)
         frame = frame.with_columns(_sparse(frame, has_epoch, _value(EPOCH_PATTERN), "epoch"))
@@ -641,6 +648,17 @@ def _general(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
 def _dense(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
     """One pass per wanted key over every line, plus the literal prefilters of the rare
     extractors those keys use."""
+    selected, keyed = _dense_expressions(wanted)
+    lazy = frame.lazy().select(selected)
+    if keyed:
+        lazy = lazy.with_columns(keyed)
+    return lazy.drop("_loss_g", "_grad_g", strict=False).collect()
+
+
+@cache
+def _dense_expressions(wanted: frozenset[str]) -> tuple[list[pl.Expr], list[pl.Expr]]:
+    """`_dense`'s expressions for these columns, built once (building costs more than running
+    them on a live batch of a line or two)."""
     txt = pl.col("text")
     loss, grad, step = ("loss" in wanted), ("grad_norm" in wanted), ("step" in wanted)
     rare = loss or grad or step or "rank" in wanted
@@ -677,16 +695,47 @@ def _dense(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
     )
     add("_rare_loss_rows", txt.str.contains(RARE_LOSS_GATE), rare)
     add("_throughput_rows", txt.str.contains(THROUGHPUT_HINT), "throughput" in wanted)
-    lazy = frame.lazy().select(list(exprs.values()))
-    keyed = _keyed_metrics(loss=loss, grad=grad)
-    if keyed:
-        lazy = lazy.with_columns(keyed)
-    return lazy.drop("_loss_g", "_grad_g", strict=False).collect()
+    return list(exprs.values()), list(_keyed_metrics(loss=loss, grad=grad))
 
 
-def _rare(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
+class _Prefilters:
+    """The prefilter columns `_dense` computed, each known to select some line or not, from one
+    query: an extractor whose prefilter selects none costs no call (most, on a live batch)."""
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self._frame = frame
+        names = [name for name in _PREFILTERS if name in frame.columns]
+        found = frame.select(pl.col(names).fill_null(False).any()).row(0) if names else ()
+        self._some = {name: bool(hit) for name, hit in zip(names, found, strict=True)}
+
+    def __call__(self, name: str) -> pl.Series | None:
+        """The prefilter column, or None when it selects no line."""
+        return self._frame.get_column(name) if self._some[name] else None
+
+    def some(self, *names: str) -> bool:
+        """Whether any of these prefilters selects a line."""
+        return any(self._some[name] for name in names)
+
+
+_PREFILTERS = (
+    "snapshot",
+    "run_start",
+    "_rank_rows",
+    "_bracket_rows",
+    "_train_rows",
+    "_nemo_rows",
+    "_megatron_rows",
+    "_tag_rows",
+    "_maybe_validation",
+    "_has_loss_word",
+    "_nan_iter_rows",
+    "_rare_loss_rows",
+    "_throughput_rows",
+)
+
+
+def _rare(frame: pl.DataFrame, wanted: frozenset[str], col: _Prefilters) -> pl.DataFrame:
     """Wanted columns only a few lines carry, extracted on the rows their prefilter selected."""
-    col = frame.get_column
     columns: list[pl.Series] = []
     if "rank" in wanted:
         columns.append(_sparse(frame, col("_rank_rows"), _rank(), "rank"))
@@ -746,10 +795,9 @@ def _metric_pairs() -> pl.Expr:
     return found.list.eval(pl.element().filter(~pl.element().struct.field("key").is_in(_NOT_OTHER)))
 
 
-def _by_priority(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
+def _by_priority(frame: pl.DataFrame, wanted: frozenset[str], col: _Prefilters) -> pl.DataFrame:
     """Loss, grad norm and step (the wanted ones) from every dialect's extractor, in priority
     order; validation report lines carry none of them."""
-    col = frame.get_column
     loss, grad, step = ("loss" in wanted), ("grad_norm" in wanted), ("step" in wanted)
     if loss:
         frame = frame.with_columns(
@@ -762,7 +810,7 @@ def _by_priority(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
                     (col("_rare_loss_rows"), _nan_if(LOSS_NAN_WORDS)),
                     (col("_rare_loss_rows"), _darknet_loss()),
                     (col("_tag_rows"), _number(r"\[loss\]")),
-                    (col("_loss_blocked"), _first_training_loss()),
+                    (frame.get_column("_loss_blocked"), _first_training_loss()),
                     (col("_rare_loss_rows"), _training_value(XENT_PATTERN)),
                 ],
                 dense_after=3,
@@ -777,22 +825,22 @@ def _by_priority(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
         columns.append(_first_of(frame, "grad_norm", grad_sources, dense_after=2))
     if step:
         step_sources = [
-            (col("_bracket_rows") | col("_train_rows"), _integer(BRACKET_STEP_PATTERN)),
+            (_either(col, "_bracket_rows", "_train_rows"), _integer(BRACKET_STEP_PATTERN)),
             (col("_rare_loss_rows"), _integer(DARKNET_PATTERN)),
             (col("_tag_rows"), _integer(r"\[step\]\s*(\d+)")),
         ]
         columns.append(_first_of(frame, "step", step_sources, dense_after=0))
     if loss:
         columns.append(
-            _fill(frame, "loss", _sparse(frame, _generic_rows(frame), _generic_loss(), "loss"))
+            _fill(frame, "loss", _sparse(frame, _generic_rows(frame, col), _generic_loss(), "loss"))
         )
     if columns:
         frame = frame.with_columns(columns)
     columns = []
     if loss:
-        columns.append(_any_nonfinite_loss(frame))
+        columns.append(_any_nonfinite_loss(frame, col))
     if "rank" in wanted:
-        columns.append(_darknet_rank(frame))
+        columns.append(_darknet_rank(frame, col))
     if columns:
         frame = frame.with_columns(columns)
     if "_validation" not in frame.columns:
@@ -807,8 +855,10 @@ def _by_priority(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
     return frame
 
 
-def _generic_rows(frame: pl.DataFrame) -> pl.Series:
+def _generic_rows(frame: pl.DataFrame, col: _Prefilters) -> pl.Series | None:
     """Lines that say `loss` somewhere but matched no known loss key."""
+    if not col.some("_has_loss_word"):
+        return None
     return frame.select(
         pl.col("_has_loss_word") & pl.col("loss").is_null() & ~pl.col("_loss_keyed")
     ).to_series()
@@ -848,15 +898,29 @@ def _gpu_keys_of_text() -> pl.Expr:
     return gpu_key_count().alias("gpu_keys")
 
 
+def _either(col: _Prefilters, a: str, b: str) -> pl.Series | None:
+    """The lines either prefilter selects (None: none)."""
+    rows_a, rows_b = col(a), col(b)
+    if rows_a is None or rows_b is None:
+        return rows_a if rows_b is None else rows_b
+    return rows_a | rows_b
+
+
 def _first_of(
-    frame: pl.DataFrame, name: str, sparse: list[tuple[pl.Series, pl.Expr]], *, dense_after: int
+    frame: pl.DataFrame,
+    name: str,
+    sparse: list[tuple[pl.Series | None, pl.Expr]],
+    *,
+    dense_after: int,
 ) -> pl.Series:
     """Column `name` from several extractors in priority order: the first `dense_after` sparse
     ones outrank the dense column, the rest only fill its gaps."""
     # An extractor whose rows are none adds nothing: skipped, so a small batch (live tail) pays
     # only for the extractors its lines can use.
     columns = [
-        None if not rows.fill_null(False).any() else _sparse(frame, rows, expr, name)
+        None
+        if rows is None or not rows.fill_null(False).any()
+        else _sparse(frame, rows, expr, name)
         for rows, expr in sparse
     ]
     dense = frame.get_column(name).cast(SCHEMA[name])
@@ -872,15 +936,17 @@ def _first_of(
 
 def _sparse(
     frame: pl.DataFrame,
-    rows: pl.Series,
+    rows: pl.Series | None,
     expr: pl.Expr,
     name: str,
     *,
     columns: tuple[str, ...] = ("text",),
 ) -> pl.Series:
     """`expr` (over `columns`) evaluated only where `rows` is true (null elsewhere), as a
-    full-length column."""
+    full-length column (`rows` None: none)."""
     dtype = SCHEMA.get(name, pl.Boolean())
+    if rows is None:
+        return _nulls(frame.height, name, dtype)
     picked = rows.fill_null(False)
     count = int(picked.sum())
     if count == 0:
@@ -899,6 +965,13 @@ def _sparse(
         )
     empty = pl.repeat(None, frame.height, dtype=dtype, eager=True)
     return empty.scatter(index, values.to_series()).alias(name)
+
+
+def _nulls(height: int, name: str, dtype: pl.DataType) -> pl.Series:
+    """A column of `height` nulls (a small one without a polars query)."""
+    if height <= TINY_BATCH_ROWS:
+        return pl.Series(name, [None] * height, dtype=dtype)
+    return pl.repeat(None, height, dtype=dtype, eager=True).alias(name)
 
 
 def _fill(frame: pl.DataFrame, name: str, fallback: pl.Series) -> pl.Series:
