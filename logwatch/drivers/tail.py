@@ -219,9 +219,12 @@ class TailDriver:
         return True
 
     def stop(self) -> None:
-        """Ask `run()` to return after its current round (safe from signal handlers)."""
+        """Ask `run()` to return after its current round. Safe from a signal handler: the
+        signal may have interrupted this very thread inside the wake event's own lock (in its
+        `wait`), so the event is set from another thread, which takes that lock once it is
+        free; setting it here would wait for that lock forever."""
         self._stopping = True
-        self._wake.set()
+        threading.Thread(target=self._wake.set, name="logwatch-stop", daemon=True).start()
 
     def sync(self, timeout_s: float = 30.0) -> None:
         """Wait until a round that began after this call finished with nothing left to read."""
