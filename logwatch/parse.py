@@ -12,7 +12,7 @@ samples/trainers/SOURCES.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import cache
 
@@ -414,8 +414,12 @@ def parse_block(
     metrics: bool = False,
     columns: Iterable[str] | None = None,
     shapes: bool = True,
+    segments: Sequence[tuple[int, int]] | None = None,
 ) -> ParsedBlock:
-    """`parse_lines`, with where its timestamps without a year got their year."""
+    """`parse_lines`, with where its timestamps without a year got their year. `segments`:
+    the block is the lines of several files one after another, (lines, default year) each; a
+    timestamp without a year takes the year of the last dated line before it in its own file,
+    else that file's default year, and `segment_years` says each file's last dated year."""
     year = default_year if default_year is not None else datetime.now().year
     wanted = closure(columns, metrics=metrics)
     # A live batch (a few lines) pays polars' fixed cost per query, not per line: the query
@@ -424,7 +428,7 @@ def parse_block(
     tiny = shapes and 0 < text.len() <= TINY_BATCH_ROWS and bool(wanted & _CUT_COLUMNS)
     frame = _framed(text, source, first_line, shaped=tiny)
     candidate = frame.drop_in_place("_shape") if tiny else None
-    frame, head_rows, last_year = _timestamps(frame, year)
+    frame, head_rows, last_year, segment_years = _timestamps(frame, year, segments)
     finished = None if candidate is None else _one_shape(frame, candidate, wanted)
     if finished is None:
         values = _values(frame.select("text"), wanted, shapes=shapes)
@@ -432,7 +436,13 @@ def parse_block(
         if "metrics" in wanted:
             frame = frame.with_columns(_metrics(frame))
         finished = _finished(frame, wanted)
-    return ParsedBlock(finished, default_year=year, head_rows=head_rows, last_year=last_year)
+    return ParsedBlock(
+        finished,
+        default_year=year,
+        head_rows=head_rows,
+        last_year=last_year,
+        segment_years=segment_years,
+    )
 
 
 TINY_BATCH_ROWS = 16
@@ -616,22 +626,48 @@ def _shape_columns(number: int, names: tuple[str, ...]) -> list[pl.Expr]:
     return columns
 
 
-def _timestamps(frame: pl.DataFrame, year: int) -> tuple[pl.DataFrame, int, int | None]:
+def _timestamps(
+    frame: pl.DataFrame, year: int, segments: Sequence[tuple[int, int]] | None = None
+) -> tuple[pl.DataFrame, int, int | None, tuple[int | None, ...]]:
     """`ts` from every form (logging's default was read densely), the rows before the block's
-    first full date, and the year of its last one."""
+    first full date, the year of its last one, and each segment's last one."""
     ts = frame.get_column("ts")
     if not ts.has_nulls():  # every line in logging's default form (most blocks, live ones too)
-        return frame, 0, (None if ts.is_empty() else int(ts[-1].year))
+        last = None if ts.is_empty() else int(ts[-1].year)
+        ends = _segment_ends(segments)
+        return frame, 0, last, tuple(ts.dt.year().gather(ends).to_list()) if ends else ()
     nulls = ts.is_null()
     dated = _fill(frame, "ts", _sparse(frame, nulls, dated_timestamp(), "ts"))
     years = dated.dt.year()
     found = years.drop_nulls()
     head_rows = int(years.is_not_null().arg_max() or 0) if found.len() else frame.height
     last_year = int(found[-1]) if found.len() else None
-    frame = frame.with_columns(dated, years.forward_fill().fill_null(year).alias("_year"))
+    segment_years: tuple[int | None, ...] = ()
+    if segments is None:
+        carried = years.forward_fill().fill_null(year)
+    else:  # carried within each file only, from its own default year
+        sizes, defaults = [n for n, _ in segments], [d for _, d in segments]
+        spans = pl.DataFrame({"_s": range(len(segments)), "_n": sizes, "_d": defaults})
+        own = (
+            spans.select(pl.col("_s", "_d").repeat_by("_n").explode())
+            .with_columns(pl.lit(years).alias("_y"))
+            .select(pl.col("_y").forward_fill().over("_s"), "_d")
+        )
+        carried = own.select(pl.col("_y").fill_null(pl.col("_d"))).to_series()
+        segment_years = tuple(own.get_column("_y").gather(_segment_ends(segments)).to_list())
+    frame = frame.with_columns(dated, carried.alias("_year"))
     rows = dated.is_null()
     yearless = _sparse(frame, rows, yearless_timestamp(), "ts", columns=("text", "_year"))
-    return frame.with_columns(_fill(frame, "ts", yearless)), head_rows, last_year
+    return frame.with_columns(_fill(frame, "ts", yearless)), head_rows, last_year, segment_years
+
+
+def _segment_ends(segments: Sequence[tuple[int, int]] | None) -> list[int]:
+    """The row of each segment's last line."""
+    ends, row = [], -1
+    for size, _ in segments or ():  # one step per file, not per line
+        row += size
+        ends.append(row)
+    return ends
 
 
 def _general(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:

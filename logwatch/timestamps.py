@@ -99,6 +99,7 @@ class ParsedBlock:
     default_year: int  # given to yearless lines before the block's first dated line
     head_rows: int  # the rows before that first dated line
     last_year: int | None  # the year of the block's last dated line
+    segment_years: tuple[int | None, ...] = ()  # of each segment's (`parse_block(segments=)`)
 
     def in_year(self, year: int) -> pl.DataFrame:
         """The frame with its head's yearless timestamps moved to `year`."""

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 import polars as pl
 
 from logwatch.alerts import AlertEvent
-from logwatch.parse import SCHEMA, parse_lines
+from logwatch.parse import SCHEMA, parse_block
 from logwatch.sources.follow import Batch, Follower
 
 CHUNK_LINES = 100_000
@@ -42,9 +42,6 @@ def catch_up(
         pending.clear()
 
     for follower in followers:
-        if pending and pending[0][0].year != follower.year:
-            flush()  # one default year per block
-            lines = 0
         while True:
             result = follower.poll(now, flush_partial=False)
             for batch in result.batches:
@@ -62,40 +59,48 @@ def catch_up(
 def _parsed_together(
     pending: list[tuple[Follower, Batch]], columns: frozenset[str] | None
 ) -> Iterator[tuple[Follower, pl.DataFrame]]:
-    """Each pending batch's frame, parsed in one call (with their own sources and lines)."""
+    """Each pending batch's frame, parsed in one call (with their own sources and lines). A
+    line without a year takes the year of its own file's last dated line (`follower.year`
+    carries it, to the next block and to the lines that come live)."""
     if not pending:
         return
-    if len(pending) == 1:
-        follower, batch = pending[0]
-        yield (
-            follower,
-            parse_lines(
-                batch.text,
-                source=follower.source,
-                first_line=batch.first_line,
-                default_year=follower.year,
-                columns=columns,
-            ),
-        )
-        return
-    sizes = [batch.text.len() for _, batch in pending]
-    text = pl.concat([batch.text for _, batch in pending])
-    frame = parse_lines(
-        text, source="", first_line=1, default_year=pending[0][0].year, columns=columns
+    # One segment per file: its batches are consecutive; each starts from its own year.
+    files: list[Follower] = []
+    sizes: list[int] = []
+    for follower, batch in pending:
+        if files and files[-1] is follower:
+            sizes[-1] += batch.text.len()
+        else:
+            files.append(follower)
+            sizes.append(batch.text.len())
+    text = (
+        pl.concat([batch.text for _, batch in pending]) if len(pending) > 1 else pending[0][1].text
     )
+    block = parse_block(
+        text,
+        source="",
+        first_line=1,
+        default_year=files[0].year,
+        columns=columns,
+        segments=[(size, f.year) for f, size in zip(files, sizes, strict=True)],
+    )
+    for follower, year in zip(files, block.segment_years, strict=True):
+        if year is not None:
+            follower.year = year
+    counts = [batch.text.len() for _, batch in pending]
     sources = [
         pl.repeat(f.source, n, dtype=pl.String, eager=True)
-        for (f, _), n in zip(pending, sizes, strict=True)
+        for (f, _), n in zip(pending, counts, strict=True)
     ]
     numbers = [
         pl.int_range(b.first_line, b.first_line + n, eager=True, dtype=pl.Int64)
-        for (_, b), n in zip(pending, sizes, strict=True)
+        for (_, b), n in zip(pending, counts, strict=True)
     ]
-    frame = frame.with_columns(
+    frame = block.frame.with_columns(
         pl.concat(sources).cast(SCHEMA["source"]).alias("source"),
         pl.concat(numbers).cast(SCHEMA["line"]).alias("line"),
     )
     offset = 0
-    for (follower, _), size in zip(pending, sizes, strict=True):
+    for (follower, _), size in zip(pending, counts, strict=True):
         yield follower, frame.slice(offset, size)
         offset += size

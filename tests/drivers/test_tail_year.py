@@ -62,3 +62,30 @@ def test_a_checkpoint_entry_without_the_newer_fields_still_loads() -> None:
     assert (pos.year, pos.generation, pos.evaluated_end) == (None, 0, None)
     assert Position.from_json(pos.to_json()) == pos
     assert Position.from_json({**old, "year": 2024}).year == 2024
+
+
+def test_catch_up_keeps_each_files_year_to_itself_and_carries_it_live(tmp_path: Path) -> None:
+    """Two histories caught up together: the yearless line of the second file takes its own
+    file's year, not the first file's 2024; the first file's yearless line written live after
+    the catch-up takes 2024 (its last dated line), not its modification year."""
+    import os
+    from datetime import datetime
+
+    (tmp_path / "pack.toml").write_text(PACK, encoding="utf-8")
+    rules = load_pack(tmp_path / "pack.toml")
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    first.write_bytes(
+        b"2024-11-27 23:59:58,000 INFO run start\nNov 28 00:00:01 host trainer: ALERT 1\n"
+    )
+    second.write_bytes(b"Nov 28 00:00:02 host trainer: ALERT 2\n")
+    written = datetime(2025, 6, 1).timestamp()
+    for log in (first, second):
+        os.utime(log, (written, written))
+    tail = Tail(tmp_path, rules=rules, start="beginning")
+    with running(tail.driver) as driver:
+        driver.sync()
+        with open(first, "ab") as out:
+            out.write(b"Nov 28 00:00:03 host trainer: ALERT 3\n")
+        driver.sync()
+    years = {e.labels["seq"]: e.ts.year for e in tail.sink.events if e.ts is not None}
+    assert years == {"1": 2024, "2": 2025, "3": 2024}
