@@ -25,6 +25,7 @@ import platform
 import queue
 import random
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -57,7 +58,12 @@ class Follower:
 
     def __init__(self, cmd: list[str] | str, *, shell: bool = False) -> None:
         self.proc = subprocess.Popen(
-            cmd, shell=shell, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            cmd,
+            shell=shell,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: stop() ends a pipeline's every part
         )
         self.arrivals: queue.Queue[tuple[int, float]] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
@@ -92,8 +98,8 @@ class Follower:
         return 0
 
     def stop(self) -> None:
-        """Terminate and reap."""
-        self.proc.terminate()
+        """Terminate (the whole process group: `tail | grep` is two processes) and reap."""
+        os.killpg(self.proc.pid, signal.SIGTERM)
         self.proc.wait(timeout=30)
 
 
