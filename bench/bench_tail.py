@@ -53,6 +53,10 @@ _ID = re.compile(r"ALERT id=(\d+)")
 _NAN_STEP = re.compile(r"step (\d+)/200000 \| loss nan")
 
 
+HUNG_STOPS: list[object] = []
+"""Followers that did not exit within 30 s of SIGTERM (said at the end)."""
+
+
 class Follower:
     """A follower subprocess whose stdout lines are timestamped as they arrive."""
 
@@ -98,9 +102,15 @@ class Follower:
         return 0
 
     def stop(self) -> None:
-        """Terminate (the whole process group: `tail | grep` is two processes) and reap."""
+        """Terminate (the whole process group: `tail | grep` is two processes) and reap; one
+        that has not exited 30 s after SIGTERM is counted (`HUNG_STOPS`) and killed."""
         os.killpg(self.proc.pid, signal.SIGTERM)
-        self.proc.wait(timeout=30)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            HUNG_STOPS.append(self.proc.args)
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
 
 
 def logwatch(folder: Path, state: Path) -> Follower:
@@ -264,6 +274,14 @@ def main() -> None:
         "--only", choices=["sparse", "idle"], help="run only (1b) sparse, or only (2) idle CPU"
     )
     args = parser.parse_args()
+    try:
+        _main(args)
+    finally:
+        if HUNG_STOPS:
+            print(f"\n{len(HUNG_STOPS)} followers did not exit within 30 s of SIGTERM (killed)")
+
+
+def _main(args: argparse.Namespace) -> None:
     print(f"# {platform.node()} {os.cpu_count()} cores, Python {platform.python_version()}")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "runs"
