@@ -257,6 +257,8 @@ def _any_nonfinite_loss(frame: pl.DataFrame, col: _Prefilters) -> pl.Series:
     ).to_series()
     found = _sparse(frame, rows, _nonfinite_loss_value(), "loss")
     loss = frame.get_column("loss")
+    if found.null_count() == found.len():
+        return loss  # no other loss key is non-finite (native checks: no query)
     replace = found.is_not_null() & loss.is_finite().fill_null(True)
     return loss.zip_with(~replace, found).alias("loss")
 
@@ -881,8 +883,9 @@ def _by_priority(frame: pl.DataFrame, wanted: frozenset[str], col: _Prefilters) 
         frame = frame.with_columns(columns)
     if "_validation" not in frame.columns:
         return frame
-    validation = frame.get_column("_validation").fill_null(False)
-    if validation.any():
+    validation = frame.get_column("_validation")
+    if validation.any():  # a native call (nulls are not true); fill_null is a query
+        validation = validation.fill_null(False)
         frame = frame.with_columns(
             pl.when(validation).then(None).otherwise(pl.col(name)).alias(name)
             for name in ("loss", "step", "grad_norm")
@@ -952,14 +955,23 @@ def _first_of(
     """Column `name` from several extractors in priority order: the first `dense_after` sparse
     ones outrank the dense column, the rest only fill its gaps."""
     # An extractor whose rows are none adds nothing: skipped, so a small batch (live tail) pays
-    # only for the extractors its lines can use.
-    columns = [
-        None
-        if rows is None or not rows.fill_null(False).any()
-        else _sparse(frame, rows, expr, name)
-        for rows, expr in sparse
-    ]
-    dense = frame.get_column(name).cast(SCHEMA[name])
+    # only for the extractors its lines can use; those that select every line (a live batch's
+    # one line) run in one query.
+    dtype = SCHEMA[name]
+    columns: list[pl.Series | None] = [None] * len(sparse)
+    every: dict[int, pl.Expr] = {}
+    for index, (rows, expr) in enumerate(sparse):
+        if rows is None or not rows.any():  # native calls, no query
+            continue
+        if rows.sum() == frame.height:
+            every[index] = expr.cast(dtype).alias(f"_{index}")
+        else:
+            columns[index] = _sparse(frame, rows, expr, name)
+    if every:
+        found = frame.select(every.values())
+        for index, column in zip(every, found.get_columns(), strict=True):
+            columns[index] = column.alias(name)
+    dense = frame.get_column(name).cast(dtype)
     ordered = [
         column
         for column in (*columns[:dense_after], dense, *columns[dense_after:])
@@ -983,12 +995,12 @@ def _sparse(
     dtype = SCHEMA.get(name, pl.Boolean())
     if rows is None:
         return _nulls(frame.height, name, dtype)
-    picked = rows.fill_null(False)
-    count = int(picked.sum())
+    count = int(rows.sum())  # native (nulls are not counted); a fill_null would be a query
     if count == 0:
-        return pl.repeat(None, frame.height, dtype=dtype, eager=True).alias(name)
+        return _nulls(frame.height, name, dtype)
     if count == frame.height:
         return frame.select(expr.cast(dtype).alias(name)).to_series()
+    picked = rows.fill_null(False)
     index = picked.arg_true()
     values = frame.select(columns).filter(picked).select(expr.cast(dtype).alias(name))
     if dtype.is_nested():
@@ -1012,4 +1024,6 @@ def _nulls(height: int, name: str, dtype: pl.DataType) -> pl.Series:
 
 def _fill(frame: pl.DataFrame, name: str, fallback: pl.Series) -> pl.Series:
     """The column `name`, its nulls filled from a sparse fallback column."""
+    if fallback.null_count() == fallback.len():  # nothing to fill from (a native check)
+        return frame.get_column(name).cast(SCHEMA[name]).alias(name)
     return frame.get_column(name).cast(SCHEMA[name]).fill_null(fallback).alias(name)

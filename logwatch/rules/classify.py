@@ -136,12 +136,13 @@ class ClassifyRule:
         # A line, or a line joined to the one before, can only match where one of the two has a
         # gate literal: the rest need neither the join nor the pattern.
         texts = frame.get_column("text")
-        maybe = texts.str.contains(gate).fill_null(False)
-        if texts.len() and not maybe.any() and not _gated(state["tail"], gate):
+        holds = texts.str.contains(gate)
+        if texts.len() and not holds.any() and not _gated(state["tail"], gate):
             # no line holds a literal, nor the tail carried in: no match, only the tail moves
             last = texts[-1] or ""
             tail = replace_state(state, tail=last[-TAIL_CHARS:].rstrip(), tail_hit=False)
             return _NO_HITS, tail
+        maybe = holds.fill_null(False)
         near = (maybe | maybe.shift(1, fill_value=_gated(state["tail"], gate))).arg_true()
         candidates = pl.DataFrame(
             {
