@@ -433,7 +433,9 @@ def parse_block(
     frame, head_rows, last_year, segment_years = _timestamps(frame, year, segments)
     finished = None if candidate is None else _one_shape(frame, candidate, wanted)
     if finished is None:
-        values = _values(frame.select("text"), wanted, shapes=shapes)
+        # a live batch none of whose lines holds a shape's literal has no shaped line
+        shaped = shapes and (candidate is None or candidate.null_count() < candidate.len())
+        values = _values(frame.select("text"), wanted, shapes=shaped)
         frame = frame.hstack(values.get_columns())
         if "metrics" in wanted:
             frame = frame.with_columns(_metrics(frame))
