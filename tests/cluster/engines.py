@@ -14,7 +14,6 @@ import signal
 import socket
 import ssl
 import subprocess
-import sys
 import threading
 import time
 import urllib.parse
@@ -26,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.process import Collected
 
 ALERTMANAGER = "prometheus-alertmanager"
 PROMETHEUS = "prometheus"
@@ -224,62 +223,17 @@ class Prometheus(Engine):
         )
 
 
-class Node:
+class Node(Collected):
     """A `logwatch tail` process ("a node") over one folder's logs, stderr collected."""
 
     def __init__(
         self, folder: Path, args: Sequence[str], *, env: dict[str, str] | None = None
     ) -> None:
         self.folder = folder
-        cmd = [sys.executable, "-m", "logwatch", "tail", str(folder / "*.log"), "--gpu", "off"]
+        cmd = ["tail", str(folder / "*.log"), "--gpu", "off"]
         cmd += ["--state-dir", str(folder / "state"), "--format", "jsonl", *args]
-        self.proc = subprocess.Popen(
-            cmd,
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, **(env or {})},
-        )
-        self.err: list[str] = []
-        self.out: list[str] = []
-        self._pumps = [
-            threading.Thread(target=self._pump, args=(stream, into), daemon=True)
-            for stream, into in ((self.proc.stderr, self.err), (self.proc.stdout, self.out))
-        ]
-        for pump in self._pumps:
-            pump.start()
-
-    @staticmethod
-    def _pump(stream: Any, into: list[str]) -> None:
-        for raw in iter(stream.readline, b""):
-            into.append(raw.decode("utf-8", "replace"))
-
-    def said(self, fragment: str) -> bool:
-        """Whether some stderr line holds `fragment`."""
-        return any(fragment in line for line in self.err)
+        super().__init__(cmd, env=env)
 
     def wait_following(self, timeout_s: float = 60.0) -> None:
         """Until it caught up on its files and follows them."""
         wait_for(lambda: self.said("following it"), timeout_s, f"tail on {self.folder} started")
-
-    def kill(self) -> None:
-        """SIGKILL: no clean stop, no last post."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=10)
-        self._close()
-
-    def stop(self) -> int:
-        """SIGTERM and its exit status."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout=30)
-        self._close()
-        return code
-
-    def _close(self) -> None:
-        for pump in self._pumps:
-            pump.join(timeout=10)
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -16,7 +14,7 @@ from click.testing import CliRunner
 
 from logwatch.cli import cli
 from logwatch.testing import running
-from tests.conftest import ROOT
+from tests.process import Collected
 from tests.tailkit import Tail, wait_until
 
 PACK = """
@@ -34,33 +32,15 @@ def alert_lines(first: int, last: int) -> bytes:
     return "".join(f"seq={i} ALERT\n" for i in range(first, last + 1)).encode()
 
 
-class Tailer:
-    """`python -m logwatch.cli tail` in a subprocess, its stdout and stderr collected."""
+class Tailer(Collected):
+    """`python -m logwatch tail` in a subprocess, its stdout and stderr collected."""
 
     def __init__(self, folder: Path, *extra: str) -> None:
         pack = folder / "pack.toml"
         pack.write_text(PACK, encoding="utf-8")
         args = [str(folder / "*.log"), "--format", "jsonl", "--no-builtin-rules", "--gpu", "off"]
         args += ["--rules", str(pack), "--state-dir", str(folder / "state"), *extra]
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "logwatch.cli", "tail", *args],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        self.out: list[str] = []
-        self.err: list[str] = []
-        self._threads = [
-            threading.Thread(target=self._pump, args=(self.proc.stdout, self.out), daemon=True),
-            threading.Thread(target=self._pump, args=(self.proc.stderr, self.err), daemon=True),
-        ]
-        for thread in self._threads:
-            thread.start()
-
-    @staticmethod
-    def _pump(stream: object, into: list[str]) -> None:
-        for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
-            into.append(raw.decode())
+        super().__init__(["tail", *args])
 
     def seqs(self) -> list[int]:
         """The seq labels of the alerts printed so far."""
@@ -73,14 +53,7 @@ class Tailer:
 
     def finish(self, sig: int = signal.SIGTERM) -> int:
         """Send a signal, wait for the exit code, close the pipes."""
-        self.proc.send_signal(sig)
-        code = self.proc.wait(timeout=30)
-        for thread in self._threads:
-            thread.join(timeout=10)
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-        return code
+        return self.stop(sig)
 
 
 def test_sigterm_then_restart_loses_and_repeats_nothing(tmp_path: Path) -> None:

@@ -6,10 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
-import subprocess
-import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +13,14 @@ from logwatch.config import AlertsConfig
 from logwatch.sinks.slack.notifier import Notifier
 from logwatch.sinks.slack.spool import POST, UPDATE
 from logwatch.testing import FakeClock, FakeSlack
-from tests.conftest import ROOT
+from tests.process import Collected
 from tests.slackhelp import ListOutbox, alert
 from tests.tailkit import wait_until
 
 FIRST_RUN = b"step 1 | loss 1.0\nstep 2 | loss nan\n"
 
 
-class RotTail:
+class RotTail(Collected):
     """`logwatch tail 'DIR/train.log*'` with a [slack] table (no group_wait), output collected."""
 
     def __init__(self, folder: Path, fake: FakeSlack) -> None:
@@ -36,30 +32,7 @@ class RotTail:
         )
         args = [str(folder / "train.log*"), "--format", "jsonl", "--gpu", "off"]
         args += ["--config", str(config), "--state-dir", str(folder / "state")]
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "logwatch", "tail", "--from-beginning", *args],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, "SLACK_BOT_TOKEN": fake.token},
-        )
-        self.out: list[str] = []
-        self.err: list[str] = []
-        self._pumps = [
-            threading.Thread(target=self._pump, args=(self.proc.stdout, self.out), daemon=True),
-            threading.Thread(target=self._pump, args=(self.proc.stderr, self.err), daemon=True),
-        ]
-        for pump in self._pumps:
-            pump.start()
-
-    @staticmethod
-    def _pump(stream: Any, into: list[str]) -> None:
-        for raw in iter(stream.readline, b""):
-            into.append(raw.decode("utf-8", "replace"))
-
-    def said(self, fragment: str) -> bool:
-        """Whether some stderr line holds `fragment`."""
-        return any(fragment in line for line in list(self.err))
+        super().__init__(["tail", "--from-beginning", *args], env={"SLACK_BOT_TOKEN": fake.token})
 
     def events(self) -> list[tuple[str, str, str]]:
         """(rule, status, source name) of the printed alert events."""
@@ -73,18 +46,6 @@ class RotTail:
         if self.proc.poll() is None:  # a failed test: gone before the next one starts
             self.proc.kill()
             self.stop()
-
-    def stop(self) -> int:
-        """SIGTERM, its exit status, the pipes closed."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(timeout=30)
-        for pump in self._pumps:
-            pump.join(timeout=10)
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-        return code
 
 
 def rotate(folder: Path, tail: RotTail) -> Path:
