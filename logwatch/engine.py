@@ -184,11 +184,12 @@ class Engine:
             spec.rule if isinstance(spec.rule, GpuRule) else None for spec in self.rules
         ]
         self._log_gpu = any(rule is not None and not rule.nvml_only for rule in self._gpu)
-        self._gates = sorted({needs.gate for needs in self._needs if needs.gate is not None})
-        # Built once: making expressions costs more than matching them on a one-line batch.
+        # Each distinct gate's check, built once: making expressions costs more than matching
+        # them on a one-line batch.
+        gates = sorted({needs.gate for needs in self._needs if needs.gate is not None})
         self._gate_checks = {
             gate: pl.col("text").str.contains(gate).any().alias(f"_g{i}")
-            for i, gate in enumerate(self._gates)
+            for i, gate in enumerate(gates)
         }
 
     def state_of(self, source: str) -> SourceState:

@@ -1013,8 +1013,7 @@ def _sparse(
             )
             .get_column(name)
         )
-    empty = pl.repeat(None, frame.height, dtype=dtype, eager=True)
-    return empty.scatter(index, values.to_series()).alias(name)
+    return _nulls(frame.height, name, dtype).scatter(index, values.to_series())
 
 
 def _nulls(height: int, name: str, dtype: pl.DataType) -> pl.Series:

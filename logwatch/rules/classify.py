@@ -137,13 +137,12 @@ class ClassifyRule:
         # gate literal: the rest need neither the join nor the pattern.
         texts = frame.get_column("text")
         holds = texts.str.contains(gate)
-        if texts.len() and not holds.any() and not _gated(state["tail"], gate):
+        tail_gated = _gated(state["tail"], gate)
+        if texts.len() and not holds.any() and not tail_gated:
             # no line holds a literal, nor the tail carried in: no match, only the tail moves
-            last = texts[-1] or ""
-            tail = replace_state(state, tail=last[-TAIL_CHARS:].rstrip(), tail_hit=False)
-            return _NO_HITS, tail
+            return _NO_HITS, _last_line_carried(state, texts)
         maybe = holds.fill_null(False)
-        near = (maybe | maybe.shift(1, fill_value=_gated(state["tail"], gate))).arg_true()
+        near = (maybe | maybe.shift(1, fill_value=tail_gated)).arg_true()
         candidates = pl.DataFrame(
             {
                 "_row": near,
@@ -157,8 +156,7 @@ class ClassifyRule:
         if frame.is_empty() or (kept.len() and kept[-1] == frame.height - 1):
             return found, new_state
         # the last line lacks the literals, so it cannot match: only its tail is carried
-        last = texts[-1] or ""
-        return found, replace_state(new_state, tail=last[-TAIL_CHARS:].rstrip(), tail_hit=False)
+        return found, _last_line_carried(new_state, texts)
 
     def _paired(self, candidates: pl.DataFrame, tail: str) -> pl.DataFrame:
         """The candidates where, for some alternative of the pattern, the line and the one
@@ -265,6 +263,13 @@ class ClassifyRule:
 
 
 _NO_HITS = pl.DataFrame(schema={"_row": pl.UInt32, "_subject": pl.String})
+
+
+def _last_line_carried(state: dict[str, Any], texts: pl.Series) -> dict[str, Any]:
+    """The state carrying the tail of the batch's last line, which holds no literal (so it
+    matched nothing alone)."""
+    last = texts[-1] or ""
+    return replace_state(state, tail=last[-TAIL_CHARS:].rstrip(), tail_hit=False)
 
 
 def _gated(text: str, gate: str | None) -> bool:
