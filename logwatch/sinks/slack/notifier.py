@@ -111,16 +111,14 @@ class Notifier:
         # group for good. One fsync'd append per event (the full state is rewritten at ticks
         # only: rewriting it per event is quadratic in a burst), replayed by `_load`; chosen
         # over a flush step in every sink and driver, it keeps the contract in the sink.
-        with contextlib.suppress(OSError):  # still dirty: the next tick saves it and says why
-            self._journal(_event_json(event))
+        self._journal(_event_json(event))
 
     def rename_source(self, old: str, new: str) -> None:
         """`old`'s alerts go on under `new` (a rotated file): every group keeps its message, so
         a later resolve edits it; durable (journalled and fsynced) when this returns."""
         self._move(old, new)
         self._dirty = True
-        with contextlib.suppress(OSError):
-            self._journal({RENAMED: {"old": old, "new": new}})
+        self._journal({RENAMED: {"old": old, "new": new}})
 
     def _move(self, old: str, new: str) -> None:
         self.firing = moved_source(self.firing, old, new)
@@ -142,14 +140,16 @@ class Notifier:
 
     def _journal(self, record: dict[str, Any]) -> None:
         """Append one record (an event, or a rename) to the journal the next full save
-        empties, fsync'd."""
+        empties, fsync'd. A write that fails leaves the state dirty: the next tick's full save
+        tries again and says why."""
         if self.journal_path is None:
             return
-        if self._journal_fd is None:
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
-            self._journal_fd = os.open(self.journal_path, flags, 0o600)
-        os.write(self._journal_fd, (json.dumps(record) + "\n").encode())
-        os.fsync(self._journal_fd)
+        with contextlib.suppress(OSError):
+            if self._journal_fd is None:
+                flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+                self._journal_fd = os.open(self.journal_path, flags, 0o600)
+            os.write(self._journal_fd, (json.dumps(record) + "\n").encode())
+            os.fsync(self._journal_fd)
 
     # --- transitions ---------------------------------------------------------------------------
 
