@@ -20,7 +20,7 @@ from logwatch.parse import ALWAYS, SCHEMA, complete
 from logwatch.redact import redact
 from logwatch.rules.gpu import GpuRule, HoldRule, LogGpuRows, log_gpu_rows
 from logwatch.rules.loader import RuleSpec
-from logwatch.rules.log import EndOfInputRule, Override, Transition, WallClockRule
+from logwatch.rules.log import EndOfInputRule, Override, Transition, WallClockRule, gate_rows
 
 ErrorHandler = Callable[[str, str, Exception], None]
 """Called as (rule id, source, exception) when a rule raises; the engine goes on without it."""
@@ -126,6 +126,7 @@ class _Needs:
     shown: frozenset[str]
     gate: str | None
     quiet: Callable[[dict[str, Any]], bool] | None
+    rows: pl.Expr | None = None  # each line's gate match (`gate_rows`), with a gate
 
 
 def _needs_of(spec: RuleSpec) -> _Needs:
@@ -136,8 +137,9 @@ def _needs_of(spec: RuleSpec) -> _Needs:
     if declared is None:
         return _Needs(frozenset(SCHEMA) - {"metrics"}, shown, None, None)
     quiet = getattr(spec.rule, "quiet", None)
-    gate = declared.gate if quiet is not None else None
-    return _Needs(frozenset(declared.columns), shown, gate, quiet)
+    if quiet is None or declared.gate is None:
+        return _Needs(frozenset(declared.columns), shown, None, quiet)
+    return _Needs(frozenset(declared.columns), shown, declared.gate, quiet, gate_rows(declared))
 
 
 class Engine:
@@ -186,10 +188,14 @@ class Engine:
         self._log_gpu = any(rule is not None and not rule.nvml_only for rule in self._gpu)
         # Each distinct gate's check, built once: making expressions costs more than matching
         # them on a one-line batch.
-        gates = sorted({needs.gate for needs in self._needs if needs.gate is not None})
+        rows = {
+            needs.gate: needs.rows
+            for needs in self._needs
+            if needs.gate is not None and needs.rows is not None
+        }
+        self._gate_rows = dict(sorted(rows.items()))
         self._gate_checks = {
-            gate: pl.col("text").str.contains(gate).any().alias(f"_g{i}")
-            for i, gate in enumerate(gates)
+            gate: expr.any().alias(f"_g{i}") for i, (gate, expr) in enumerate(self._gate_rows.items())
         }
 
     def state_of(self, source: str) -> SourceState:
@@ -316,11 +322,18 @@ class Engine:
         opened: dict[str, bool] = dict(prepared.gates) if prepared is not None else {}
         gates = {cast(str, self._needs[order].gate) for order in quiet} - opened.keys()
         opened |= _opened(frame, {gate: self._gate_checks[gate] for gate in sorted(gates)})
+        sparse: set[str] = set()  # columns rules computed on their gated rows only
         for order, spec in enumerate(self.rules):
             needs = self._needs[order]
             if order in quiet and not opened[cast(str, needs.gate)]:
                 continue  # the rule cannot move on this batch (exact): nothing to compute
             missing = needs.columns - done
+            if missing and order in quiet and self._gpu[order] is None:
+                gated = self._gated(order, source, state, frame, missing, prior)
+                if gated is not None:
+                    found.extend((line, order, spec, t) for line, t in gated)
+                    sparse |= missing
+                    continue
             if missing:
                 frame = complete(frame, missing)
                 if "step" in missing:
@@ -335,22 +348,60 @@ class Engine:
         shown = {name for _, order, _, _ in found for name in self._needs[order].shown}
         if found:
             shown.add("step")  # every event says its step
-        if shown - done:  # what the summaries of this batch's events show
-            frame = complete(frame, shown - done)
-            if "step" not in done:
-                frame = _filled_step(frame, prior)
-        events = [self._event(spec, source, frame, t, state) for _, _, spec, t in found]
+        rows = _EventRows(frame, (shown | sparse) - done, prior, [t.row for *_, t in found])
+        events = [self._event(spec, source, rows.row(t.row), t, state) for _, _, spec, t in found]
         return [event for event in events if event is not None]
+
+    def _gated(
+        self,
+        order: int,
+        source: str,
+        state: SourceState,
+        frame: pl.DataFrame,
+        missing: frozenset[str],
+        prior: int | None,
+    ) -> list[tuple[int, Transition]] | None:
+        """A quiet gated rule's step over a batch its gate opens, with its `missing` columns
+        computed only from each gate line on, until the rule is quiet again (the lines between
+        cannot move a quiet rule, as a batch without a gate line cannot): (line, transition)
+        with rows of `frame`. None where the gate opens on too many lines to gain by this."""
+        spec, needs = self.rules[order], self._needs[order]
+        hits = frame.select(cast(pl.Expr, needs.rows).fill_null(False)).to_series().arg_true()
+        if hits.len() * _GATED_ROWS > frame.height:
+            return None
+        found: list[tuple[int, Transition]] = []
+        end = 0
+        for hit in hits.to_list():
+            if hit < end:
+                continue  # evaluated with the rows before it
+            start, size = hit, _GATED_ROWS
+            while True:
+                piece = complete(frame.slice(start, size), missing)
+                if "step" in missing:
+                    piece = _filled_step(piece, _step_before(frame, start, prior))
+                step = partial(spec.rule.evaluate, piece)
+                for transition in self._guarded(spec, source, state, step):
+                    moved = replace(transition, row=transition.row + start)
+                    found.append((moved.fields.get("line", frame.item(moved.row, "line")), moved))
+                end = start + piece.height
+                rule_state = state.rule_states.get(spec.id) or spec.rule.initial_state()
+                if end >= frame.height or (spec.id, source) in self._failed:
+                    break
+                if cast(Callable[..., bool], needs.quiet)(rule_state):
+                    break
+                start, size = end, size * 4
+            if end >= frame.height:
+                break
+        return found
 
     def _event(
         self,
         spec: RuleSpec,
         source: str,
-        frame: pl.DataFrame,
+        row: dict[str, Any],
         transition: Transition,
         state: SourceState,
     ) -> AlertEvent | None:
-        row = frame.row(transition.row, named=True)
         if transition.fields:  # summary-only values: they fill placeholders, not identity
             row = {**row, **transition.fields}
         if transition.override is not None:
@@ -381,17 +432,17 @@ class Engine:
     def tick(self, source: str, now: datetime, *, arrived: bool, line: int) -> list[AlertEvent]:
         """Advance the wall-clock rules of one source; `arrived`: lines came since the last tick."""
         state = self.state_of(source)
-        frame: pl.DataFrame | None = None  # built only when a rule transitions (ticks are hot)
+        row: dict[str, Any] | None = None  # built only when a rule transitions (ticks are hot)
         events: list[AlertEvent] = []
         for spec in self.wallclock_rules:
             clock_rule = cast(WallClockRule, spec.rule)
             step = partial(clock_rule.tick, now_s=now.timestamp(), arrived=arrived)
             transitions = self._guarded(spec, source, state, step)
             for transition in transitions:
-                if frame is None:
-                    row = {"source": source, "line": line, "ts": now, "step": state.last_step}
-                    frame = pl.DataFrame([{**row, "text": ""}], schema=SCHEMA)
-                event = self._event(spec, source, frame, transition, state)
+                if row is None:
+                    given = {"source": source, "line": line, "ts": now, "step": state.last_step}
+                    row = pl.DataFrame([{**given, "text": ""}], schema=SCHEMA).row(0, named=True)
+                event = self._event(spec, source, row, transition, state)
                 if event is not None:
                     events.append(event)
         return events
@@ -405,9 +456,9 @@ class Engine:
             if spec.id not in state.rule_states or not isinstance(spec.rule, EndOfInputRule):
                 continue
             for transition in self._guarded(spec, source, state, spec.rule.finish):
-                row = {"source": source, "line": 0, "step": state.last_step, "text": ""}
-                frame = pl.DataFrame([row], schema=SCHEMA)
-                event = self._event(spec, source, frame, transition, state)
+                given = {"source": source, "line": 0, "step": state.last_step, "text": ""}
+                row = pl.DataFrame([given], schema=SCHEMA).row(0, named=True)
+                event = self._event(spec, source, row, transition, state)
                 if event is not None:
                     events.append(event)
         return events
@@ -462,6 +513,45 @@ class Engine:
     def run_all(self, frames: Iterable[pl.DataFrame]) -> list[AlertEvent]:
         """Evaluate a sequence of batches; convenience for tests and small inputs."""
         return [event for frame in frames for event in self.process(frame)]
+
+
+_GATED_ROWS = 64
+"""Rows a quiet gated rule first reads from a gate line (then 4 times as many, ... while it
+is not quiet); a batch whose gate lines are more than one in this many is read whole."""
+
+
+def _step_before(frame: pl.DataFrame, row: int, prior: int | None) -> int | None:
+    """The step in force at the line before `row`: the last one the batch's lines before it
+    say, else `prior` (the source's step before the batch)."""
+    said = last_step_of(frame.head(row)) if row else None
+    return prior if said is None else said
+
+
+class _EventRows:
+    """The rows a batch's events read, with the columns their summaries show (`columns`, not yet
+    computed) added: for a few events on a long batch, on their own rows only."""
+
+    def __init__(
+        self, frame: pl.DataFrame, columns: set[str], prior: int | None, rows: list[int]
+    ) -> None:
+        self._frame, self._columns, self._prior = frame, columns, prior
+        self._picked: dict[int, dict[str, Any]] = {}
+        if columns and len(rows) * _GATED_ROWS > frame.height:  # many: the whole batch
+            self._frame = complete(frame, columns)
+            if "step" in columns:
+                self._frame = _filled_step(self._frame, prior)
+            self._columns = set()
+
+    def row(self, index: int) -> dict[str, Any]:
+        """Row `index` of the batch, as a dict."""
+        if not self._columns:
+            return self._frame.row(index, named=True)
+        if index not in self._picked:
+            one = complete(self._frame.slice(index, 1), self._columns)
+            if "step" in self._columns:
+                one = _filled_step(one, _step_before(self._frame, index, self._prior))
+            self._picked[index] = one.row(0, named=True)
+        return self._picked[index]
 
 
 def _filled_step(frame: pl.DataFrame, prior: int | None) -> pl.DataFrame:

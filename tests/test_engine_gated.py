@@ -1,0 +1,119 @@
+"""A quiet gated rule on a long batch reads its columns only from each gate line on, until it is
+quiet again (`Engine._gated`), and its events read only their own rows (`_EventRows`): the events
+are exactly those of the same batch parsed in full, at any cut into batches."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import logwatch
+import logwatch.engine as engine_module
+from logwatch.engine import Engine
+from logwatch.parse import parse_lines
+from tests import corpus
+
+GATED = ("nan-loss", "nan-grad", "loss-scale-overflow", "run-crashed")
+RULES = [spec for spec in logwatch.load_rules() if spec.id in GATED]
+TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "train.py", line 3, in <module>',
+    "RuntimeError: CUDA error: an illegal memory access was encountered",
+]
+
+
+def _lines(seed: int, count: int, bad: int) -> list[str]:
+    """`count` finite DFlash step lines (some with rank prefixes or no step), with `bad` lines
+    spelling non-finite values (every spelling and dialect the corpus knows), overflow and
+    traceback lines put in at random places."""
+    rng = random.Random(seed)
+    lines = []
+    for step in range(count):
+        loss, grad = rng.uniform(0.5, 4), rng.uniform(0.1, 3)
+        line = f"2026-11-01 00:00:00,000 INFO [train] step {step}/9000 | loss {loss:.4f} | acc 0.3"
+        line += f" | lr 2.40e-05 | grad_norm {grad:.2f} | tok/s 50000 | q_hs=3 q_hsb=[1,2]"
+        if rng.random() < 0.1:
+            line = corpus.PREFIXES[rng.randrange(2)].format(r=rng.randrange(4)) + line
+        lines.append(line if rng.random() > 0.05 else "INFO [data] worker 3 prefetched 64")
+    for _ in range(bad):
+        value = rng.choice(corpus.NONFINITE)
+        kind = rng.random()
+        if kind < 0.6:
+            text = rng.choice(corpus.NAN_LINES).format(v=value, step=rng.randrange(9000), n=2)
+        elif kind < 0.75:
+            text = f"step {rng.randrange(9000)} | loss {rng.choice(['1e400', '1' * 400])} | lr 1"
+        elif kind < 0.85:
+            text = "[rank1]: Gradient overflow. Skipping step, reducing loss scale to 1024.0"
+        else:
+            at = rng.randrange(len(lines) + 1)
+            lines[at:at] = TRACEBACK
+            continue
+        if rng.random() < 0.3:
+            text = corpus.PREFIXES[0].format(r=rng.randrange(4)) + text
+        lines.insert(rng.randrange(len(lines) + 1), text)
+    return lines
+
+
+def _events(lines: list[str], cuts: list[int], *, full: bool) -> list[str]:
+    """Every event of the gated rules over `lines` cut at `cuts` into batches: parsed in full
+    (`full`), or only the columns replay parses for them."""
+    engine = Engine(RULES, stats=False)
+    columns = None if full else engine.columns
+    bounds = [0, *sorted({c for c in cuts if 0 < c < len(lines)}), len(lines)]
+    events = []
+    for start, end in itertools.pairwise(bounds):
+        frame = parse_lines(
+            pl.Series(lines[start:end]),
+            source="t",
+            first_line=start + 1,
+            default_year=2026,
+            columns=columns,
+        )
+        events.extend(engine.process(frame, columns))
+    events.extend(engine.finish("t"))
+    return [event.to_jsonl() for event in events]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 10**6),
+    st.integers(200, 3000),
+    st.integers(0, 12),
+    st.lists(st.integers(1, 3000), max_size=3),
+)
+def test_gated_rules_on_long_batches_give_the_full_parse_events(
+    seed: int, count: int, bad: int, cuts: list[int]
+) -> None:
+    """The gated rules' events with their columns read from the gate lines on are those of the
+    batches parsed in full, at any cut."""
+    lines = _lines(seed, count, bad)
+    assert _events(lines, cuts, full=False) == _events(lines, cuts, full=True)
+
+
+def test_the_gated_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The property above runs the gated path (it would pass vacuously on the dense one): on a
+    long batch with one NaN line, nan-loss reads the loss from its gate line on, and its events
+    are the full parse's."""
+    taken: list[bool] = []
+    gated = Engine._gated
+
+    def spy(self: Engine, *args: Any) -> Any:
+        found = gated(self, *args)
+        taken.append(found is not None)
+        return found
+
+    lines = _lines(7, 2000, 0)
+    lines[900] = lines[900].replace("| loss ", "| loss nan | was ")
+    monkeypatch.setattr(engine_module.Engine, "_gated", spy)
+    events = _events(lines, [], full=False)
+    assert True in taken
+    assert [json.loads(e)["status"] for e in events] == ["firing", "resolved"]
+    assert [json.loads(e)["line"] for e in events] == [901, 902]
+    assert events == _events(lines, [], full=True)
