@@ -195,7 +195,8 @@ class Engine:
         }
         self._gate_rows = dict(sorted(rows.items()))
         self._gate_checks = {
-            gate: expr.any().alias(f"_g{i}") for i, (gate, expr) in enumerate(self._gate_rows.items())
+            gate: expr.any().alias(f"_g{i}")
+            for i, (gate, expr) in enumerate(self._gate_rows.items())
         }
 
     def state_of(self, source: str) -> SourceState:
