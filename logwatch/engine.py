@@ -210,20 +210,26 @@ class Engine:
             states = list(self.sources.values())
         return [event for state in states for event in state.alerts]
 
-    def prepare(self, frame: pl.DataFrame) -> Prepared | None:
+    def prepare(
+        self, frame: pl.DataFrame, computed: Iterable[str] | None = None
+    ) -> Prepared | None:
         """What `process` can use of a parsed batch that no engine state changes, computed
-        ahead (replay does it on its parse threads): which rule gates its lines open, and the
-        GPU rows of its snapshot lines, or the error reading them raised (raised again, as the
-        GPU rules' error, when they read them)."""
+        ahead (replay does it on its parse threads): the lines each rule gate selects, the last
+        step its lines say (when `computed`, the columns its parse computed, lacks the step),
+        and the GPU rows of its snapshot lines, or the error reading them raised (raised again,
+        as the GPU rules' error, when they read them)."""
         if frame.is_empty():
             return None
-        opened = _opened(frame, self._gate_checks)
+        hits = _hits(frame, self._gate_rows)
+        stepped = computed is not None and "step" not in computed
+        last_step = last_step_of(frame) if stepped else None
+        ready = partial(Prepared, frame, hits, stepped=stepped, last_step=last_step)
         if not self._log_gpu or _LazyGpuFrame(frame).empty():
-            return Prepared(frame, opened, None, None)
+            return ready(None, None)
         try:
-            return Prepared(frame, opened, telemetry_rows(frame), None)
+            return ready(telemetry_rows(frame), None)
         except Exception as exc:  # the rules that read these rows report it, in order
-            return Prepared(frame, opened, None, exc)
+            return ready(None, exc)
 
     def process(
         self,
@@ -303,6 +309,8 @@ class Engine:
         if "step" in done:
             frame = _filled_step(frame, prior)
             last_step = frame.get_column("step")[-1]
+        elif prepared is not None and prepared.stepped:
+            last_step = prepared.last_step
         else:
             last_step = last_step_of(frame)
         if last_step is not None:
@@ -320,7 +328,8 @@ class Engine:
             and needs.quiet is not None
             and needs.quiet(state.rule_states.get(spec.id) or spec.rule.initial_state())
         }
-        opened: dict[str, bool] = dict(prepared.gates) if prepared is not None else {}
+        hits = dict(prepared.hits) if prepared is not None else {}
+        opened = {gate: not lines.is_empty() for gate, lines in hits.items()}
         gates = {cast(str, self._needs[order].gate) for order in quiet} - opened.keys()
         opened |= _opened(frame, {gate: self._gate_checks[gate] for gate in sorted(gates)})
         sparse: set[str] = set()  # columns rules computed on their gated rows only
@@ -330,7 +339,8 @@ class Engine:
                 continue  # the rule cannot move on this batch (exact): nothing to compute
             missing = needs.columns - done
             if missing and order in quiet and self._gpu[order] is None:
-                gated = self._gated(order, source, state, frame, missing, prior)
+                lines = hits.get(cast(str, needs.gate))
+                gated = self._gated(order, source, state, frame, missing, prior, lines)
                 if gated is not None:
                     found.extend((line, order, spec, t) for line, t in gated)
                     sparse |= missing
@@ -361,13 +371,15 @@ class Engine:
         frame: pl.DataFrame,
         missing: frozenset[str],
         prior: int | None,
+        hits: pl.Series | None = None,
     ) -> list[tuple[int, Transition]] | None:
         """A quiet gated rule's step over a batch its gate opens, with its `missing` columns
         computed only from each gate line on, until the rule is quiet again (the lines between
         cannot move a quiet rule, as a batch without a gate line cannot): (line, transition)
         with rows of `frame`. None where the gate opens on too many lines to gain by this."""
         spec, needs = self.rules[order], self._needs[order]
-        hits = frame.select(cast(pl.Expr, needs.rows).fill_null(False)).to_series().arg_true()
+        if hits is None:  # the rows of its gate's lines
+            hits = frame.select(cast(pl.Expr, needs.rows).fill_null(False)).to_series().arg_true()
         if hits.len() * _GATED_ROWS > frame.height:
             return None
         found: list[tuple[int, Transition]] = []
@@ -593,13 +605,15 @@ def _overridden(spec: RuleSpec, override: Override) -> RuleSpec:
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """`Engine.prepare`'s work on one parsed frame: which gates it opens, its GPU rows
-    (`telemetry_rows`), or the error reading them raised."""
+    """`Engine.prepare`'s work on one parsed frame: the lines each gate selects, maybe its last
+    step, its GPU rows (`telemetry_rows`), or the error reading them raised."""
 
     frame: pl.DataFrame
-    gates: Mapping[str, bool]
+    hits: Mapping[str, pl.Series]  # gate -> the rows of the lines it selects
     gpu_rows: pl.DataFrame | None
     error: Exception | None
+    stepped: bool = False  # `last_step` is the last step the frame's lines say
+    last_step: int | None = None
 
 
 class _LazyGpuFrame:
@@ -669,6 +683,18 @@ def _gpu_step(
     if isinstance(rule, HoldRule):  # reads only the rows of its own metrics
         return rule.evaluate_log(gpu_frame.rows(), state)
     return rule.evaluate_gpu(gpu_frame.get(), state)
+
+
+def _hits(frame: pl.DataFrame, rows: Mapping[str, pl.Expr]) -> dict[str, pl.Series]:
+    """The rows of the lines of `frame` each gate selects (gate -> its lines' match): one select."""
+    if not rows:
+        return {}
+    names = {f"_g{i}": gate for i, gate in enumerate(rows)}
+    found = frame.select(
+        expr.fill_null(False).arg_true().implode().alias(name)
+        for name, expr in zip(names, rows.values(), strict=True)
+    )
+    return {gate: found.get_column(name)[0] for name, gate in names.items()}
 
 
 def _opened(frame: pl.DataFrame, checks: Mapping[str, pl.Expr]) -> dict[str, bool]:

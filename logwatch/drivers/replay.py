@@ -8,6 +8,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 import polars as pl
@@ -140,7 +141,8 @@ def replay_file(
     rates: list[pl.Series] = []
     # Hooks see whole frames; the engine alone needs only what its rules read.
     columns = None if on_frame is not None else engine.columns | _stats_columns(options)
-    prepare = engine.prepare if window is None else None  # a window keeps other rows
+    # a window keeps other rows
+    prepare = partial(engine.prepare, computed=columns) if window is None else None
     for block, end_offset, total, ready in _scan(path, name, options, columns, prepare):
         frame = block if window is None else window.select(block)
         if frame.height:
