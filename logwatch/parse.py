@@ -347,6 +347,8 @@ and to cut a batch where a run restarts. (An event's step is computed with its b
 `Engine` asks for it.)"""
 
 _DERIVED = {"q_hsb_nonzero": "q_hsb", "gpu_keys": "snapshot"}
+_COUNTED = sorted({name for shape in SHAPES for name in shape.counts})
+"""Derived columns some shape counts on its own lines."""
 # What each value column's extractors read besides `text`: validation lines lose loss, step and
 # grad norm; darknet's batch number is not a rank; `metrics` is read on step and loss lines.
 _DEPENDS = {"metrics": ("step", "loss"), **{name: (base,) for name, base in _DERIVED.items()}}
@@ -503,7 +505,11 @@ def _one_shape_columns(number: int, wanted: frozenset[str]) -> list[pl.Expr]:
     # `wanted` holds each derived column's base (`closure`).
     if "q_hsb_nonzero" in wanted:
         columns["q_hsb_nonzero"] = _nonzero_buckets(columns["q_hsb"])
-    if "gpu_keys" in wanted and "telemetry" in wanted:
+    counts = SHAPES[number].counts
+    if "gpu_keys" in wanted and "gpu_keys" in counts:
+        found = pl.col("text").str.count_matches(counts["gpu_keys"], literal=True)
+        columns["gpu_keys"] = found
+    elif "gpu_keys" in wanted and "telemetry" in wanted:
         columns["gpu_keys"] = _gpu_keys_of(columns["telemetry"])
     elif "gpu_keys" in wanted and SHAPES[number].constants.get("snapshot", False):
         columns["gpu_keys"] = _gpu_keys_of_text()
@@ -568,16 +574,20 @@ def _values(
     which = shape_of(text) if useful else None
     if which is None:
         return _general(texts, wanted).select(names)
+    # derived columns a shape counts on its lines (the others' are derived after, `_derived`)
+    counted = [name for name in _COUNTED if name in wanted]
     parts: list[pl.DataFrame] = []
     general_rows = which.is_null()
     index = pl.int_range(0, texts.height, eager=True, dtype=pl.UInt32).alias("_i")
     if general_rows.any():
         values = _general(texts.filter(general_rows), wanted).select(names)
-        parts.append(pl.DataFrame([index.filter(general_rows)]).hstack(values.get_columns()))
+        uncounted = [_nulls(values.height, name, SCHEMA[name]) for name in counted]
+        columns = [*values.get_columns(), *uncounted]
+        parts.append(pl.DataFrame([index.filter(general_rows)]).hstack(columns))
     for number in range(len(SHAPES)):
         picked = (which == number).fill_null(False)
         if picked.any():
-            values = _shaped(number, texts.filter(picked), names)
+            values = _shaped(number, texts.filter(picked), [*names, *counted])
             parts.append(pl.DataFrame([index.filter(picked)]).hstack(values.get_columns()))
     if len(parts) == 1:
         return parts[0].drop("_i")
@@ -618,6 +628,8 @@ def _shape_columns(number: int, names: tuple[str, ...]) -> list[pl.Expr]:
     for name in names:
         if name in shape.cuts:
             expr = shape.cuts[name].expr()
+        elif name in shape.counts:
+            expr = pl.col("text").str.count_matches(shape.counts[name], literal=True)
         elif name in shape.general:
             expr = _GENERAL_EXPRESSIONS[name]()
         elif name in shape.constants:
@@ -907,16 +919,26 @@ def _generic_rows(frame: pl.DataFrame, col: _Prefilters) -> pl.Series | None:
 
 def _derived(frame: pl.DataFrame, computed: frozenset[str]) -> list[pl.Series]:
     """The counts the rules test, from the columns just `computed`: non-empty queue buckets;
-    `gpu/` keys in a snapshot (from `telemetry` when it was parsed, else from the snapshot
-    lines' text, on those lines only)."""
+    `gpu/` keys in a snapshot (what a shape counted on its lines, else from `telemetry` when it
+    was parsed, else from the snapshot lines' text, on those lines only)."""
+    counted = frame.get_column("gpu_keys") if "gpu_keys" in frame.columns else None
     dense: list[pl.Expr] = []
     if "q_hsb_nonzero" in computed:
         dense.append(_nonzero_buckets(pl.col("q_hsb")))
     if "gpu_keys" in computed and "telemetry" in computed:
-        dense.append(_gpu_keys_of(pl.col("telemetry")))
+        keys = _gpu_keys_of(pl.col("telemetry"))
+        dense.append(
+            keys
+            if counted is None
+            else pl.col("gpu_keys").fill_null(keys).alias(keys.meta.output_name())
+        )
     out = [frame.select(dense).to_series(i) for i in range(len(dense))] if dense else []
     if "gpu_keys" in computed and "telemetry" not in computed:
-        out.append(_sparse(frame, frame.get_column("snapshot"), _gpu_keys_of_text(), "gpu_keys"))
+        rows = frame.get_column("snapshot")
+        if counted is not None:
+            rows = rows & counted.is_null()
+        keys_of_text = _sparse(frame, rows, _gpu_keys_of_text(), "gpu_keys")
+        out.append(keys_of_text if counted is None else counted.fill_null(keys_of_text))
     return out
 
 

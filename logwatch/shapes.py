@@ -30,10 +30,12 @@ _NUM = r"-?(?:[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|nan|inf)"
 _INT = r"[0-9]{1,18}"
 # Snapshot keys and values: lowercase paths and plain decimals only (other forms: general path).
 _PAIR = r" [a-z0-9_]+(?:/[a-z0-9_]+)+=-?[0-9]+(?:\.[0-9]+)?"
-# Words any general extractor reacts to: a snapshot line that has one after `snapshot step=`
-# takes the general path (its prefix is fixed, `INFO` included).
+# Words any general extractor reacts to (in any casing): a snapshot line that has one after
+# `snapshot step=` takes the general path (its prefix is fixed, `INFO` included). Lower case is
+# enough: what follows the literal on a line of the shape's pattern has no other letters (no
+# upper case, no Kelvin sign or long s), and a line off the pattern is not the shape's anyway.
 _SNAPSHOT_FORBIDDEN = (
-    r"(?i)loss|norm|lr|learn|iter|poch|q_hs|tok|sample|tps|sec|valid|xent|it/s|s/it|rank"
+    r"loss|norm|lr|learn|iter|poch|q_hs|tok|sample|tps|sec|valid|xent|it/s|s/it|rank"
     r"|run start|nan|inf|rate|returned|unexpected|step.*step"
 )
 
@@ -88,6 +90,9 @@ class Shape:
     constants: Mapping[str, bool] = field(default_factory=dict)
     general: tuple[str, ...] = ()
     forbidden: str | None = None  # a line whose text after `literal` matches: general path
+    # Derived columns counted by a literal on the shape's lines (`gpu_keys`: every key of a
+    # snapshot pair follows a blank, so a key that starts with `gpu/` is a ` gpu/`).
+    counts: Mapping[str, str] = field(default_factory=dict)
 
     def fits(self) -> pl.Expr:
         """Whether a line that holds `literal` has this shape (over `text`)."""
@@ -155,6 +160,7 @@ SHAPES: tuple[Shape, ...] = (
         constants={"snapshot": True},
         general=("telemetry",),
         forbidden=_SNAPSHOT_FORBIDDEN,
+        counts={"gpu_keys": " gpu/"},
     ),
     Shape(
         name="hf-dict",

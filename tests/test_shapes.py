@@ -117,6 +117,9 @@ ODD_KEYS = st.sampled_from(
         "run/step",
         "gpu/0/info",
         "speed/it/s",
+        "Train/Loss",
+        "gpu/0/Temp_c",
+        "x/gpu/1/util",
     ]
 )
 
@@ -157,14 +160,27 @@ def hf_lines(draw: st.DrawFn) -> str:
     )
 
 
+# What replay parses for the built-in rules: `gpu_keys` without `telemetry` (a shape counts it).
+REPLAY_COLUMNS = frozenset({"step", "loss", "q_hs", "q_hsb", "q_hsb_nonzero", "gpu_keys"})
+
+
 def both_ways(lines: list[str], *, metrics: bool = False) -> None:
     text = pl.Series("text", lines, dtype=pl.String)
-    fast = parse_lines(text, source="s", first_line=1, default_year=2026, metrics=metrics)
-    general = parse_lines(
-        text, source="s", first_line=1, default_year=2026, metrics=metrics, shapes=False
-    )
-    assert fast.schema == pl.Schema(SCHEMA)
-    assert_frame_equal(fast, general)
+    for columns in (None, REPLAY_COLUMNS):
+        fast = parse_lines(
+            text, source="s", first_line=1, default_year=2026, metrics=metrics, columns=columns
+        )
+        general = parse_lines(
+            text,
+            source="s",
+            first_line=1,
+            default_year=2026,
+            metrics=metrics,
+            shapes=False,
+            columns=columns,
+        )
+        assert fast.schema == pl.Schema(SCHEMA)
+        assert_frame_equal(fast, general)
 
 
 @SETTINGS
