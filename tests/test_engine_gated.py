@@ -117,3 +117,41 @@ def test_the_gated_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [json.loads(e)["status"] for e in events] == ["firing", "resolved"]
     assert [json.loads(e)["line"] for e in events] == [901, 902]
     assert events == _events(lines, [], full=True)
+
+
+ALL_RULES = logwatch.load_rules()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**6), st.integers(0, 400))
+def test_gate_lines_found_in_one_pass_are_each_gates_own(seed: int, count: int) -> None:
+    """The lines `Engine.prepare` says each gate selects (literal gates through one
+    Aho-Corasick pass, the others by their expression) are the lines its regex matches, or
+    for the nonfinite gate its expression selects."""
+    rng = random.Random(seed)
+    pool = [*_lines(seed, 40, 6), *TRACEBACK, *(line for item in GATE_LINES for line in item)]
+    pool += [line.format(v=rng.choice(corpus.NONFINITE), step=3, n=1) for line in corpus.NAN_LINES]
+    text = [rng.choice(pool) for _ in range(count)]
+    frame = parse_lines(pl.Series(text, dtype=pl.String), source="t", first_line=1)
+    engine = Engine(ALL_RULES, stats=False)
+    prepared = engine.prepare(frame)
+    hits = (
+        {} if prepared is None else {gate: rows.to_list() for gate, rows in prepared.hits.items()}
+    )
+    gates = {needs.gate: needs for needs in engine._needs if needs.gate is not None}
+    assert set(hits) == (set(gates) if count else set())
+    for gate, needs in gates.items():
+        if not count:
+            continue
+        rows = needs.rows if needs.rows is not None else pl.col("text").str.contains(gate)
+        assert hits[gate] == frame.select(rows.fill_null(False).arg_true()).to_series().to_list()
+
+
+GATE_LINES = [
+    ["[rank0]:[E ProcessGroupNCCL.cpp:1234] NCCL error: unhandled system error"],
+    ["NVRM: Xid (PCI:0000:44:00): 79, pid=3412, name=python3, GPU has fallen off the bus."],
+    ["Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 1024.0"],
+    ["Current loss scale already at minimum - cannot decrease scale anymore. Exiting run."],
+    ["Out of memory: Killed process 1234 (python) total-vm:1kB", "oom-kill: OVERFLOW"],
+    ["pynvml.NVMLError_LibraryNotFound: NVML Shared Library Not Found: cannot open"],
+]
