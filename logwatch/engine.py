@@ -568,7 +568,7 @@ class _EventRows:
             return self._frame.row(index, named=True)
         if index not in self._picked:
             one = complete(self._frame.slice(index, 1), self._columns)
-            if "step" in self._columns:
+            if "step" in self._columns and one.item(0, "step") is None:
                 one = _filled_step(one, _step_before(self._frame, index, self._prior))
             self._picked[index] = one.row(0, named=True)
         return self._picked[index]
