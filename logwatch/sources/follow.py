@@ -26,6 +26,9 @@ from logwatch.sources.framing import (
     LineFramer,
     lines_to_series,
 )
+from logwatch.sources.framing import (
+    newlines as count_newlines,
+)
 
 PREFIX_BYTES = 1024
 """Identity = (device, inode) + a hash of up to this many first bytes, growing with the file."""
@@ -231,7 +234,7 @@ class Follower:
             chunk = os.pread(self.fd, 8 << 20, offset)
             if not chunk:
                 break
-            newlines += chunk.count(b"\n")
+            newlines += count_newlines(chunk)
             cut = chunk.rfind(b"\n")
             if cut >= 0:
                 last_nl = offset + cut

@@ -17,6 +17,7 @@ from logwatch.sources.framing import (
     TRUNCATION_MARKER,
     LineFramer,
     lines_to_series,
+    newlines,
     read_blocks,
 )
 
@@ -225,3 +226,9 @@ def test_blocks_of_a_stream_frame_as_the_reference(
     data = b"".join(marked + b"\n" + PLAIN * rows for marked, rows in parts) + end
     blocks = [b.text.to_list() for b in read_blocks(io.BytesIO(data), block_bytes=block_bytes)]
     assert blocks == reference_blocks(data, block_bytes)
+
+
+@given(st.binary(max_size=2000))
+def test_newlines_counts_what_bytes_count_counts(data: bytes) -> None:
+    """The fast newline count (line numbers rest on it) is `bytes.count`'s."""
+    assert newlines(data) == data.count(b"\n")
