@@ -176,7 +176,9 @@ def _csv_lines(data: bytes) -> pl.Series:
         schema={"text": pl.String},
         raise_if_empty=False,
     )
-    text = frame.get_column("text").fill_null("")
+    text = frame.get_column("text")
+    if text.has_nulls():  # empty lines (a native check; the fill is a query)
+        text = text.fill_null("")
     if guarded:
         text = text.slice(1)
     expected = newlines(data) + (0 if data.endswith(b"\n") else 1)
