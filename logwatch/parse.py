@@ -457,7 +457,7 @@ _CANDIDATE_SHAPE = candidate_shape()
 _DENSE_TS = (
     pl.col("text")
     .str.slice(0, 23)
-    .str.to_datetime(_LOGGING_TS_FORMAT, time_unit="us", strict=False)
+    .str.to_datetime(_LOGGING_TS_FORMAT, time_unit="us", strict=False, cache=False)
     .alias("ts")
 )
 

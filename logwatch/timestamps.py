@@ -52,7 +52,7 @@ def dated_timestamp() -> pl.Expr:
         *(ctime.struct.field(str(i)) for i in range(3, 6)),
     )
     return pl.coalesce(iso_text, ctime_text).str.to_datetime(
-        _TS_PARSE, time_unit="us", strict=False
+        _TS_PARSE, time_unit="us", strict=False, cache=False
     )
 
 
@@ -87,7 +87,7 @@ def yearless_timestamp() -> pl.Expr:
         glog_frac,
     )
     return pl.coalesce(short_text, syslog_text, glog_text).str.to_datetime(
-        _TS_PARSE, time_unit="us", strict=False
+        _TS_PARSE, time_unit="us", strict=False, cache=False
     )
 
 
