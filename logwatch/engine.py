@@ -338,7 +338,6 @@ class Engine:
         opened = {gate: not lines.is_empty() for gate, lines in hits.items()}
         gates = {cast(str, self._needs[order].gate) for order in quiet} - opened.keys()
         opened |= _opened(frame, {gate: self._gate_checks[gate] for gate in sorted(gates)})
-        sparse: set[str] = set()  # columns rules computed on their gated rows only
         for order, spec in enumerate(self.rules):
             needs = self._needs[order]
             if order in quiet and not opened[cast(str, needs.gate)]:
@@ -349,7 +348,6 @@ class Engine:
                 gated = self._gated(order, source, state, frame, missing, prior, lines)
                 if gated is not None:
                     found.extend((line, order, spec, t) for line, t in gated)
-                    sparse |= missing
                     continue
             if missing:
                 frame = complete(frame, missing)
@@ -365,7 +363,9 @@ class Engine:
         shown = {name for _, order, _, _ in found for name in self._needs[order].shown}
         if found:
             shown.add("step")  # every event says its step
-        rows = _EventRows(frame, (shown | sparse) - done, prior, [t.row for *_, t in found])
+        # what the summaries of this batch's events show (a rule's own columns, computed on its
+        # gated rows only, are shown where its summary says them)
+        rows = _EventRows(frame, shown - done, prior, [t.row for *_, t in found])
         events = [self._event(spec, source, rows.row(t.row), t, state) for _, _, spec, t in found]
         return [event for event in events if event is not None]
 
