@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from logwatch.durations import parse_duration
 from logwatch.errors import ConfigError
-from logwatch.gpu.model import GpuMode
+from logwatch.gpu.mode import GpuMode
 from logwatch.redact import redact, register_secret, stderr_line
 from logwatch.rules.loader import Overrides, RuleSpec, builtin_rules_dir, load_rules
 from logwatch.rules.params import ParamError

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from tests_paths import NAN_LOG
 
-# Modules only other commands (tail, top, gpu, doctor, silence, --notify, --export) need.
+# Modules only other commands (tail, top, gpu, doctor, silence, --notify, --export) need; the
+# GPU records (gpu.model) are NVML's, while replay reads GPU metrics from the log's own keys.
 NOT_FOR_REPLAY = (
     "slack_sdk",
     "watchdog",
@@ -28,6 +29,7 @@ NOT_FOR_REPLAY = (
     "logwatch.cluster_config",
     "logwatch.drivers.export",
     "logwatch.drivers.tail",
+    "logwatch.gpu.model",
     "logwatch.gpu.nvml",
     "logwatch.gpu.sampler",
     "logwatch.metrics",
