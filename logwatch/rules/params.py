@@ -3,6 +3,7 @@ TOML value is validated against one once, at load time, into the value its build
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -124,7 +125,7 @@ def _sql(param: Param, raw: str) -> pl.Expr:
         ) from None
     if param.columns is not None:
         try:
-            pl.DataFrame(schema=param.columns.schema).select(expr)
+            _empty_frame(tuple(param.columns.schema.items())).select(expr)
         except Exception as exc:  # unknown columns, wrong types: several polars error types
             start = param.columns.problem.format(name=param.name, text=raw)
             raise ParamError(f"{start}: {_first_line(exc)}") from None
@@ -155,6 +156,13 @@ def polars_accepts(regexes: Sequence[str]) -> bool:
     except Exception:  # the error is the one regex's own, raised when it is checked alone
         return False
     return True
+
+
+@functools.lru_cache(maxsize=8)
+def _empty_frame(schema: tuple[tuple[str, pl.DataType], ...]) -> pl.DataFrame:
+    """An empty frame of these columns, built once per schema: an SQL parameter is checked by
+    running it on one (building it is most of that check's cost, paid per rule otherwise)."""
+    return pl.DataFrame(schema=dict(schema))
 
 
 def _regex(param: Param, raw: str) -> re.Pattern[str]:
