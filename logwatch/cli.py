@@ -9,15 +9,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from logwatch import __version__
 from logwatch.alerts import AlertEvent, Severity
 from logwatch.config import Config, config_rules, default_state_dir, find_config, load_config
-from logwatch.doctor import run_doctor
-from logwatch.drivers.export import FrameExport, write_events
 from logwatch.drivers.replay import ReplayOptions, replay
 from logwatch.drivers.window import Window, parse_bound
 from logwatch.durations import parse_duration
@@ -25,12 +23,14 @@ from logwatch.errors import LogwatchError
 from logwatch.redact import install_log_handler, redact, remove_log_handler, visible
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir, load_rules
 from logwatch.sinks.base import StreamSink
-from logwatch.sinks.registry import open_sinks
 from logwatch.sinks.render import summary_lines
-from logwatch.sinks.slack.silences import SilenceStore, check_rule
-from logwatch.sinks.slack.sink import send_digest
-from logwatch.sinks.terminal import TerminalSink, wants_colour
 from logwatch.sources.framing import DEFAULT_MAX_LINE_BYTES
+
+# What only some commands use (Slack, silences, sinks, doctor, Parquet export, the terminal
+# sink) is imported in those commands: every `logwatch replay` pays for each module loaded here
+# before it reads a byte (tests/test_cli_startup.py lists what replay must not load).
+if TYPE_CHECKING:
+    from logwatch.drivers.export import FrameExport
 
 SEVERITIES = click.Choice([s.label for s in Severity], case_sensitive=False)
 
@@ -263,8 +263,8 @@ def replay_cmd(
     config, specs = _config_and_rules(config_path, rule_paths, no_builtin_rules)
     window = _window(since, until)
     stream_fmt = "jsonl" if fmt == "json" else fmt
-    sink = StreamSink(sys.stdout, fmt=stream_fmt, colour=fmt == "text" and wants_colour(sys.stdout))
-    export = FrameExport(export_path) if export_path is not None else None
+    sink = StreamSink(sys.stdout, fmt=stream_fmt, colour=_colour(fmt))
+    export = _frame_export(export_path)
     progress = _Progress()
     timeline = _timeline() if export_metrics is not None else None
 
@@ -299,6 +299,8 @@ def replay_cmd(
     if export is not None:
         export.close()
     if events_path is not None:
+        from logwatch.drivers.export import write_events
+
         write_events(result.events_frame(), events_path)
     if fmt == "json":
         click.echo(json.dumps(result.to_json(), allow_nan=False, indent=2))
@@ -309,6 +311,8 @@ def replay_cmd(
         for line in summary_lines(result.stats, result.events):
             click.echo(line)
     if notify:
+        from logwatch.sinks.slack.sink import send_digest
+
         with _logging(verbose):
             title = f"logwatch replay: {len(result.events)} alert events in {len(paths)} file(s)"
             if not send_digest(config, _state_dir(state_dir), title, result.events):
@@ -319,6 +323,23 @@ def replay_cmd(
         threshold = Severity.parse(fail_on)
         if any(e.severity >= threshold and e.status == "firing" for e in result.events):
             sys.exit(1)
+
+
+def _colour(fmt: str) -> bool:
+    """Whether the text timeline is coloured (stdout a terminal that wants it)."""
+    if fmt != "text":
+        return False
+    from logwatch.sinks.terminal import wants_colour
+
+    return wants_colour(sys.stdout)
+
+
+def _frame_export(export_path: str | None) -> FrameExport | None:
+    if export_path is None:
+        return None
+    from logwatch.drivers.export import FrameExport
+
+    return FrameExport(export_path)
 
 
 def _timeline() -> Any:
@@ -529,6 +550,9 @@ def tail_cmd(
     from logwatch.cluster_config import with_cluster_options
     from logwatch.drivers.runner import run_tail
     from logwatch.drivers.startup import metrics_line, startup_lines
+    from logwatch.sinks.registry import open_sinks
+    from logwatch.sinks.slack.silences import SilenceStore
+    from logwatch.sinks.terminal import TerminalSink
 
     setup = _follow_setup(
         patterns,
@@ -664,6 +688,7 @@ def top_cmd(patterns: tuple[str, ...], interval: float, **follow: Any) -> None:
     line per source every interval. Same files, rules and checkpoints as `tail`."""
     from logwatch.drivers.startup import sinks_line, watching_line
     from logwatch.redact import install_log_handler
+    from logwatch.sinks.registry import open_sinks
     from logwatch.top.app import Notes, TopOptions, run_top
     from logwatch.top.plugin import TopPlugin
 
@@ -726,6 +751,7 @@ def silence_add(
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--for") from None
     from logwatch.gpu.sampler import GPU_ERROR, GPU_HUNG, GPU_UNAVAILABLE
+    from logwatch.sinks.slack.silences import SilenceStore, check_rule
 
     _, specs = _config_and_rules(config_path, (), False)
     check_rule(rule, [spec.id for spec in specs] + [GPU_UNAVAILABLE, GPU_HUNG, GPU_ERROR])
@@ -740,6 +766,8 @@ def silence_add(
 @STATE_DIR_OPTION
 def silence_list(show_all: bool, state_dir: str | None) -> None:
     """List active silences."""
+    from logwatch.sinks.slack.silences import SilenceStore
+
     now = datetime.now()
     shown = [s for s in SilenceStore(_state_dir(state_dir)).all() if show_all or s.active(now)]
     for s in shown:
@@ -756,6 +784,8 @@ def silence_list(show_all: bool, state_dir: str | None) -> None:
 @STATE_DIR_OPTION
 def silence_expire(silence_id: str, state_dir: str | None) -> None:
     """End a silence now."""
+    from logwatch.sinks.slack.silences import SilenceStore
+
     silence = SilenceStore(_state_dir(state_dir)).expire(silence_id, datetime.now())
     click.echo(f"{silence.id}  expired ({silence.rule} on {silence.source})")
 
@@ -766,6 +796,8 @@ def silence_expire(silence_id: str, state_dir: str | None) -> None:
 @VERBOSE_OPTION
 def doctor_cmd(globs: tuple[str, ...], config_path: str | None, verbose: bool) -> None:
     """Check config, rule packs, Slack token and channel, NVML, and that GLOBs match readable logs."""
+    from logwatch.doctor import run_doctor
+
     with _logging(verbose):
         checks = run_doctor(config_path, globs)
     for check in checks:

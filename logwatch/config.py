@@ -9,21 +9,18 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from logwatch.cluster_config import (
-    AlertmanagerConfig,
-    PrometheusConfig,
-    read_alertmanager,
-    read_prometheus,
-)
 from logwatch.durations import parse_duration
 from logwatch.errors import ConfigError
-from logwatch.gpu.model import GpuMode
+from logwatch.gpu.mode import GpuMode
 from logwatch.redact import redact, register_secret, stderr_line
 from logwatch.rules.loader import Overrides, RuleSpec, builtin_rules_dir, load_rules
 from logwatch.rules.params import ParamError
 from logwatch.rules.registry import duration_params
+
+if TYPE_CHECKING:  # read only from a config file that has the tables (_Reader.read)
+    from logwatch.cluster_config import AlertmanagerConfig, PrometheusConfig
 
 DEFAULT_CONFIG = Path("logwatch.toml")
 SLACK_API = "https://slack.com/api/"
@@ -261,6 +258,8 @@ class _Reader:
                     f"rule pack {item!r} not found (looked for {self.file.parent / item}; "
                     "paths are relative to the config file)",
                 )
+        from logwatch.cluster_config import read_alertmanager, read_prometheus
+
         overrides, lines = self.rules(self.table(data, "rules"))
         alerts = self.table(data, "alerts")
         key_lines = (

@@ -4,11 +4,14 @@ own telemetry snapshots, and the as-of join of log frames with GPU frames."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from logwatch.gpu.model import GpuSample
 from logwatch.parse import NUMBER
+
+if TYPE_CHECKING:  # replay builds frames from logs, not samples: it need not load the records
+    from logwatch.gpu.model import GpuSample
 
 # Clock-event reasons that mean heat or a power brake (nvml.h): HwSlowdown 0x8,
 # SwThermalSlowdown 0x20, HwThermalSlowdown 0x40, HwPowerBrakeSlowdown 0x80. GpuIdle (0x1) and

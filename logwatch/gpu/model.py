@@ -5,21 +5,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Literal, Protocol
 
 from logwatch.durations import parse_duration
-
-
-class GpuMode(StrEnum):
-    """`[gpu] mode` / `--gpu`: auto says why NVML cannot work, required exits 2 then, off."""
-
-    AUTO = "auto"
-    REQUIRED = "required"
-    OFF = "off"
-
-
-DEFAULT_INTERVAL_S = 5.0
+from logwatch.gpu.mode import DEFAULT_INTERVAL_S, GpuMode
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ import re
 import re._parser as _sre  # type: ignore[import-not-found]  # stdlib, no stubs: Python's own regex parser
 import string
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from re._constants import BRANCH, LITERAL, MAX_REPEAT, MIN_REPEAT, POSSESSIVE_REPEAT, SUBPATTERN  # type: ignore[import-not-found]  # stdlib, no stubs
 from typing import Any
@@ -105,22 +105,13 @@ def _spellings(lit: Literal, rank: int) -> list[str] | None:
     text = lit.text
     if not text.isascii():
         return None
-    parts = sorted(
-        (
-            (_rarity(text[i : i + size]), -_spelling_count(text[i : i + size]), i, size)
-            for size in range(MIN_LITERAL_CHARS, len(text) + 1)
-            for i in range(len(text) - size + 1)
-            if _spelling_count(text[i : i + size]) <= _MAX_SPELLINGS
-        ),
-        key=lambda p: (p[0], p[1]),
-        reverse=True,
-    )
+    parts = sorted(_parts(text))
     if not parts:
         return None
-    _, _, start, size = parts[0]
+    *_, size, start = parts[0]
     if rank:
-        apart = [p for p in parts if p[2] + p[3] <= start or p[2] >= start + size]
-        _, _, start, size = (apart or parts)[0]
+        apart = [p for p in parts if p[3] + p[2] <= start or p[3] >= start + size]
+        *_, size, start = (apart or parts)[0]
     return [
         "".join(chars)
         for chars in itertools.product(
@@ -129,8 +120,22 @@ def _spellings(lit: Literal, rank: int) -> list[str] | None:
     ]
 
 
-def _spelling_count(part: str) -> int:
-    return math.prod(len(_FOLDS.get(c.lower(), c)) for c in part)
+def _parts(text: str) -> Iterator[tuple[int, int, int, int]]:
+    """(-rarity, spellings, size, start) of each part of `text` of at least MIN_LITERAL_CHARS
+    with at most _MAX_SPELLINGS spellings: sorted, the rarest first, then the fewest spellings,
+    then the shortest, then the first. A part's spellings only grow with its end, so each start
+    stops at the first end past the limit (a start-up cost: gates are built per rule load)."""
+    folds = [len(_FOLDS.get(c.lower(), c)) for c in text]
+    weights = [_rarity(c) for c in text]
+    for start in range(len(text)):
+        count = math.prod(folds[start : start + MIN_LITERAL_CHARS - 1])
+        rarity = sum(weights[start : start + MIN_LITERAL_CHARS - 1])
+        for end in range(start + MIN_LITERAL_CHARS, len(text) + 1):
+            count *= folds[end - 1]
+            if count > _MAX_SPELLINGS:
+                break
+            rarity += weights[end - 1]
+            yield -rarity, count, end - start, start
 
 
 @functools.lru_cache(maxsize=1024)

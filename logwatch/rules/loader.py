@@ -15,7 +15,14 @@ from logwatch.errors import ConfigError, LogwatchError, RulesError
 from logwatch.parse import SCHEMA
 from logwatch.redact import redact
 from logwatch.rules.log import Rule, Templates
-from logwatch.rules.params import Kind, Param, ParamError, WrongType
+from logwatch.rules.params import (
+    Kind,
+    Param,
+    ParamError,
+    WrongType,
+    polars_accepts,
+    polars_regex_checks_later,
+)
 from logwatch.rules.registry import RULE_TYPES
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -107,6 +114,19 @@ def load_pack(file: Path, overrides: Overrides | None = None) -> list[RuleSpec]:
 
 def compile_pack(file: Path, overrides: Overrides | None = None) -> CompiledPack:
     """Compile every `[[rule]]` of one file, going on past broken ones to find all problems."""
+    with polars_regex_checks_later() as regexes:
+        try:
+            pack: CompiledPack | None = _compile_pack(file, overrides)
+        except Exception:  # a builder given a regex polars refuses: said below, where it is
+            pack = None
+    if pack is not None and not pack.problems and polars_accepts(regexes):
+        return pack
+    # A problem, or a regex polars refuses: compiled again checking each regex where it is,
+    # so the problems are those, in the order, that checking each one at once finds.
+    return _compile_pack(file, overrides)
+
+
+def _compile_pack(file: Path, overrides: Overrides | None) -> CompiledPack:
     try:
         text, tables, problems = _read_tables(file)
     except RulesError as exc:

@@ -3,8 +3,11 @@ TOML value is validated against one once, at load time, into the value its build
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -122,18 +125,55 @@ def _sql(param: Param, raw: str) -> pl.Expr:
         ) from None
     if param.columns is not None:
         try:
-            pl.DataFrame(schema=param.columns.schema).select(expr)
+            _empty_frame(tuple(param.columns.schema.items())).select(expr)
         except Exception as exc:  # unknown columns, wrong types: several polars error types
             start = param.columns.problem.format(name=param.name, text=raw)
             raise ParamError(f"{start}: {_first_line(exc)}") from None
     return expr
 
 
+_POLARS_LATER: ContextVar[list[str] | None] = ContextVar("polars_later", default=None)
+
+
+@contextmanager
+def polars_regex_checks_later() -> Iterator[list[str]]:
+    """Within it, a regex parameter is checked by Python at once and added to the list yielded
+    for `polars_accepts` to check in one query: one polars call per regex is most of the cost
+    of loading the built-in rules. Whoever uses it redoes the work outside it when polars
+    refuses one, to raise that regex's own error where it is."""
+    later: list[str] = []
+    token = _POLARS_LATER.set(later)
+    try:
+        yield later
+    finally:
+        _POLARS_LATER.reset(token)
+
+
+def polars_accepts(regexes: Sequence[str]) -> bool:
+    """Whether polars' regex dialect takes every one of these regexes."""
+    try:
+        pl.select([pl.lit("").str.contains(regex).alias(str(i)) for i, regex in enumerate(regexes)])
+    except Exception:  # the error is the one regex's own, raised when it is checked alone
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=8)
+def _empty_frame(schema: tuple[tuple[str, pl.DataType], ...]) -> pl.DataFrame:
+    """An empty frame of these columns, built once per schema: an SQL parameter is checked by
+    running it on one (building it is most of that check's cost, paid per rule otherwise)."""
+    return pl.DataFrame(schema=dict(schema))
+
+
 def _regex(param: Param, raw: str) -> re.Pattern[str]:
     try:
         pattern = re.compile(raw)
         # Polars' regex dialect (Rust's) differs from Python's in places; rules run in both.
-        pl.Series([""]).str.contains(raw)
+        later = _POLARS_LATER.get()
+        if later is None:
+            pl.Series([""]).str.contains(raw)
+        else:
+            later.append(raw)
     except Exception as exc:  # re.error, or one of polars' error types
         raise ParamError(f"{param.name} {raw!r} is not a valid regex: {exc}") from None
     return pattern

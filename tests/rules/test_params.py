@@ -15,7 +15,7 @@ from logwatch.rules.crash import CRASH_RULE_TYPES
 from logwatch.rules.gpu import GPU_RULE_TYPES
 from logwatch.rules.loader import load_rules
 from logwatch.rules.log import LOG_RULE_TYPES, MatchRule, StallRule, StreakRule
-from logwatch.rules.params import Kind, Param, ParamError, WrongType
+from logwatch.rules.params import Kind, Param, ParamError, WrongType, polars_accepts
 from logwatch.rules.registry import RULE_TYPES, duration_params
 from logwatch.rules.scale import SCALE_RULE_TYPES
 
@@ -148,3 +148,55 @@ def test_bad_values_name_the_parameter_and_file_line(
     pack = write_pack(tmp_path, body)
     with pytest.raises(RulesError, match="^" + re.escape(f"{pack}{message}")):
         load_rules([pack])
+
+
+def _pack(tmp_path: Path, *rules: str) -> Path:
+    path = tmp_path / "pack.toml"
+    path.write_text(
+        "".join(
+            f'[[rule]]\nid = "{rule_id}"\ntype = "match"\nseverity = "warning"\n'
+            f'pattern = "{pattern}"\nsummary = "s"\n\n'
+            for rule_id, pattern in (rule.split("=", 1) for rule in rules)
+        )
+    )
+    return path
+
+
+def test_polars_checks_a_packs_regexes_together_and_blames_the_one_it_refuses(
+    tmp_path: Path,
+) -> None:
+    """A pack's regexes go to polars in one query; when polars refuses one (a look-ahead),
+    the problems are exactly those checking each regex alone gives, in file order: the refused
+    regex at its own line, then a later rule's problem; load_rules raises the first."""
+    from logwatch.rules.catalog import check_packs
+    from logwatch.rules.loader import _compile_pack, compile_pack
+
+    path = _pack(tmp_path, "a=loss", "b=a(?=b)", "c=(unclosed", "d=fine")
+    problems = [str(p) for p in compile_pack(path).problems]
+    assert problems == [str(p) for p in _compile_pack(path, None).problems]  # one by one
+    assert [p.split(": ")[1] for p in problems] == ["rule 'b'", "rule 'c'"]
+    assert "look-around" in problems[0] and "missing )" in problems[1]
+    with pytest.raises(RulesError) as raised:
+        load_rules([path])
+    assert str(raised.value) == problems[0]
+    assert check_packs([path]).rules == 2
+    assert [spec.id for spec in load_rules([_pack(tmp_path, "a=loss", "d=fin(e)")])] == ["a", "d"]
+
+
+def test_a_valid_packs_regexes_reach_polars_in_one_query(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading a valid pack asks polars about all its regexes at once, not one query each."""
+    import logwatch.rules.loader as loader
+
+    asked: list[list[str]] = []
+
+    def spy(regexes: list[str]) -> bool:
+        asked.append(list(regexes))
+        return polars_accepts(regexes)
+
+    monkeypatch.setattr(loader, "polars_accepts", spy)
+    specs = load_rules([_pack(tmp_path, "a=loss", "b=grad (?P<g>\\\\d+)", "c=x|y")])
+    assert [spec.id for spec in specs] == ["a", "b", "c"]
+    assert asked == [["loss", "grad (?P<g>\\d+)", "x|y"]]
+    assert not polars_accepts(["ok", "a(?=b)"]) and polars_accepts([])
