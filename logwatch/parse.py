@@ -437,8 +437,9 @@ def parse_block(
     if finished is None:
         # a live batch none of whose lines holds a shape's literal has no shaped line
         shaped = shapes and (candidate is None or candidate.null_count() < candidate.len())
-        values = _values(frame.select("text"), wanted, shapes=shaped)
-        frame = frame.hstack(values.get_columns())
+        if wanted & _VALUE_COLUMNS:  # else: only what `_framed` gives (and derived counts)
+            values = _values(frame.select("text"), wanted, shapes=shaped)
+            frame = frame.hstack(values.get_columns())
         if "metrics" in wanted:
             frame = frame.with_columns(_metrics(frame))
         finished = _finished(frame, wanted)
@@ -460,17 +461,18 @@ _DENSE_TS = (
     .str.to_datetime(_LOGGING_TS_FORMAT, time_unit="us", strict=False, cache=False)
     .alias("ts")
 )
+_RUN_START = pl.col("text").str.contains("run start:", literal=True).alias("run_start")
 
 
 def _framed(text: pl.Series, source: str, first_line: int, *, shaped: bool) -> pl.DataFrame:
-    """`source`, `line`, `text` and `ts` in logging's default form (null for other forms), and
-    each line's candidate shape (`_shape`) when `shaped`, in one query."""
+    """`source`, `line`, `text`, `ts` in logging's default form (null for other forms) and
+    `run_start`, and each line's candidate shape (`_shape`) when `shaped`, in one query."""
     # Built as Series, not as `pl.repeat` / `pl.int_range` over `pl.len()`: in a query, each of
     # those costs several times a regex pass on a short batch.
     n = text.len()
     line = pl.Series("line", range(first_line, first_line + n), dtype=pl.Int64)
     origin = pl.Series("source", [source], dtype=pl.String).new_from_index(0, n)
-    columns = [pl.col("source", "line", "text"), _DENSE_TS]
+    columns = [pl.col("source", "line", "text"), _DENSE_TS, _RUN_START]
     if shaped:
         columns.append(_CANDIDATE_SHAPE)
     return pl.DataFrame([origin, line, text.alias("text")]).select(columns)
@@ -500,7 +502,7 @@ def _one_shape_columns(number: int, wanted: frozenset[str]) -> list[pl.Expr]:
     """`_finished`'s columns for lines of one shape, each from the shape's own expression (one
     eager `select`: polars optimises it as it does any eager call, not as a lazy plan)."""
     names = tuple(sorted(_VALUE_COLUMNS & wanted, key=list(SCHEMA).index))
-    columns = {name: pl.col(name) for name in ("source", "line", "text", "ts")}
+    columns = {name: pl.col(name) for name in ("source", "line", "text", "ts", "run_start")}
     columns.update(zip(names, _shape_columns(number, names), strict=True))
     # `wanted` holds each derived column's base (`closure`).
     if "q_hsb_nonzero" in wanted:
@@ -555,7 +557,7 @@ def _final_columns(present: frozenset[str]) -> list[pl.Expr]:
 _CUT_COLUMNS = frozenset(
     name for shape in SHAPES for name in (*shape.cuts, *shape.general) if name != "step"
 )
-_VALUE_COLUMNS = frozenset(SCHEMA) - {"source", "line", "text", "ts", "metrics"} - set(_DERIVED)
+_VALUE_COLUMNS = frozenset(SCHEMA) - ALWAYS - {"metrics"} - set(_DERIVED)
 
 
 def _values(
