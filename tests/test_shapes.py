@@ -26,7 +26,9 @@ ODD = st.sampled_from(["NaN", "Inf", "nan.0", "inf.", "infinity", "1.", ".5", "+
 CLEAN_INT = st.one_of(st.integers(0, 10**6).map(str), st.sampled_from(["0", "007", "1" * 18]))
 ODD_INT = st.sampled_from(["1" * 19, "12.5", "3e4", "-1", ""])
 CLEAN_BUCKETS = st.lists(st.integers(0, 99).map(str), max_size=8).map(",".join)
-ODD_BUCKETS = st.sampled_from(["1, 2", "a,1", ",,", " 3"])
+ODD_BUCKETS = st.sampled_from(
+    ["1, 2", "a,1", ",,", " 3", "", "1,,2", "007,99999999999999999999", "3,"]
+)
 
 
 @st.composite
