@@ -167,14 +167,102 @@ def telemetry_rows(frame: pl.DataFrame) -> pl.DataFrame:
 
     Reads only `text` (or `PAIRS_COLUMN`), `snapshot` and `ts`; gives the values
     `telemetry_to_gpu_frame` gives (a key said twice on a line: its last value), without a
-    pivot. `metric` is a `METRIC` enum.
+    pivot. `metric` is a `METRIC` enum. Lines of plain pairs (`PLAIN_PAIRS_LINE`) are cut by
+    position (`_plain_rows`); the others read the pairs as the parser does (`_general_rows`).
     """
-    cut = _cut(_gpu_pairs(frame))
+    read = [name for name in ("text", PAIRS_COLUMN) if name in frame.columns]
+    snapshots = (
+        frame.select("ts", *read, "snapshot")
+        .with_row_index("_log_row")
+        .filter(pl.col("snapshot").fill_null(False))
+    )
+    plain = pl.col("text").str.contains(PLAIN_PAIRS_LINE) if "text" in read else pl.lit(False)
+    snapshots = snapshots.with_columns(plain.fill_null(False).alias("_plain"))
+    fast = _plain_rows(snapshots.filter(pl.col("_plain")))
+    if fast is None:  # a key the general path may refuse: every line takes it
+        return _checked(_general_rows(snapshots))
+    rest = snapshots.filter(~pl.col("_plain"))
+    if rest.is_empty():
+        return _checked(fast)
+    slow = _general_rows(rest)
+    merged = pl.concat([fast, slow]).sort("_log_row", maintain_order=True)
+    return _checked(merged)
+
+
+PLAIN_PAIRS_LINE = r"^[^/]*(?: [a-z0-9_]+(?:/[a-z0-9_]+)+=-?[0-9]+(?:\.[0-9]+)?)*$"
+"""A line whose only `/` are in plain ` key=value` pairs at its end (lowercase keys, decimal
+values: the `dflash-snapshot` shape's pairs). On such a line the parser's pairs
+(`TELEMETRY_PAIR`, leftmost first) are exactly those pairs: a pair needs a `/`, none is
+before them, and none can span their blanks. So its blanks cut exactly those pairs."""
+
+
+def _plain_rows(lines: pl.DataFrame) -> pl.DataFrame | None:
+    """`_general_rows` of `PLAIN_PAIRS_LINE` lines, cut by position: the line split at its
+    blanks, each `gpu/` pair's key up to its first `=` and its value after it; the (few)
+    distinct keys are read once. None when a key's index is too long to be sure to fit an
+    Int64."""
+    p = pl.col("_p")
+    pairs = (
+        lines.select("_log_row", "ts", pl.col("text").str.split(" ").alias("_p"))
+        .explode("_p")
+        .filter(p.str.starts_with("gpu/"))
+        .with_columns(p.str.find("=", literal=True).alias("_eq"))
+        .with_columns(p.str.slice(4, pl.col("_eq") - 4).alias("_key"))
+    )
+    keys = _read_keys(pairs.get_column("_key").unique())
+    if keys is None:
+        return None
+    value = p.str.slice(pl.col("_eq") + 1).cast(pl.Float64, strict=False)
+    scaled = pl.when(pl.col("_scale") != 1.0).then(value * pl.col("_scale")).otherwise(value)
+    rows = pairs.join(keys, on="_key", how="inner", maintain_order="left").select(
+        "_log_row", "ts", "gpu", "metric", scaled.alias("value")
+    )
+    keyed = pl.col("_log_row"), pl.col("gpu"), pl.col("metric").to_physical()
+    ascending = pl.any_horizontal(_after(keyed)).all()  # no key twice, in order already
+    if rows.height < 2 or rows.select(ascending).item():
+        return rows
+    return _last_of_each_key(rows.sort("_log_row", "gpu", "metric", maintain_order=True))
+
+
+def _read_keys(keys: pl.Series) -> pl.DataFrame | None:
+    """The GPU keys (after `gpu/`) among distinct keys, as (`_key`, gpu, metric, `_scale`);
+    None when one has an all-digit index of 19 or more digits (it may not fit an Int64)."""
+    cut = keys.to_frame("_key").with_columns(pl.col("_key").str.splitn("/", 2).alias("_kv"))
+    index = pl.col("_kv").struct.field("field_0")
+    metric = pl.col("_kv").struct.field("field_1")
+    digits = index.str.contains(r"^[0-9]+$")
+    if cut.select((digits & (index.str.len_bytes() >= 19)).any()).item():
+        return None
+    scales = pl.DataFrame(
+        {"metric": list(_LOG_METRICS), "_scale": [scale for _, scale in _LOG_METRICS.values()]},
+        schema={"metric": pl.String, "_scale": pl.Float64},
+    )
+    return (
+        cut.filter(digits & metric.is_in(list(_LOG_METRICS)))
+        .select("_key", index.cast(pl.Int64).alias("gpu"), metric.alias("metric"))
+        .join(scales, on="metric")
+        .with_columns(pl.col("metric").cast(METRIC))
+    )
+
+
+def _after(keyed: tuple[pl.Expr, ...]) -> list[pl.Expr]:
+    """Per row, whether the next row's key (lexicographic over `keyed`) is greater: one
+    condition per leading column that differs; the last row counts as ordered."""
+    out, equal_before = [], pl.lit(True)
+    for column in keyed:
+        nxt = column.shift(-1)
+        out.append((equal_before & (nxt > column)).fill_null(True))
+        equal_before = equal_before & (nxt == column)
+    return out
+
+
+def _general_rows(snapshots: pl.DataFrame) -> pl.DataFrame:
+    """The GPU rows of snapshot lines (`_log_row`, ts, `text` or `PAIRS_COLUMN`), read from
+    the pairs the parser reads (`telemetry_pairs`)."""
+    cut = _cut(_gpu_pairs(snapshots))
     known = pl.col("metric").is_in(list(_LOG_METRICS))
     _check_odd_indexes(cut.filter(~known.fill_null(False)))
     index = pl.when(pl.col("_index").str.contains(r"^\d+$")).then(pl.col("_index"))
-    keyed = pl.col("_log_row"), pl.col("gpu"), pl.col("metric")
-    last_of_key = pl.any_horizontal([c != c.shift(-1) for c in keyed]).fill_null(True)
     mem = pl.col("metric").is_in([k for k, (_, scale) in _LOG_METRICS.items() if scale != 1.0])
     value = pl.col("value").cast(pl.Float64, strict=False)
     narrow = (
@@ -188,25 +276,31 @@ def telemetry_rows(frame: pl.DataFrame) -> pl.DataFrame:
         )
         .filter(pl.col("gpu").is_not_null())
         .sort("_log_row", "gpu", "metric", maintain_order=True)
-        .filter(last_of_key)
     )
-    # The wide path casts every value to its column's type at once, so a value an integer
-    # column cannot hold (mem_gb=nan) fails the whole batch there: the same here.
+    return _last_of_each_key(narrow)
+
+
+def _last_of_each_key(rows: pl.DataFrame) -> pl.DataFrame:
+    """Rows sorted by (`_log_row`, gpu, metric), each key's last kept."""
+    keyed = pl.col("_log_row"), pl.col("gpu"), pl.col("metric")
+    return rows.filter(pl.any_horizontal([c != c.shift(-1) for c in keyed]).fill_null(True))
+
+
+def _checked(narrow: pl.DataFrame) -> pl.DataFrame:
+    """`narrow`, raising where the wide path raises: it casts every value to its column's type
+    at once, so a value an integer column cannot hold (mem_gb=nan) fails the whole batch."""
     for name, column in _INTEGER_METRICS.items():
         values = narrow.filter(pl.col("metric") == name).get_column("value")
         values.alias(column).cast(GPU_SCHEMA[column])
     return narrow
 
 
-def _gpu_pairs(frame: pl.DataFrame) -> pl.DataFrame:
+def _gpu_pairs(snapshots: pl.DataFrame) -> pl.DataFrame:
     """The snapshot lines' `gpu/...=<number>` pairs, one row each: (`_log_row`, ts, `_p`)."""
-    given = PAIRS_COLUMN in frame.columns
+    given = PAIRS_COLUMN in snapshots.columns
     pairs = pl.col(PAIRS_COLUMN) if given else telemetry_pairs()
     return (
-        frame.select("ts", PAIRS_COLUMN if given else "text", "snapshot")
-        .with_row_index("_log_row")
-        .filter(pl.col("snapshot").fill_null(False))
-        .select("_log_row", "ts", pairs.alias("_p"))
+        snapshots.select("_log_row", "ts", pairs.alias("_p"))
         .explode("_p")
         .filter(pl.col("_p").str.starts_with("gpu/"))
     )
