@@ -112,21 +112,27 @@ def telemetry_to_gpu_frame(frame: pl.DataFrame, *, row_column: str | None = None
     return _as_gpu_frame(wide.with_columns(columns), row_column)
 
 
-def _as_gpu_frame(wide: pl.DataFrame, row_column: str | None) -> pl.DataFrame:
-    """Rows of (`_log_row`, ts, gpu, some metric columns) in the GPU frame's schema, sorted."""
+def _as_gpu_frame(
+    wide: pl.DataFrame, row_column: str | None, *, ordered: bool = False
+) -> pl.DataFrame:
+    """Rows of (`_log_row`, ts, gpu, some metric columns) in the GPU frame's schema, sorted
+    (by `row_column` and gpu, else by ts and gpu; `ordered`: by `_log_row` and gpu already)."""
     if wide.is_empty():
         return pl.DataFrame(
             schema={**GPU_SCHEMA, **({row_column: pl.UInt32()} if row_column else {})}
         )
     out = wide.with_columns(pl.lit("log").alias("origin"), pl.lit(False).alias("lost"))
     extra = [pl.col("_log_row").alias(row_column)] if row_column else []
-    return out.select(
+    framed = out.select(
         *[
             pl.col(name).cast(dtype) if name in out.columns else pl.lit(None, dtype).alias(name)
             for name, dtype in GPU_SCHEMA.items()
         ],
         *extra,
-    ).sort([row_column, "gpu"] if row_column else ["ts", "gpu"], maintain_order=True)
+    )
+    if ordered and row_column:
+        return framed
+    return framed.sort([row_column, "gpu"] if row_column else ["ts", "gpu"], maintain_order=True)
 
 
 # The parser's telemetry grammar (`logwatch.parse._telemetry`): `a/b/c=<number>` pairs, of which
@@ -198,21 +204,21 @@ before them, and none can span their blanks. So its blanks cut exactly those pai
 
 def _plain_rows(lines: pl.DataFrame) -> pl.DataFrame | None:
     """`_general_rows` of `PLAIN_PAIRS_LINE` lines, cut by position: the line split at its
-    blanks, each `gpu/` pair's key up to its first `=` and its value after it; the (few)
-    distinct keys are read once. None when a key's index is too long to be sure to fit an
-    Int64."""
+    blanks, each `gpu/` pair at its first `=`; the (few) distinct keys are read once. None
+    when a key's index is too long to be sure to fit an Int64."""
     p = pl.col("_p")
     pairs = (
         lines.select("_log_row", "ts", pl.col("text").str.split(" ").alias("_p"))
         .explode("_p")
         .filter(p.str.starts_with("gpu/"))
-        .with_columns(p.str.find("=", literal=True).alias("_eq"))
-        .with_columns(p.str.slice(4, pl.col("_eq") - 4).alias("_key"))
+        .select("_log_row", "ts", p.str.splitn("=", 2).alias("_kv"))
+        .unnest("_kv")
+        .rename({"field_0": "_key", "field_1": "_value"})
     )
     keys = _read_keys(pairs.get_column("_key").unique())
     if keys is None:
         return None
-    value = p.str.slice(pl.col("_eq") + 1).cast(pl.Float64, strict=False)
+    value = pl.col("_value").cast(pl.Float64, strict=False)
     scaled = pl.when(pl.col("_scale") != 1.0).then(value * pl.col("_scale")).otherwise(value)
     rows = pairs.join(keys, on="_key", how="inner", maintain_order="left").select(
         "_log_row", "ts", "gpu", "metric", scaled.alias("value")
@@ -225,11 +231,12 @@ def _plain_rows(lines: pl.DataFrame) -> pl.DataFrame | None:
 
 
 def _read_keys(keys: pl.Series) -> pl.DataFrame | None:
-    """The GPU keys (after `gpu/`) among distinct keys, as (`_key`, gpu, metric, `_scale`);
-    None when one has an all-digit index of 19 or more digits (it may not fit an Int64)."""
-    cut = keys.to_frame("_key").with_columns(pl.col("_key").str.splitn("/", 2).alias("_kv"))
-    index = pl.col("_kv").struct.field("field_0")
-    metric = pl.col("_kv").struct.field("field_1")
+    """The distinct `gpu/<index>/<metric>` keys of known metrics, as (`_key`, gpu, metric,
+    `_scale`); None when a key has an all-digit index of 19 or more digits (it may not fit an
+    Int64: the general path decides)."""
+    cut = keys.to_frame("_key").with_columns(pl.col("_key").str.splitn("/", 3).alias("_parts"))
+    index = pl.col("_parts").struct.field("field_1")
+    metric = pl.col("_parts").struct.field("field_2")
     digits = index.str.contains(r"^[0-9]+$")
     if cut.select((digits & (index.str.len_bytes() >= 19)).any()).item():
         return None
@@ -329,17 +336,25 @@ def _check_odd_indexes(pairs: pl.DataFrame) -> None:
 
 
 def narrow_to_gpu_frame(
-    narrow: pl.DataFrame, *, row_column: str | None = None, metrics: Collection[str] | None = None
+    narrow: pl.DataFrame,
+    *,
+    row_column: str | None = None,
+    metrics: Collection[str] | None = None,
+    present: Collection[str] | None = None,
 ) -> pl.DataFrame:
     """`telemetry_rows` as a GPU frame (that of `telemetry_to_gpu_frame`); with `metrics`
-    (snapshot keys), only the rows and columns of those metrics (the others null)."""
-    if metrics is not None:
-        narrow = narrow.filter(pl.col("metric").is_in(list(metrics)))
-    present = narrow.get_column("metric").unique(maintain_order=True).cast(pl.String).to_list()
-    if not present:
-        return _as_gpu_frame(narrow, row_column)
-    if len(present) == 1:  # one metric: its rows are the frame, no pivot
-        wide = narrow.rename({"value": present[0]}).drop("metric")
+    (snapshot keys), only the rows and columns of those metrics (the others null). `present`:
+    the metrics `narrow` holds, when the caller knows them (`narrow_metrics`)."""
+    held = narrow_metrics(narrow) if present is None else list(present)
+    wanted = [name for name in held if metrics is None or name in metrics]
+    if not wanted:
+        return _as_gpu_frame(narrow.clear(), row_column)
+    if len(wanted) < len(held):
+        one = len(wanted) == 1
+        kept = pl.col("metric") == wanted[0] if one else pl.col("metric").is_in(wanted)
+        narrow = narrow.filter(kept)
+    if len(wanted) == 1:  # one metric: its rows are the frame, no pivot
+        wide = narrow.rename({"value": wanted[0]}).drop("metric")
     else:
         wide = narrow.with_columns(pl.col("metric").cast(pl.String)).pivot(
             on="metric", index=["_log_row", "ts", "gpu"], values="value"
@@ -347,7 +362,13 @@ def narrow_to_gpu_frame(
     named = wide.rename(
         {key: column for key, (column, _) in _LOG_METRICS.items() if key in wide.columns}
     )
-    return _as_gpu_frame(named, row_column)
+    # `narrow` is in (`_log_row`, gpu) order, one row per GPU and line after the pivot
+    return _as_gpu_frame(named, row_column, ordered=True)
+
+
+def narrow_metrics(narrow: pl.DataFrame) -> list[str]:
+    """The snapshot metrics `telemetry_rows` found (each once, in no set order)."""
+    return narrow.get_column("metric").unique().cast(pl.String).to_list()
 
 
 def mark_run_gpus(gpu_frame: pl.DataFrame, run_pids: Collection[int] | None) -> pl.DataFrame:
