@@ -167,15 +167,20 @@ _INTEGER_METRICS = {
 }
 
 
-def telemetry_rows(frame: pl.DataFrame) -> pl.DataFrame:
+def telemetry_rows(frame: pl.DataFrame, metrics: Collection[str] | None = None) -> pl.DataFrame:
     """The batch's GPU snapshot keys, narrow: one row per (`_log_row`, gpu, metric) with `ts`
     and the `value` in its GPU-frame unit, ordered by (`_log_row`, gpu, metric).
 
     Reads only `text` (or `PAIRS_COLUMN`), `snapshot` and `ts`; gives the values
     `telemetry_to_gpu_frame` gives (a key said twice on a line: its last value), without a
-    pivot. `metric` is a `METRIC` enum. Lines of plain pairs (`PLAIN_PAIRS_LINE`) are cut by
-    position (`_plain_rows`); the others read the pairs as the parser does (`_general_rows`).
+    pivot. `metric` is a `METRIC` enum. With `metrics` (snapshot keys, `log_gpu_metrics`),
+    only the rows of those; a batch the wide path fails on fails all the same. Lines of plain
+    pairs (`PLAIN_PAIRS_LINE`) are cut by position (`_plain_rows`); the others read the pairs
+    as the parser does (`_general_rows`).
     """
+    wanted = None if metrics is None else frozenset(metrics)
+    # integer metrics are read even when not wanted: a value they cannot hold fails the batch
+    kept = None if wanted is None else (wanted | set(_INTEGER_METRICS)) & set(_LOG_METRICS)
     read = [name for name in ("text", PAIRS_COLUMN) if name in frame.columns]
     snapshots = (
         frame.select("ts", *read, "snapshot")
@@ -184,15 +189,18 @@ def telemetry_rows(frame: pl.DataFrame) -> pl.DataFrame:
     )
     plain = pl.col("text").str.contains(PLAIN_PAIRS_LINE) if "text" in read else pl.lit(False)
     snapshots = snapshots.with_columns(plain.fill_null(False).alias("_plain"))
-    fast = _plain_rows(snapshots.filter(pl.col("_plain")))
-    if fast is None:  # a key the general path may refuse: every line takes it
-        return _checked(_general_rows(snapshots))
+    fast = _plain_rows(snapshots.filter(pl.col("_plain")), kept)
     rest = snapshots.filter(~pl.col("_plain"))
-    if rest.is_empty():
-        return _checked(fast)
-    slow = _general_rows(rest)
-    merged = pl.concat([fast, slow]).sort("_log_row", maintain_order=True)
-    return _checked(merged)
+    if fast is None:  # a key the general path may refuse: every line takes it
+        rows, rest = _checked(_general_rows(snapshots)), snapshots
+    elif rest.is_empty():
+        rows = _checked(fast)
+    else:
+        merged = pl.concat([fast, _general_rows(rest)]).sort("_log_row", maintain_order=True)
+        rows = _checked(merged)
+    if wanted is None or (kept == wanted and rest.is_empty()):
+        return rows
+    return rows.filter(pl.col("metric").is_in(list(wanted)))
 
 
 PLAIN_PAIRS_LINE = r"^[^/]*(?: [a-z0-9_]+(?:/[a-z0-9_]+)+=-?[0-9]+(?:\.[0-9]+)?)*$"
@@ -202,10 +210,11 @@ values: the `dflash-snapshot` shape's pairs). On such a line the parser's pairs
 before them, and none can span their blanks. So its blanks cut exactly those pairs."""
 
 
-def _plain_rows(lines: pl.DataFrame) -> pl.DataFrame | None:
-    """`_general_rows` of `PLAIN_PAIRS_LINE` lines, cut by position: the line split at its
-    blanks, each `gpu/` pair at its first `=`; the (few) distinct keys are read once. None
-    when a key's index is too long to be sure to fit an Int64."""
+def _plain_rows(lines: pl.DataFrame, kept: frozenset[str] | None) -> pl.DataFrame | None:
+    """`_general_rows` of `PLAIN_PAIRS_LINE` lines (only the `kept` metrics, None: all), cut
+    by position: the line split at its blanks, each `gpu/` pair at its first `=`; the (few)
+    distinct keys are read once. None when a key's index is too long to be sure to fit an
+    Int64."""
     p = pl.col("_p")
     pairs = (
         lines.select("_log_row", "ts", pl.col("text").str.split(" ").alias("_p"))
@@ -215,7 +224,7 @@ def _plain_rows(lines: pl.DataFrame) -> pl.DataFrame | None:
         .unnest("_kv")
         .rename({"field_0": "_key", "field_1": "_value"})
     )
-    keys = _read_keys(pairs.get_column("_key").unique())
+    keys = _read_keys(pairs.get_column("_key").unique(), kept)
     if keys is None:
         return None
     value = pl.col("_value").cast(pl.Float64, strict=False)
@@ -230,10 +239,10 @@ def _plain_rows(lines: pl.DataFrame) -> pl.DataFrame | None:
     return _last_of_each_key(rows.sort("_log_row", "gpu", "metric", maintain_order=True))
 
 
-def _read_keys(keys: pl.Series) -> pl.DataFrame | None:
-    """The distinct `gpu/<index>/<metric>` keys of known metrics, as (`_key`, gpu, metric,
-    `_scale`); None when a key has an all-digit index of 19 or more digits (it may not fit an
-    Int64: the general path decides)."""
+def _read_keys(keys: pl.Series, kept: frozenset[str] | None) -> pl.DataFrame | None:
+    """The distinct `gpu/<index>/<metric>` keys of `kept` metrics (None: all known), as
+    (`_key`, gpu, metric, `_scale`); None when a key has an all-digit index of 19 or more
+    digits (it may not fit an Int64: the general path decides)."""
     cut = keys.to_frame("_key").with_columns(pl.col("_key").str.splitn("/", 3).alias("_parts"))
     index = pl.col("_parts").struct.field("field_1")
     metric = pl.col("_parts").struct.field("field_2")
@@ -245,7 +254,7 @@ def _read_keys(keys: pl.Series) -> pl.DataFrame | None:
         schema={"metric": pl.String, "_scale": pl.Float64},
     )
     return (
-        cut.filter(digits & metric.is_in(list(_LOG_METRICS)))
+        cut.filter(digits & metric.is_in(list(_LOG_METRICS if kept is None else kept)))
         .select("_key", index.cast(pl.Int64).alias("gpu"), metric.alias("metric"))
         .join(scales, on="metric")
         .with_columns(pl.col("metric").cast(METRIC))

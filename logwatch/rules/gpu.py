@@ -12,7 +12,7 @@ protocol) does the same for one rule alone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -180,19 +180,25 @@ def _log_metrics(condition: pl.Expr, value: pl.Expr | None) -> frozenset[str] | 
 
 
 class LogGpuRows:
-    """The GPU rows of one log batch, narrow (`telemetry_rows`), and the GPU frames of the
-    metric sets its rules read, each built once."""
+    """The GPU rows of one log batch, narrow (`telemetry_rows`, maybe of some `metrics` only),
+    and the GPU frames of the metric sets its rules read, each built once."""
 
-    __slots__ = ("_frames", "_present", "narrow")
+    __slots__ = ("_frames", "_present", "metrics", "narrow")
 
-    def __init__(self, narrow: pl.DataFrame) -> None:
+    def __init__(self, narrow: pl.DataFrame, metrics: frozenset[str] | None = None) -> None:
         self.narrow = narrow
+        self.metrics = metrics
         self._frames: dict[frozenset[str] | None, pl.DataFrame] = {}
         self._present: list[str] | None = None
 
     def frame(self, metrics: frozenset[str] | None = None) -> pl.DataFrame:
         """A GPU frame (with log context and `_row`) of the rows that carry one of `metrics`
         (snapshot keys; None: all rows and metrics)."""
+        if self.metrics is not None and (metrics is None or not metrics <= self.metrics):
+            raise ValueError(
+                f"GPU rows of metrics {sorted(metrics or ['all'])} asked from rows read for"
+                f" {sorted(self.metrics)} only: read them with log_gpu_metrics(rules)"
+            )
         found = self._frames.get(metrics)
         if found is None:
             if self._present is None:
@@ -204,10 +210,23 @@ class LogGpuRows:
         return found
 
 
-def log_gpu_rows(frame: pl.DataFrame) -> LogGpuRows:
+def log_gpu_rows(frame: pl.DataFrame, metrics: frozenset[str] | None = None) -> LogGpuRows:
     """A log batch's `gpu/<i>/...` snapshot keys, read once for all its GPU rules (the engine
-    builds it once per batch)."""
-    return LogGpuRows(telemetry_rows(frame))
+    builds it once per batch); with `metrics` (`log_gpu_metrics`), only those metrics."""
+    return LogGpuRows(telemetry_rows(frame, metrics), metrics)
+
+
+def log_gpu_metrics(rules: Iterable[object]) -> frozenset[str] | None:
+    """The snapshot metrics the GPU rules among `rules` read on a log (None: every metric,
+    when one of them reads whole GPU frames)."""
+    found: set[str] = set()
+    for rule in rules:
+        if not isinstance(rule, GpuRule) or rule.nvml_only:
+            continue
+        if not isinstance(rule, HoldRule) or rule.log_metrics is None:
+            return None
+        found |= rule.log_metrics
+    return frozenset(found)
 
 
 def log_gpu_frame(frame: pl.DataFrame) -> pl.DataFrame:

@@ -15,6 +15,8 @@ from logwatch.gpu import frames
 from logwatch.gpu.frames import PLAIN_PAIRS_LINE, narrow_to_gpu_frame, telemetry_rows
 from logwatch.gpu.frames import telemetry_to_gpu_frame as wide_gpu_frame
 from logwatch.parse import parse_lines
+from logwatch.rules.gpu import HoldRule, log_gpu_metrics, log_gpu_rows
+from logwatch.rules.loader import builtin_rules_dir, load_pack
 
 METRICS = ["util", "mem_gb", "mem_total_gb", "power_w", "power_limit_w", "temp_c"]
 PLAIN_VALUES = ["0", "90", "70.7", "007", "-0", "-3.25", "1.50", "99999999999", "85"]
@@ -178,3 +180,36 @@ def test_an_index_past_int64_on_a_plain_line_fails_as_on_any_line(pair: str) -> 
         _general(frame)
     with pytest.raises(pl.exceptions.PolarsError):
         telemetry_rows(frame)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_lines(), st.sets(st.sampled_from([*METRICS, "fan"])))
+def test_rows_of_some_metrics_are_those_of_all_filtered(
+    lines: list[str], metrics: set[str]
+) -> None:
+    """Asked for some metrics, the rows are all rows of those metrics; a batch that fails
+    for all metrics (NaN GiB, an index past Int64) fails for any."""
+    frame = _parse(lines)
+    some = _outcome(lambda f: telemetry_rows(f, metrics), frame)
+    every = _outcome(telemetry_rows, frame)
+    if isinstance(some, str) or isinstance(every, str):
+        assert some == every
+        return
+    assert some.equals(every.filter(pl.col("metric").is_in(sorted(metrics))))
+
+
+def test_the_builtin_rules_read_four_metrics_and_rows_read_for_them_refuse_others() -> None:
+    """The built-in GPU rules read util, memory and temperature on a log, not power; rows read
+    for those metrics serve those rules and refuse a frame of other metrics."""
+    rules = [spec.rule for spec in load_pack(builtin_rules_dir() / "gpu.toml")]
+    metrics = log_gpu_metrics(rules)
+    assert metrics == {"util", "mem_gb", "mem_total_gb", "temp_c"}
+    assert log_gpu_metrics([*rules, HoldRule(pl.col("gpu") == 1, hold_s=0.0)]) is None
+    frame = _parse(
+        ["2026-11-01 00:00:00,000 INFO [wandb] snapshot step=1 gpu/0/util=3 gpu/0/power_w=9"]
+    )
+    rows = log_gpu_rows(frame, metrics)
+    assert rows.narrow.get_column("metric").cast(pl.String).to_list() == ["util"]
+    assert rows.frame(frozenset({"util"})).select("gpu", "util_gpu").rows() == [(0, 3.0)]
+    with pytest.raises(ValueError, match="power_w"):
+        rows.frame(frozenset({"power_w"}))
