@@ -366,12 +366,13 @@ def narrow_to_gpu_frame(
         wide = narrow.rename({"value": wanted[0]}).drop("metric")
     else:
         wide = narrow.with_columns(pl.col("metric").cast(pl.String)).pivot(
-            on="metric", index=["_log_row", "ts", "gpu"], values="value"
+            on="metric", index=["_log_row", "ts", "gpu"], values="value", maintain_order=True
         )
     named = wide.rename(
         {key: column for key, (column, _) in _LOG_METRICS.items() if key in wide.columns}
     )
-    # `narrow` is in (`_log_row`, gpu) order, one row per GPU and line after the pivot
+    # `narrow` is in (`_log_row`, gpu) order, and the pivot keeps its (`_log_row`, gpu) in the
+    # order it finds them: one row per GPU and line, in order, without a sort
     return _as_gpu_frame(named, row_column, ordered=True)
 
 

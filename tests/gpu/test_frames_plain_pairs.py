@@ -213,3 +213,18 @@ def test_the_builtin_rules_read_four_metrics_and_rows_read_for_them_refuse_other
     assert rows.frame(frozenset({"util"})).select("gpu", "util_gpu").rows() == [(0, 3.0)]
     with pytest.raises(ValueError, match="power_w"):
         rows.frame(frozenset({"power_w"}))
+
+
+def test_a_large_batch_of_two_metrics_comes_out_in_line_and_gpu_order() -> None:
+    """The GPU frame of many rows of two metrics (a pivot large enough for polars' threads)
+    is in (line, gpu) order without a sort, some lines without a time."""
+    lines = [
+        ("" if n % 7 == 0 else f"2026-11-01 00:{n // 60 % 60:02d}:{n % 60:02d},000 INFO ")
+        + f"[wandb] snapshot step={n} "
+        + " ".join(f"gpu/{g}/util={n % 97} gpu/{g}/temp_c={g}" for g in range(8) if (n + g) % 3)
+        for n in range(20_000)
+    ]
+    rows = telemetry_rows(_parse(lines))
+    frame = narrow_to_gpu_frame(rows, row_column="_row", metrics={"util", "temp_c"})
+    assert frame.height == sum(1 for n in range(20_000) for g in range(8) if (n + g) % 3)
+    assert frame.equals(frame.sort("_row", "gpu", maintain_order=True))
