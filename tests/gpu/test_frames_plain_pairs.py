@@ -12,11 +12,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logwatch.gpu import frames
-from logwatch.gpu.frames import PLAIN_PAIRS_LINE, narrow_to_gpu_frame, telemetry_rows
+from logwatch.gpu.frames import (
+    PLAIN_PAIRS_LINE,
+    gpu_key_count,
+    narrow_to_gpu_frame,
+    plain_gpu_key_count,
+    telemetry_rows,
+)
 from logwatch.gpu.frames import telemetry_to_gpu_frame as wide_gpu_frame
 from logwatch.parse import parse_lines
 from logwatch.rules.gpu import HoldRule, log_gpu_metrics, log_gpu_rows
 from logwatch.rules.loader import builtin_rules_dir, load_pack
+from logwatch.shapes import SHAPES
 
 METRICS = ["util", "mem_gb", "mem_total_gb", "power_w", "power_limit_w", "temp_c"]
 PLAIN_VALUES = ["0", "90", "70.7", "007", "-0", "-3.25", "1.50", "99999999999", "85"]
@@ -145,6 +152,8 @@ def test_the_generated_lines_take_both_paths() -> None:
     ]
     assert all(re.search(PLAIN_PAIRS_LINE, line) for line in plain)
     assert not any(re.search(PLAIN_PAIRS_LINE, line) for line in general)
+    (shape,) = [shape for shape in SHAPES if shape.name == "dflash-snapshot"]
+    assert pl.DataFrame({"text": plain[:1]}).select(shape.accepts()).item()  # some are shaped
 
 
 def test_plain_and_general_lines_in_one_batch_keep_file_order() -> None:
@@ -228,3 +237,22 @@ def test_a_large_batch_of_two_metrics_comes_out_in_line_and_gpu_order() -> None:
     frame = narrow_to_gpu_frame(rows, row_column="_row", metrics={"util", "temp_c"})
     assert frame.height == sum(1 for n in range(20_000) for g in range(8) if (n + g) % 3)
     assert frame.equals(frame.sort("_row", "gpu", maintain_order=True))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_lines())
+def test_a_plain_lines_gpu_keys_are_its_gpu_substrings(lines: list[str]) -> None:
+    """On plain lines, counting ` gpu/` gives the parser's `gpu_keys` (its pairs counted)."""
+    frame = pl.DataFrame({"text": lines}).filter(pl.col("text").str.contains(PLAIN_PAIRS_LINE))
+    counted = frame.select(plain_gpu_key_count()).to_series()
+    assert counted.equals(frame.select(gpu_key_count()).to_series(), check_names=False)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_lines())
+def test_every_dflash_snapshot_shape_line_is_a_plain_line(lines: list[str]) -> None:
+    """A line the `dflash-snapshot` shape accepts is plain: the cut by position and the
+    substring count hold on it (this fails if the shape takes more forms)."""
+    (shape,) = [shape for shape in SHAPES if shape.name == "dflash-snapshot"]
+    frame = pl.DataFrame({"text": lines}).filter(shape.accepts())
+    assert frame.select(pl.col("text").str.contains(PLAIN_PAIRS_LINE).all()).item()
