@@ -115,21 +115,27 @@ def telemetry_to_gpu_frame(frame: pl.DataFrame, *, row_column: str | None = None
     return _as_gpu_frame(wide.with_columns(columns), row_column)
 
 
-def _as_gpu_frame(wide: pl.DataFrame, row_column: str | None) -> pl.DataFrame:
-    """Rows of (`_log_row`, ts, gpu, some metric columns) in the GPU frame's schema, sorted."""
+def _as_gpu_frame(
+    wide: pl.DataFrame, row_column: str | None, *, ordered: bool = False
+) -> pl.DataFrame:
+    """Rows of (`_log_row`, ts, gpu, some metric columns) in the GPU frame's schema, sorted
+    (by `row_column` and gpu, else by ts and gpu; `ordered`: by `_log_row` and gpu already)."""
     if wide.is_empty():
         return pl.DataFrame(
             schema={**GPU_SCHEMA, **({row_column: pl.UInt32()} if row_column else {})}
         )
     out = wide.with_columns(pl.lit("log").alias("origin"), pl.lit(False).alias("lost"))
     extra = [pl.col("_log_row").alias(row_column)] if row_column else []
-    return out.select(
+    framed = out.select(
         *[
             pl.col(name).cast(dtype) if name in out.columns else pl.lit(None, dtype).alias(name)
             for name, dtype in GPU_SCHEMA.items()
         ],
         *extra,
-    ).sort([row_column, "gpu"] if row_column else ["ts", "gpu"], maintain_order=True)
+    )
+    if ordered and row_column:
+        return framed
+    return framed.sort([row_column, "gpu"] if row_column else ["ts", "gpu"], maintain_order=True)
 
 
 # The parser's telemetry grammar (`logwatch.parse._telemetry`): `a/b/c=<number>` pairs, of which
@@ -155,6 +161,12 @@ def gpu_key_count(pairs: pl.Expr | None = None) -> pl.Expr:
     return found.list.eval(starts).list.sum().cast(pl.UInt32)
 
 
+def plain_gpu_key_count() -> pl.Expr:
+    """`gpu_key_count()` on `PLAIN_PAIRS_LINE` lines (the `dflash-snapshot` shape's among
+    them), by a substring count: there, ` gpu/` starts each GPU key and is nowhere else."""
+    return pl.col("text").str.count_matches(" gpu/", literal=True).cast(pl.UInt32)
+
+
 METRIC = pl.Enum(list(_LOG_METRICS))
 """The snapshot metrics (`gpu/<i>/<metric>`) a GPU frame reads, in `telemetry_rows`' order."""
 LOG_METRIC_OF: dict[str, str] = {column: key for key, (column, _) in _LOG_METRICS.items()}
@@ -164,20 +176,118 @@ _INTEGER_METRICS = {
 }
 
 
-def telemetry_rows(frame: pl.DataFrame) -> pl.DataFrame:
+def telemetry_rows(frame: pl.DataFrame, metrics: Collection[str] | None = None) -> pl.DataFrame:
     """The batch's GPU snapshot keys, narrow: one row per (`_log_row`, gpu, metric) with `ts`
     and the `value` in its GPU-frame unit, ordered by (`_log_row`, gpu, metric).
 
     Reads only `text` (or `PAIRS_COLUMN`), `snapshot` and `ts`; gives the values
     `telemetry_to_gpu_frame` gives (a key said twice on a line: its last value), without a
-    pivot. `metric` is a `METRIC` enum.
+    pivot. `metric` is a `METRIC` enum. With `metrics` (snapshot keys, `log_gpu_metrics`),
+    only the rows of those; a batch the wide path fails on fails all the same. Lines of plain
+    pairs (`PLAIN_PAIRS_LINE`) are cut by position (`_plain_rows`); the others read the pairs
+    as the parser does (`_general_rows`).
     """
-    cut = _cut(_gpu_pairs(frame))
+    wanted = None if metrics is None else frozenset(metrics)
+    # integer metrics are read even when not wanted: a value they cannot hold fails the batch
+    kept = None if wanted is None else (wanted | set(_INTEGER_METRICS)) & set(_LOG_METRICS)
+    read = [name for name in ("text", PAIRS_COLUMN) if name in frame.columns]
+    snapshots = (
+        frame.select("ts", *read, "snapshot")
+        .with_row_index("_log_row")
+        .filter(pl.col("snapshot").fill_null(False))
+    )
+    plain = pl.col("text").str.contains(PLAIN_PAIRS_LINE) if "text" in read else pl.lit(False)
+    snapshots = snapshots.with_columns(plain.fill_null(False).alias("_plain"))
+    fast = _plain_rows(snapshots.filter(pl.col("_plain")), kept)
+    rest = snapshots.filter(~pl.col("_plain"))
+    if fast is None:  # a key the general path may refuse: every line takes it
+        rows, rest = _checked(_general_rows(snapshots)), snapshots
+    elif rest.is_empty():
+        rows = _checked(fast)
+    else:
+        merged = pl.concat([fast, _general_rows(rest)]).sort("_log_row", maintain_order=True)
+        rows = _checked(merged)
+    if wanted is None or (kept == wanted and rest.is_empty()):
+        return rows
+    return rows.filter(pl.col("metric").is_in(list(wanted)))
+
+
+PLAIN_PAIRS_LINE = r"^[^/]*(?: [a-z0-9_]+(?:/[a-z0-9_]+)+=-?[0-9]+(?:\.[0-9]+)?)*$"
+"""A line whose only `/` are in plain ` key=value` pairs at its end (lowercase keys, decimal
+values: the `dflash-snapshot` shape's pairs). On such a line the parser's pairs
+(`TELEMETRY_PAIR`, leftmost first) are exactly those pairs: a pair needs a `/`, none is
+before them, and none can span their blanks. So its blanks cut exactly those pairs."""
+
+
+def _plain_rows(lines: pl.DataFrame, kept: frozenset[str] | None) -> pl.DataFrame | None:
+    """`_general_rows` of `PLAIN_PAIRS_LINE` lines (only the `kept` metrics, None: all), cut
+    by position: the line split at its blanks, each `gpu/` pair at its first `=`; the (few)
+    distinct keys are read once. None when a key's index is too long to be sure to fit an
+    Int64."""
+    p = pl.col("_p")
+    pairs = (
+        lines.select("_log_row", "ts", pl.col("text").str.split(" ").alias("_p"))
+        .explode("_p")
+        .filter(p.str.starts_with("gpu/"))
+        .select("_log_row", "ts", p.str.splitn("=", 2).alias("_kv"))
+        .unnest("_kv")
+        .rename({"field_0": "_key", "field_1": "_value"})
+    )
+    keys = _read_keys(pairs.get_column("_key").unique(), kept)
+    if keys is None:
+        return None
+    value = pl.col("_value").cast(pl.Float64, strict=False)
+    scaled = pl.when(pl.col("_scale") != 1.0).then(value * pl.col("_scale")).otherwise(value)
+    rows = pairs.join(keys, on="_key", how="inner", maintain_order="left").select(
+        "_log_row", "ts", "gpu", "metric", scaled.alias("value")
+    )
+    keyed = pl.col("_log_row"), pl.col("gpu"), pl.col("metric").to_physical()
+    ascending = pl.any_horizontal(_after(keyed)).all()  # no key twice, in order already
+    if rows.height < 2 or rows.select(ascending).item():
+        return rows
+    return _last_of_each_key(rows.sort("_log_row", "gpu", "metric", maintain_order=True))
+
+
+def _read_keys(keys: pl.Series, kept: frozenset[str] | None) -> pl.DataFrame | None:
+    """The distinct `gpu/<index>/<metric>` keys of `kept` metrics (None: all known), as
+    (`_key`, gpu, metric, `_scale`); None when a key has an all-digit index of 19 or more
+    digits (it may not fit an Int64: the general path decides)."""
+    cut = keys.to_frame("_key").with_columns(pl.col("_key").str.splitn("/", 3).alias("_parts"))
+    index = pl.col("_parts").struct.field("field_1")
+    metric = pl.col("_parts").struct.field("field_2")
+    digits = index.str.contains(r"^[0-9]+$")
+    if cut.select((digits & (index.str.len_bytes() >= 19)).any()).item():
+        return None
+    scales = pl.DataFrame(
+        {"metric": list(_LOG_METRICS), "_scale": [scale for _, scale in _LOG_METRICS.values()]},
+        schema={"metric": pl.String, "_scale": pl.Float64},
+    )
+    return (
+        cut.filter(digits & metric.is_in(list(_LOG_METRICS if kept is None else kept)))
+        .select("_key", index.cast(pl.Int64).alias("gpu"), metric.alias("metric"))
+        .join(scales, on="metric")
+        .with_columns(pl.col("metric").cast(METRIC))
+    )
+
+
+def _after(keyed: tuple[pl.Expr, ...]) -> list[pl.Expr]:
+    """Per row, whether the next row's key (lexicographic over `keyed`) is greater: one
+    condition per leading column that differs; the last row counts as ordered."""
+    out, equal_before = [], pl.lit(True)
+    for column in keyed:
+        nxt = column.shift(-1)
+        out.append((equal_before & (nxt > column)).fill_null(True))
+        equal_before = equal_before & (nxt == column)
+    return out
+
+
+def _general_rows(snapshots: pl.DataFrame) -> pl.DataFrame:
+    """The GPU rows of snapshot lines (`_log_row`, ts, `text` or `PAIRS_COLUMN`), read from
+    the pairs the parser reads (`telemetry_pairs`)."""
+    cut = _cut(_gpu_pairs(snapshots))
     known = pl.col("metric").is_in(list(_LOG_METRICS))
     _check_odd_indexes(cut.filter(~known.fill_null(False)))
     index = pl.when(pl.col("_index").str.contains(r"^\d+$")).then(pl.col("_index"))
-    keyed = pl.col("_log_row"), pl.col("gpu"), pl.col("metric")
-    last_of_key = pl.any_horizontal([c != c.shift(-1) for c in keyed]).fill_null(True)
     mem = pl.col("metric").is_in([k for k, (_, scale) in _LOG_METRICS.items() if scale != 1.0])
     value = pl.col("value").cast(pl.Float64, strict=False)
     narrow = (
@@ -191,25 +301,31 @@ def telemetry_rows(frame: pl.DataFrame) -> pl.DataFrame:
         )
         .filter(pl.col("gpu").is_not_null())
         .sort("_log_row", "gpu", "metric", maintain_order=True)
-        .filter(last_of_key)
     )
-    # The wide path casts every value to its column's type at once, so a value an integer
-    # column cannot hold (mem_gb=nan) fails the whole batch there: the same here.
+    return _last_of_each_key(narrow)
+
+
+def _last_of_each_key(rows: pl.DataFrame) -> pl.DataFrame:
+    """Rows sorted by (`_log_row`, gpu, metric), each key's last kept."""
+    keyed = pl.col("_log_row"), pl.col("gpu"), pl.col("metric")
+    return rows.filter(pl.any_horizontal([c != c.shift(-1) for c in keyed]).fill_null(True))
+
+
+def _checked(narrow: pl.DataFrame) -> pl.DataFrame:
+    """`narrow`, raising where the wide path raises: it casts every value to its column's type
+    at once, so a value an integer column cannot hold (mem_gb=nan) fails the whole batch."""
     for name, column in _INTEGER_METRICS.items():
         values = narrow.filter(pl.col("metric") == name).get_column("value")
         values.alias(column).cast(GPU_SCHEMA[column])
     return narrow
 
 
-def _gpu_pairs(frame: pl.DataFrame) -> pl.DataFrame:
+def _gpu_pairs(snapshots: pl.DataFrame) -> pl.DataFrame:
     """The snapshot lines' `gpu/...=<number>` pairs, one row each: (`_log_row`, ts, `_p`)."""
-    given = PAIRS_COLUMN in frame.columns
+    given = PAIRS_COLUMN in snapshots.columns
     pairs = pl.col(PAIRS_COLUMN) if given else telemetry_pairs()
     return (
-        frame.select("ts", PAIRS_COLUMN if given else "text", "snapshot")
-        .with_row_index("_log_row")
-        .filter(pl.col("snapshot").fill_null(False))
-        .select("_log_row", "ts", pairs.alias("_p"))
+        snapshots.select("_log_row", "ts", pairs.alias("_p"))
         .explode("_p")
         .filter(pl.col("_p").str.starts_with("gpu/"))
     )
@@ -238,25 +354,40 @@ def _check_odd_indexes(pairs: pl.DataFrame) -> None:
 
 
 def narrow_to_gpu_frame(
-    narrow: pl.DataFrame, *, row_column: str | None = None, metrics: Collection[str] | None = None
+    narrow: pl.DataFrame,
+    *,
+    row_column: str | None = None,
+    metrics: Collection[str] | None = None,
+    present: Collection[str] | None = None,
 ) -> pl.DataFrame:
     """`telemetry_rows` as a GPU frame (that of `telemetry_to_gpu_frame`); with `metrics`
-    (snapshot keys), only the rows and columns of those metrics (the others null)."""
-    if metrics is not None:
-        narrow = narrow.filter(pl.col("metric").is_in(list(metrics)))
-    present = narrow.get_column("metric").unique(maintain_order=True).cast(pl.String).to_list()
-    if not present:
-        return _as_gpu_frame(narrow, row_column)
-    if len(present) == 1:  # one metric: its rows are the frame, no pivot
-        wide = narrow.rename({"value": present[0]}).drop("metric")
+    (snapshot keys), only the rows and columns of those metrics (the others null). `present`:
+    the metrics `narrow` holds, when the caller knows them (`narrow_metrics`)."""
+    held = narrow_metrics(narrow) if present is None else list(present)
+    wanted = [name for name in held if metrics is None or name in metrics]
+    if not wanted:
+        return _as_gpu_frame(narrow.clear(), row_column)
+    if len(wanted) < len(held):
+        one = len(wanted) == 1
+        kept = pl.col("metric") == wanted[0] if one else pl.col("metric").is_in(wanted)
+        narrow = narrow.filter(kept)
+    if len(wanted) == 1:  # one metric: its rows are the frame, no pivot
+        wide = narrow.rename({"value": wanted[0]}).drop("metric")
     else:
         wide = narrow.with_columns(pl.col("metric").cast(pl.String)).pivot(
-            on="metric", index=["_log_row", "ts", "gpu"], values="value"
+            on="metric", index=["_log_row", "ts", "gpu"], values="value", maintain_order=True
         )
     named = wide.rename(
         {key: column for key, (column, _) in _LOG_METRICS.items() if key in wide.columns}
     )
-    return _as_gpu_frame(named, row_column)
+    # `narrow` is in (`_log_row`, gpu) order, and the pivot keeps its (`_log_row`, gpu) in the
+    # order it finds them: one row per GPU and line, in order, without a sort
+    return _as_gpu_frame(named, row_column, ordered=True)
+
+
+def narrow_metrics(narrow: pl.DataFrame) -> list[str]:
+    """The snapshot metrics `telemetry_rows` found (each once, in no set order)."""
+    return narrow.get_column("metric").unique().cast(pl.String).to_list()
 
 
 def mark_run_gpus(gpu_frame: pl.DataFrame, run_pids: Collection[int] | None) -> pl.DataFrame:

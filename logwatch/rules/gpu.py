@@ -12,7 +12,7 @@ protocol) does the same for one rule alone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -20,7 +20,13 @@ from typing import Any, Protocol, runtime_checkable
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
-from logwatch.gpu.frames import GPU_SCHEMA, LOG_METRIC_OF, narrow_to_gpu_frame, telemetry_rows
+from logwatch.gpu.frames import (
+    GPU_SCHEMA,
+    LOG_METRIC_OF,
+    narrow_metrics,
+    narrow_to_gpu_frame,
+    telemetry_rows,
+)
 from logwatch.rules.log import Needs, RuleType, Transition
 from logwatch.rules.params import Columns, Kind, Param
 
@@ -114,10 +120,17 @@ class HoldRule:
         scored = self._scored(frame)
         if scored.is_empty():
             return [], state
-        return hold_transitions(scored, self.hold_s, state)
+        key = pl.lit("run") if self.scope == "run" else pl.col("gpu").cast(pl.String)
+        if not scored.get_column("_cond").any():  # the keys only, not a key per row
+            keys = scored.select(key.unique(maintain_order=True)).to_series().to_list()
+            quiet = _quiet(keys, state)
+            if quiet is not None:
+                return [], quiet
+        return hold_transitions(scored.with_columns(key.alias("_key")), self.hold_s, state)
 
     def _scored(self, frame: pl.DataFrame) -> pl.DataFrame:
-        """Rows as (_key, ts, _cond, _value, _row, _gpu) with the condition known."""
+        """Rows as (ts, gpu, _row, _cond, _value) with the condition known (scope "run": one
+        row per time, gpu null)."""
         if self.run_gpus_only or self.scope == "run":
             frame = frame.filter(pl.col("run_uses").fill_null(True))
         value = self.value if self.value is not None else pl.lit(None, pl.Float64)
@@ -136,9 +149,9 @@ class HoldRule:
                     pl.col("_value").max(),
                     pl.col(_ROW).last(),
                 )
-                .with_columns(pl.lit("run").alias("_key"), pl.lit(None, pl.Int64).alias("gpu"))
+                .with_columns(pl.lit(None, pl.Int64).alias("gpu"))
             )
-        return rows.with_columns(pl.col("gpu").cast(pl.String).alias("_key"))
+        return rows
 
 
 _LOG_CONSTANTS = {"origin": "log", "lost": False, "run_uses": True, "log_stalled": False}
@@ -167,29 +180,53 @@ def _log_metrics(condition: pl.Expr, value: pl.Expr | None) -> frozenset[str] | 
 
 
 class LogGpuRows:
-    """The GPU rows of one log batch, narrow (`telemetry_rows`), and the GPU frames of the
-    metric sets its rules read, each built once."""
+    """The GPU rows of one log batch, narrow (`telemetry_rows`, maybe of some `metrics` only),
+    and the GPU frames of the metric sets its rules read, each built once."""
 
-    __slots__ = ("_frames", "narrow")
+    __slots__ = ("_frames", "_present", "metrics", "narrow")
 
-    def __init__(self, narrow: pl.DataFrame) -> None:
+    def __init__(self, narrow: pl.DataFrame, metrics: frozenset[str] | None = None) -> None:
         self.narrow = narrow
+        self.metrics = metrics
         self._frames: dict[frozenset[str] | None, pl.DataFrame] = {}
+        self._present: list[str] | None = None
 
     def frame(self, metrics: frozenset[str] | None = None) -> pl.DataFrame:
         """A GPU frame (with log context and `_row`) of the rows that carry one of `metrics`
         (snapshot keys; None: all rows and metrics)."""
+        if self.metrics is not None and (metrics is None or not metrics <= self.metrics):
+            raise ValueError(
+                f"GPU rows of metrics {sorted(metrics or ['all'])} asked from rows read for"
+                f" {sorted(self.metrics)} only: read them with log_gpu_metrics(rules)"
+            )
         found = self._frames.get(metrics)
         if found is None:
-            gpu = narrow_to_gpu_frame(self.narrow, row_column=_ROW, metrics=metrics)
+            if self._present is None:
+                self._present = narrow_metrics(self.narrow)
+            gpu = narrow_to_gpu_frame(
+                self.narrow, row_column=_ROW, metrics=metrics, present=self._present
+            )
             found = self._frames[metrics] = with_log_context(gpu)
         return found
 
 
-def log_gpu_rows(frame: pl.DataFrame) -> LogGpuRows:
+def log_gpu_rows(frame: pl.DataFrame, metrics: frozenset[str] | None = None) -> LogGpuRows:
     """A log batch's `gpu/<i>/...` snapshot keys, read once for all its GPU rules (the engine
-    builds it once per batch)."""
-    return LogGpuRows(telemetry_rows(frame))
+    builds it once per batch); with `metrics` (`log_gpu_metrics`), only those metrics."""
+    return LogGpuRows(telemetry_rows(frame, metrics), metrics)
+
+
+def log_gpu_metrics(rules: Iterable[object]) -> frozenset[str] | None:
+    """The snapshot metrics the GPU rules among `rules` read on a log (None: every metric,
+    when one of them reads whole GPU frames)."""
+    found: set[str] = set()
+    for rule in rules:
+        if not isinstance(rule, GpuRule) or rule.nvml_only:
+            continue
+        if not isinstance(rule, HoldRule) or rule.log_metrics is None:
+            return None
+        found |= rule.log_metrics
+    return frozenset(found)
 
 
 def log_gpu_frame(frame: pl.DataFrame) -> pl.DataFrame:
@@ -206,11 +243,9 @@ def hold_transitions(
     """
     carried: dict[str, dict[str, Any]] = dict(state.get("keys", {}))
     if not rows.get_column("_cond").any():
-        # Nothing holds: a key can only resolve or clear if it was held before this batch.
-        keys = rows.get_column("_key").unique().to_list()
-        if not any(carried.get(k, {}).get("since") is not None for k in keys):
-            carried.update({k: {"since": None, "fired": False} for k in keys})
-            return [], {"keys": carried}
+        quiet = _quiet(rows.get_column("_key").unique().to_list(), state)
+        if quiet is not None:
+            return [], quiet
     prior = pl.DataFrame(
         {
             "_key": list(carried),
@@ -273,6 +308,16 @@ def hold_transitions(
             "fired": bool(is_true and was_fired),
         }
     return transitions, {"keys": carried}
+
+
+def _quiet(keys: list[str], state: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The state after a batch where nothing holds on `keys`, or None when one of them was
+    held before it (it may resolve: the full computation runs)."""
+    carried: dict[str, dict[str, Any]] = dict(state.get("keys", {}))
+    if any(carried.get(k, {}).get("since") is not None for k in keys):
+        return None
+    carried.update({k: {"since": None, "fired": False} for k in keys})
+    return {"keys": carried}
 
 
 def _parse_ts(text: str | None) -> datetime | None:

@@ -169,3 +169,34 @@ def test_bad_gpu_condition_is_a_rules_error_with_file_line(tmp_path: Path) -> No
     )
     with pytest.raises(RulesError, match="invalid duration '2 minutes'"):
         load_rules([pack])
+
+
+@pytest.mark.parametrize("scope", ["gpu", "run"])
+def test_a_quiet_batch_clears_its_keys_and_a_fired_key_still_resolves(scope: str) -> None:
+    """A batch where nothing holds leaves each of its keys (each GPU, or the run's one key)
+    unheld and unfired; after a batch that fires, the next quiet one resolves it."""
+
+    def batch(start_s: int, util: float) -> pl.DataFrame:
+        rows = [
+            {"ts": T0 + timedelta(seconds=start_s + 10 * i), "gpu": g, "util_gpu": util}
+            for i in range(3)
+            for g in range(2)
+        ]
+        frame = pl.DataFrame(rows).with_columns(
+            pl.lit(True).alias("run_uses"), pl.lit(False).alias("log_stalled")
+        )
+        return frame.with_row_index("_row", offset=start_s)
+
+    rule = HoldRule(condition=pl.col("util_gpu") < 5, hold_s=10.0, scope=scope)
+    keys = ["run"] if scope == "run" else ["0", "1"]
+    quiet, state = rule.evaluate_gpu(batch(0, 80.0), rule.initial_state())
+    assert quiet == []
+    assert state == {"keys": {k: {"since": None, "fired": False} for k in keys}}
+    fired, state = rule.evaluate_gpu(batch(100, 1.0), state)
+    assert sorted((t.status, t.labels.get("gpu", "run")) for t in fired) == [
+        ("firing", k) for k in keys
+    ]
+    resolved, state = rule.evaluate_gpu(batch(200, 80.0), state)
+    rows = [201] if scope == "run" else [200, 201]  # a run's time: its last GPU row
+    assert sorted((t.row, t.status) for t in resolved) == [(row, "resolved") for row in rows]
+    assert state == {"keys": {k: {"since": None, "fired": False} for k in keys}}

@@ -1,0 +1,258 @@
+"""`telemetry_rows` cuts the GPU keys of plain snapshot lines by position: on generated lines,
+plain or not, it gives exactly the rows (or the error) of the general path, which reads the
+pairs the parser reads."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from logwatch.gpu import frames
+from logwatch.gpu.frames import (
+    PLAIN_PAIRS_LINE,
+    gpu_key_count,
+    narrow_to_gpu_frame,
+    plain_gpu_key_count,
+    telemetry_rows,
+)
+from logwatch.gpu.frames import telemetry_to_gpu_frame as wide_gpu_frame
+from logwatch.parse import parse_lines
+from logwatch.rules.gpu import HoldRule, log_gpu_metrics, log_gpu_rows
+from logwatch.rules.loader import builtin_rules_dir, load_pack
+from logwatch.shapes import SHAPES
+
+METRICS = ["util", "mem_gb", "mem_total_gb", "power_w", "power_limit_w", "temp_c"]
+PLAIN_VALUES = ["0", "90", "70.7", "007", "-0", "-3.25", "1.50", "99999999999", "85"]
+ODD_VALUES = ["nan", "NaN", "-inf", "1e1", "6.7E+00", ".5", "+4", "5x", "1."]
+OTHER_KEYS = [
+    "prof/target_fwd_ms=212.4",
+    "cuda/alloc_gb=61.2",
+    "worker/3/seqs=1288",
+    "gpu/0/fan=40",
+    "gpu/0/mem-gb=3",
+    "xgpu/0/util=2",
+    "a/gpu/1/util=2",
+    "gpu/1/util/x=5",
+    "gpu/x/util=5",
+    "gpu/0_1/util=5",
+    "gpu/2=7",
+    "GPU/0/util=3",
+    "gpu/1/Temp_c=99",
+    "gpu/9999999999999999999/util=1",
+    "gpu/99999999999999999999/fan=1",
+    "gpu/0000000000000000001/util=1",
+]
+
+
+@st.composite
+def _gpu_pair(draw: st.DrawFn, gpus: list[int], odd: bool) -> str:
+    """A `gpu/<i>/<metric>=<value>` pair; with `odd`, maybe a value no plain line has."""
+    index = draw(st.sampled_from(gpus))
+    spelled = draw(st.sampled_from([str(index), f"0{index}"]))
+    values = PLAIN_VALUES + (ODD_VALUES if odd else [])
+    return f"gpu/{spelled}/{draw(st.sampled_from(METRICS))}={draw(st.sampled_from(values))}"
+
+
+@st.composite
+def _snapshot(draw: st.DrawFn, step: int) -> str:
+    """A snapshot line: GPUs (some missing), their metrics in order or shuffled, some keys
+    missing, said twice or not GPU keys; a prefix that may hold a `/` or no time."""
+    gpus = draw(st.lists(st.integers(0, 11), min_size=1, max_size=8, unique=True))
+    odd = draw(st.integers(0, 4)) == 0
+    pairs = [
+        f"gpu/{gpu}/{metric}={draw(st.sampled_from(PLAIN_VALUES))}"
+        for gpu in gpus
+        for metric in METRICS
+        if draw(st.integers(0, 5)) > 0
+    ]
+    extra = draw(st.lists(st.one_of(_gpu_pair(gpus, odd), st.sampled_from(OTHER_KEYS)), max_size=4))
+    for pair in extra:
+        pairs.insert(draw(st.integers(0, len(pairs))), pair)
+    prefix = draw(
+        st.sampled_from(
+            [
+                "2026-11-01 00:00:{s:02d},000 INFO [wandb] snapshot step={n}",
+                "2026-11-01 00:00:{s:02d},000 INFO [wandb/x] snapshot step={n}",
+                "[wandb] snapshot step={n}",
+                "2026-11-01 00:00:{s:02d},000 snapshot\tstep={n}",
+            ]
+        )
+    )
+    separator = draw(st.sampled_from([" ", " ", " ", "  ", "\t"]))
+    return prefix.format(s=step % 60, n=step) + "".join(separator + pair for pair in pairs)
+
+
+@st.composite
+def _lines(draw: st.DrawFn) -> list[str]:
+    """Snapshot lines among step lines."""
+    lines = []
+    for step in range(draw(st.integers(1, 12))):
+        if draw(st.integers(0, 4)) == 0:
+            lines.append(f"2026-11-01 00:00:{step:02d},000 INFO [train] step {step} loss 1.0")
+        else:
+            lines.append(draw(_snapshot(step)))
+    return lines
+
+
+def _parse(lines: list[str]) -> pl.DataFrame:
+    return parse_lines(pl.Series(lines, dtype=pl.String), source="s.log", first_line=1)
+
+
+def _general(frame: pl.DataFrame) -> pl.DataFrame:
+    """The general path on every snapshot line (what `telemetry_rows` did before the cut)."""
+    snapshots = (
+        frame.select("ts", "text", "snapshot")
+        .with_row_index("_log_row")
+        .filter(pl.col("snapshot").fill_null(False))
+    )
+    return frames._checked(frames._general_rows(snapshots))
+
+
+def _outcome(read: object, frame: pl.DataFrame) -> pl.DataFrame | str:
+    """The rows `read` gives, or the kind of error it raised."""
+    assert callable(read)
+    try:
+        rows = read(frame)
+    except pl.exceptions.PolarsError as exc:
+        return type(exc).__name__
+    assert isinstance(rows, pl.DataFrame)
+    return rows
+
+
+@settings(max_examples=150, deadline=None)
+@given(_lines())
+def test_plain_lines_cut_by_position_give_the_general_paths_rows(lines: list[str]) -> None:
+    """Rows (values, order, dtypes, last of a key said twice) or error are the general path's."""
+    frame = _parse(lines)
+    fast, general = _outcome(telemetry_rows, frame), _outcome(_general, frame)
+    if isinstance(fast, str) or isinstance(general, str):
+        assert fast == general
+        return
+    assert fast.schema == general.schema
+    assert fast.equals(general)
+
+
+def test_the_generated_lines_take_both_paths() -> None:
+    """The strategy above writes plain lines and lines the plain pattern refuses."""
+    plain = [
+        "2026-11-01 00:00:00,000 INFO [wandb] snapshot step=1 gpu/0/util=90 prof/x_ms=2.5",
+        "[wandb] snapshot step=2 gpu/1/temp_c=85 gpu/0/util=3 gpu/1/temp_c=86",
+        "2026-11-01 00:00:00,000 INFO [wandb] snapshot step=5  gpu/0/util=1",
+    ]
+    general = [
+        "2026-11-01 00:00:00,000 INFO [wandb/x] snapshot step=3 gpu/0/util=90",
+        "2026-11-01 00:00:00,000 INFO [wandb] snapshot step=4 gpu/0/util=nan",
+        "2026-11-01 00:00:00,000 INFO [wandb] snapshot step=5\tgpu/0/util=1",
+        "2026-11-01 00:00:00,000 INFO [wandb] snapshot step=6 GPU/0/util=1",
+        "2026-11-01 00:00:00,000 INFO [wandb] snapshot step=6 gpu/0/util=1e1",
+    ]
+    assert all(re.search(PLAIN_PAIRS_LINE, line) for line in plain)
+    assert not any(re.search(PLAIN_PAIRS_LINE, line) for line in general)
+    (shape,) = [shape for shape in SHAPES if shape.name == "dflash-snapshot"]
+    assert pl.DataFrame({"text": plain[:1]}).select(shape.accepts()).item()  # some are shaped
+
+
+def test_plain_and_general_lines_in_one_batch_keep_file_order() -> None:
+    """A batch of both kinds gives each line's rows in file order, a key's last value, as the
+    wide GPU frame of the parsed `telemetry` column."""
+    frame = _parse(
+        [
+            "2026-11-01 00:00:00,000 INFO [wandb] snapshot step=1 gpu/1/util=5 gpu/0/util=7",
+            "2026-11-01 00:00:01,000 INFO [wandb] snapshot step=2 gpu/0/util=nan gpu/1/util=2",
+            "2026-11-01 00:00:02,000 INFO [wandb] snapshot step=3 gpu/0/util=1 gpu/00/util=4",
+        ]
+    )
+    rows = telemetry_rows(frame)
+    assert rows.select("_log_row", "gpu", "value").rows(named=False)[:2] == [
+        (0, 0, 7.0),
+        (0, 1, 5.0),
+    ]
+    assert rows.filter(pl.col("_log_row") == 2).select("gpu", "value").rows() == [(0, 4.0)]
+    assert rows.filter(pl.col("_log_row") == 1).height == 2
+    assert narrow_to_gpu_frame(rows, row_column="_row").equals(
+        wide_gpu_frame(frame, row_column="_row")
+    )
+
+
+@pytest.mark.parametrize(
+    "pair", ["gpu/99999999999999999999/util=1", "gpu/99999999999999999999/fan=1"]
+)
+def test_an_index_past_int64_on_a_plain_line_fails_as_on_any_line(pair: str) -> None:
+    """A plain line's GPU index no Int64 holds fails the batch, as the general path does."""
+    frame = _parse([f"2026-11-01 00:00:00,000 INFO [wandb] snapshot step=1 {pair} gpu/1/util=3"])
+    assert re.search(PLAIN_PAIRS_LINE, frame.get_column("text")[0])
+    with pytest.raises(pl.exceptions.PolarsError):
+        _general(frame)
+    with pytest.raises(pl.exceptions.PolarsError):
+        telemetry_rows(frame)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_lines(), st.sets(st.sampled_from([*METRICS, "fan"])))
+def test_rows_of_some_metrics_are_those_of_all_filtered(
+    lines: list[str], metrics: set[str]
+) -> None:
+    """Asked for some metrics, the rows are all rows of those metrics; a batch that fails
+    for all metrics (NaN GiB, an index past Int64) fails for any."""
+    frame = _parse(lines)
+    some = _outcome(lambda f: telemetry_rows(f, metrics), frame)
+    every = _outcome(telemetry_rows, frame)
+    if isinstance(some, str) or isinstance(every, str):
+        assert some == every
+        return
+    assert some.equals(every.filter(pl.col("metric").is_in(sorted(metrics))))
+
+
+def test_the_builtin_rules_read_four_metrics_and_rows_read_for_them_refuse_others() -> None:
+    """The built-in GPU rules read util, memory and temperature on a log, not power; rows read
+    for those metrics serve those rules and refuse a frame of other metrics."""
+    rules = [spec.rule for spec in load_pack(builtin_rules_dir() / "gpu.toml")]
+    metrics = log_gpu_metrics(rules)
+    assert metrics == {"util", "mem_gb", "mem_total_gb", "temp_c"}
+    assert log_gpu_metrics([*rules, HoldRule(pl.col("gpu") == 1, hold_s=0.0)]) is None
+    frame = _parse(
+        ["2026-11-01 00:00:00,000 INFO [wandb] snapshot step=1 gpu/0/util=3 gpu/0/power_w=9"]
+    )
+    rows = log_gpu_rows(frame, metrics)
+    assert rows.narrow.get_column("metric").cast(pl.String).to_list() == ["util"]
+    assert rows.frame(frozenset({"util"})).select("gpu", "util_gpu").rows() == [(0, 3.0)]
+    with pytest.raises(ValueError, match="power_w"):
+        rows.frame(frozenset({"power_w"}))
+
+
+def test_a_large_batch_of_two_metrics_comes_out_in_line_and_gpu_order() -> None:
+    """The GPU frame of many rows of two metrics (a pivot large enough for polars' threads)
+    is in (line, gpu) order without a sort, some lines without a time."""
+    lines = [
+        ("" if n % 7 == 0 else f"2026-11-01 00:{n // 60 % 60:02d}:{n % 60:02d},000 INFO ")
+        + f"[wandb] snapshot step={n} "
+        + " ".join(f"gpu/{g}/util={n % 97} gpu/{g}/temp_c={g}" for g in range(8) if (n + g) % 3)
+        for n in range(20_000)
+    ]
+    rows = telemetry_rows(_parse(lines))
+    frame = narrow_to_gpu_frame(rows, row_column="_row", metrics={"util", "temp_c"})
+    assert frame.height == sum(1 for n in range(20_000) for g in range(8) if (n + g) % 3)
+    assert frame.equals(frame.sort("_row", "gpu", maintain_order=True))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_lines())
+def test_a_plain_lines_gpu_keys_are_its_gpu_substrings(lines: list[str]) -> None:
+    """On plain lines, counting ` gpu/` gives the parser's `gpu_keys` (its pairs counted)."""
+    frame = pl.DataFrame({"text": lines}).filter(pl.col("text").str.contains(PLAIN_PAIRS_LINE))
+    counted = frame.select(plain_gpu_key_count()).to_series()
+    assert counted.equals(frame.select(gpu_key_count()).to_series(), check_names=False)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_lines())
+def test_every_dflash_snapshot_shape_line_is_a_plain_line(lines: list[str]) -> None:
+    """A line the `dflash-snapshot` shape accepts is plain: the cut by position and the
+    substring count hold on it (this fails if the shape takes more forms)."""
+    (shape,) = [shape for shape in SHAPES if shape.name == "dflash-snapshot"]
+    frame = pl.DataFrame({"text": lines}).filter(shape.accepts())
+    assert frame.select(pl.col("text").str.contains(PLAIN_PAIRS_LINE).all()).item()
