@@ -257,15 +257,19 @@ class StreakRule:
             and not frame.select((self.applies & self.condition).fill_null(False).any()).item()
         ):
             return [], state  # no streak carried in and none starts: the run stays 0
-        rows = (
-            frame.select(sorted(self.needs.columns))
-            .with_row_index("_row")
-            .filter(self.applies.fill_null(False))
-        )
+        # only the rows it applies to, with what it reads of them: whether each meets the
+        # condition and the value (its other columns, a list of buckets say, are not copied)
+        columns = [
+            pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"),
+            self.condition.fill_null(False).alias("_cond"),
+            *([pl.col(self.value_column)] if self.value_column else []),
+        ]
+        applies = self.applies.fill_null(False).alias("_applies")
+        rows = frame.select(*columns, applies).filter("_applies")
         if rows.is_empty():
             return [], state
         carried = int(state["run"])
-        cond = self.condition.fill_null(False)
+        cond = pl.col("_cond")
         changed = cond != cond.shift(1, fill_value=carried > 0)
         group = changed.cast(pl.UInt32).cum_sum()
         position = pl.int_range(1, pl.len() + 1).over(group) + pl.when(group == 0).then(
