@@ -18,10 +18,9 @@ from logwatch.gpu.frames import telemetry_rows
 from logwatch.lifecycle import Lifecycle
 from logwatch.parse import ALWAYS, SCHEMA, complete
 from logwatch.redact import redact
-from logwatch.rules.gates import gate_literals
 from logwatch.rules.gpu import GpuRule, HoldRule, LogGpuRows, log_gpu_rows
 from logwatch.rules.loader import RuleSpec
-from logwatch.rules.log import EndOfInputRule, Override, Transition, WallClockRule
+from logwatch.rules.log import EndOfInputRule, Override, Transition, WallClockRule, gate_rows
 
 ErrorHandler = Callable[[str, str, Exception], None]
 """Called as (rule id, source, exception) when a rule raises; the engine goes on without it."""
@@ -127,7 +126,7 @@ class _Needs:
     shown: frozenset[str]
     gate: str | None
     quiet: Callable[[dict[str, Any]], bool] | None
-    rows: pl.Expr | None = None  # each line's gate match, when not the gate regex's
+    rows: pl.Expr | None = None  # each line's gate match (`gate_rows`), with a gate
 
 
 def _needs_of(spec: RuleSpec) -> _Needs:
@@ -140,7 +139,7 @@ def _needs_of(spec: RuleSpec) -> _Needs:
     quiet = getattr(spec.rule, "quiet", None)
     if quiet is None or declared.gate is None:
         return _Needs(frozenset(declared.columns), shown, None, quiet)
-    return _Needs(frozenset(declared.columns), shown, declared.gate, quiet, declared.rows)
+    return _Needs(frozenset(declared.columns), shown, declared.gate, quiet, gate_rows(declared))
 
 
 class Engine:
@@ -189,17 +188,12 @@ class Engine:
         self._log_gpu = any(rule is not None and not rule.nvml_only for rule in self._gpu)
         # Each distinct gate's check, built once: making expressions costs more than matching
         # them on a one-line batch.
-        rows = {needs.gate: needs.rows for needs in self._needs if needs.gate is not None}
-        self._gate_rows = {
-            gate: pl.col("text").str.contains(gate) if expr is None else expr
-            for gate, expr in sorted(rows.items())
+        rows = {
+            needs.gate: needs.rows
+            for needs in self._needs
+            if needs.gate is not None and needs.rows is not None
         }
-        # the gates that are an alternation of literals (most), and theirs: `_hits`
-        self._gate_literals = {
-            gate: spelled
-            for gate, expr in rows.items()
-            if expr is None and (spelled := gate_literals(gate)) is not None
-        }
+        self._gate_rows = dict(sorted(rows.items()))
         self._gate_checks = {
             gate: expr.any().alias(f"_g{i}")
             for i, (gate, expr) in enumerate(self._gate_rows.items())
@@ -226,7 +220,7 @@ class Engine:
         as the GPU rules' error, when they read them)."""
         if frame.is_empty():
             return None
-        hits = _hits(frame, self._gate_rows, self._gate_literals)
+        hits = _hits(frame, self._gate_rows)
         stepped = computed is not None and "step" not in computed
         last_step = last_step_of(frame) if stepped else None
         ready = partial(Prepared, frame, hits, stepped=stepped, last_step=last_step)
@@ -385,8 +379,7 @@ class Engine:
         with rows of `frame`. None where the gate opens on too many lines to gain by this."""
         spec, needs = self.rules[order], self._needs[order]
         if hits is None:  # the rows of its gate's lines
-            rows = self._gate_rows[cast(str, needs.gate)]
-            hits = frame.select(rows.fill_null(False)).to_series().arg_true()
+            hits = frame.select(cast(pl.Expr, needs.rows).fill_null(False)).to_series().arg_true()
         if hits.len() * _GATED_ROWS > frame.height:
             return None
         found: list[tuple[int, Transition]] = []
@@ -692,37 +685,16 @@ def _gpu_step(
     return rule.evaluate_gpu(gpu_frame.get(), state)
 
 
-def _hits(
-    frame: pl.DataFrame, rows: Mapping[str, pl.Expr], literals: Mapping[str, tuple[str, ...]]
-) -> dict[str, pl.Series]:
-    """The rows of the lines of `frame` each gate selects (gate -> its lines' match; `literals`:
-    the gates that are an alternation of literals, and theirs). One select: the other gates'
-    rows, and the lines that hold any gate literal (one Aho-Corasick pass for all of them), on
-    which alone the literal gates run (a second select, when there are such lines)."""
+def _hits(frame: pl.DataFrame, rows: Mapping[str, pl.Expr]) -> dict[str, pl.Series]:
+    """The rows of the lines of `frame` each gate selects (gate -> its lines' match): one select."""
     if not rows:
         return {}
-    others = {f"_g{i}": gate for i, gate in enumerate(rows) if gate not in literals}
-    columns = [
-        rows[gate].fill_null(False).arg_true().implode().alias(name)
-        for name, gate in others.items()
-    ]
-    every = sorted({literal for spelled in literals.values() for literal in spelled})
-    if every:
-        columns.append(pl.col("text").str.contains_any(every).fill_null(False).arg_true().implode())
-    found = frame.select(columns)
-    hits = {gate: found.get_column(name)[0] for name, gate in others.items()}
-    if not every:
-        return hits
-    candidates: pl.Series = found.to_series(len(others))[0]
-    named = {f"_l{i}": gate for i, gate in enumerate(literals)}
-    if candidates.is_empty():
-        return hits | {gate: candidates for gate in literals}
-    lines = frame.select(pl.col("text").gather(candidates)).select(
-        rows[gate].fill_null(False).arg_true().implode().alias(name) for name, gate in named.items()
+    names = {f"_g{i}": gate for i, gate in enumerate(rows)}
+    found = frame.select(
+        expr.fill_null(False).arg_true().implode().alias(name)
+        for name, expr in zip(names, rows.values(), strict=True)
     )
-    return hits | {
-        gate: candidates.gather(lines.get_column(name)[0]) for name, gate in named.items()
-    }
+    return {gate: found.get_column(name)[0] for name, gate in names.items()}
 
 
 def _opened(frame: pl.DataFrame, checks: Mapping[str, pl.Expr]) -> dict[str, bool]:

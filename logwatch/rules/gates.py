@@ -174,30 +174,6 @@ def _parse(pattern: str) -> Any:
         return _sre.parse(pattern)
 
 
-def gate_literals(gate: str) -> tuple[str, ...] | None:
-    """The literals a gate is the alternation of, when it is written as `gate_regex` writes one
-    (escaped spellings joined by `|`): a line matches the gate where it holds one of them. None
-    for any other regex."""
-    literals: list[str] = []
-    current: list[str] = []
-    chars = iter(gate)
-    for c in chars:
-        if c == "\\":
-            escaped = next(chars, "")
-            if escaped not in _META:
-                return None
-            current.append(escaped)
-        elif c == "|":
-            literals.append("".join(current))
-            current = []
-        elif c in _META:
-            return None
-        else:
-            current.append(c)
-    literals.append("".join(current))
-    return None if not all(literals) else tuple(literals)
-
-
 def _escape(text: str) -> str:
     return "".join("\\" + c if c in _META else c for c in text)
 

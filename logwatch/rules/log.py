@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import polars as pl
 
@@ -72,6 +72,13 @@ class Needs:
     # Each line's gate match (over `text`) where an expression is cheaper than the gate's regex:
     # it selects every line the regex selects that can move the rule, maybe a few more.
     rows: pl.Expr | None = field(default=None, compare=False)
+
+
+def gate_rows(needs: Needs) -> pl.Expr:
+    """Each line's gate match (over `text`): the rule's own expression for it, or its regex."""
+    if needs.rows is not None:
+        return needs.rows
+    return pl.col("text").str.contains(cast(str, needs.gate))
 
 
 @runtime_checkable
@@ -497,6 +504,7 @@ __all__ = [
     "Templates",
     "Transition",
     "WallClockRule",
+    "gate_rows",
     "matching_rows",
     "replace",
 ]

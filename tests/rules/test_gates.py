@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from logwatch.parse import parse_lines
 from logwatch.rules.classify import _CONTINUATION_PREFIX, TAIL_CHARS, ClassifyRule
-from logwatch.rules.gates import _FOLDS, _escape, gate_for, gate_literals, gate_pairs
+from logwatch.rules.gates import _FOLDS, gate_for, gate_pairs
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.rules.log import (
     NONFINITE_GATE,
@@ -239,13 +239,3 @@ def test_a_line_a_pattern_matches_matches_its_gates(
 
 def _matches(regex: str, text: str) -> bool:
     return bool(pl.Series([text]).str.contains(regex)[0])
-
-
-@given(st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=6))
-def test_a_gate_regex_gives_back_its_literals(texts: list[str]) -> None:
-    """`gate_literals` reads back the literals a gate regex is the alternation of: the engine
-    runs such a gate as a literal search (Aho-Corasick) and the regex only on lines it finds."""
-    regex = "|".join(_escape(text) for text in texts)
-    assert gate_literals(regex) == tuple(texts)
-    assert gate_literals("(?i)" + regex) is None
-    assert gate_literals(r"\d+|" + regex) is None
