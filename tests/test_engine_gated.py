@@ -117,3 +117,35 @@ def test_the_gated_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [json.loads(e)["status"] for e in events] == ["firing", "resolved"]
     assert [json.loads(e)["line"] for e in events] == [901, 902]
     assert events == _events(lines, [], full=True)
+
+
+ALL_RULES = logwatch.load_rules()
+GATE_LINES = [
+    "[rank0]:[E ProcessGroupNCCL.cpp:1234] NCCL error: unhandled system error",
+    "NVRM: Xid (PCI:0000:44:00): 79, pid=3412, name=python3, GPU has fallen off the bus.",
+    "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 1024.0",
+    "Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.",
+    "Out of memory: Killed process 1234 (python) total-vm:1kB",
+    "pynvml.NVMLError_LibraryNotFound: NVML Shared Library Not Found: cannot open",
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 400))
+def test_the_lines_prepare_finds_are_each_gates_own(seed: int, count: int) -> None:
+    """The lines `Engine.prepare` says each gate selects are the lines its regex matches (for
+    the nonfinite gate, what its expression selects; for `NEVER`, none)."""
+    rng = random.Random(seed)
+    pool = [*_lines(seed, 40, 6), *TRACEBACK, *GATE_LINES]
+    pool += [line.format(v=rng.choice(corpus.NONFINITE), step=3, n=1) for line in corpus.NAN_LINES]
+    text = pl.Series([rng.choice(pool) for _ in range(count)], dtype=pl.String)
+    frame = parse_lines(text, source="t", first_line=1)
+    engine = Engine(ALL_RULES, stats=False)
+    prepared = engine.prepare(frame)
+    assert prepared is not None
+    gates = {needs.gate: needs for needs in engine._needs if needs.gate is not None}
+    assert set(prepared.hits) == set(gates)
+    for gate, needs in gates.items():
+        rows = needs.rows if needs.rows is not None else pl.col("text").str.contains(gate)
+        want = frame.select(rows.fill_null(False).arg_true()).to_series().to_list()
+        assert prepared.hits[gate].to_list() == want, gate
