@@ -93,7 +93,7 @@ def _history(values: pl.Series, tail: list[float | None], window: int) -> pl.Dat
 
 
 def _with_fields(
-    transitions: list[Transition], rows: list[int], fields: pl.DataFrame
+    transitions: list[Transition], rows: pl.Series, fields: pl.DataFrame
 ) -> list[Transition]:
     """Streak transitions (rows of a filtered frame) mapped back to frame rows, with fields."""
     out = []
@@ -156,8 +156,9 @@ class SpikeRule:
         band = pl.col("_median") + pl.max_horizontal(
             self.k * pl.col("_mad"), self.min_rise * pl.col("_median").abs()
         )
-        scored = (
-            history.with_columns(deviation.alias("_dev"))
+        scored = (  # one query
+            history.lazy()
+            .with_columns(deviation.alias("_dev"))
             .with_columns(
                 pl.col("_dev")
                 .rolling_median(self.window, min_samples=_MIN_SAMPLES)
@@ -171,6 +172,7 @@ class SpikeRule:
                 .alias("_high")
             )
             .slice(len(tail))
+            .collect()
         )
         found, streak = _HIGH.evaluate(scored, state["streak"])
         fields = scored.select(pl.col("_median").alias("median"), "band")
@@ -179,7 +181,7 @@ class SpikeRule:
             "deviations": deviation.tail(self.window).to_list(),
             "streak": streak,
         }
-        return _with_fields(found, rows.get_column("_row").to_list(), fields), new_state
+        return _with_fields(found, rows.get_column("_row"), fields), new_state
 
 
 @dataclass(frozen=True, slots=True)
