@@ -199,6 +199,14 @@ class Engine:
             gate: (pl.lit(False) if gate == NEVER else expr.any()).alias(f"_g{i}")
             for i, (gate, expr) in enumerate(self._gate_rows.items())
         }
+        # On a live batch of a line or two, each gate's own regex: a rule's cheaper expression
+        # for a long batch (the nonfinite gate's list pass) costs more there than the regex.
+        self._small_gate_checks = {
+            gate: (
+                pl.lit(False) if gate == NEVER else pl.col("text").str.contains(gate).any()
+            ).alias(f"_g{i}")
+            for i, gate in enumerate(self._gate_rows)
+        }
 
     def state_of(self, source: str) -> SourceState:
         """The state of one source, created on first use."""
@@ -332,7 +340,8 @@ class Engine:
         hits = dict(prepared.hits) if prepared is not None else {}
         opened = {gate: not lines.is_empty() for gate, lines in hits.items()}
         gates = {cast(str, self._needs[order].gate) for order in quiet} - opened.keys()
-        opened |= _opened(frame, {gate: self._gate_checks[gate] for gate in sorted(gates)})
+        checks = self._small_gate_checks if frame.height <= _SMALL_BATCH else self._gate_checks
+        opened |= _opened(frame, {gate: checks[gate] for gate in sorted(gates)})
         for order, spec in enumerate(self.rules):
             needs = self._needs[order]
             if order in quiet and not opened[cast(str, needs.gate)]:
@@ -529,6 +538,8 @@ class Engine:
         return [event for frame in frames for event in self.process(frame)]
 
 
+_SMALL_BATCH = 64
+"""Batches up to this many lines check each gate by its regex (`Engine._small_gate_checks`)."""
 _GATED_ROWS = 64
 """Rows a quiet gated rule first reads from a gate line (then 4 times as many, ... while it
 is not quiet); a batch whose gate lines are more than one in this many is read whole."""
