@@ -18,10 +18,16 @@ from logwatch.gpu.frames import telemetry_rows
 from logwatch.lifecycle import Lifecycle
 from logwatch.parse import ALWAYS, SCHEMA, complete
 from logwatch.redact import redact
-from logwatch.rules.gates import NEVER
 from logwatch.rules.gpu import GpuRule, HoldRule, LogGpuRows, log_gpu_rows
 from logwatch.rules.loader import RuleSpec
-from logwatch.rules.log import EndOfInputRule, Override, Transition, WallClockRule, gate_rows
+from logwatch.rules.log import (
+    EndOfInputRule,
+    Needs,
+    Override,
+    Transition,
+    WallClockRule,
+    gate_rows,
+)
 
 ErrorHandler = Callable[[str, str, Exception], None]
 """Called as (rule id, source, exception) when a rule raises; the engine goes on without it."""
@@ -196,15 +202,13 @@ class Engine:
         }
         self._gate_rows = dict(sorted(rows.items()))
         self._gate_checks = {
-            gate: (pl.lit(False) if gate == NEVER else expr.any()).alias(f"_g{i}")
+            gate: expr.any().alias(f"_g{i}")
             for i, (gate, expr) in enumerate(self._gate_rows.items())
         }
         # On a live batch of a line or two, each gate's own regex: a rule's cheaper expression
         # for a long batch (the nonfinite gate's list pass) costs more there than the regex.
         self._small_gate_checks = {
-            gate: (
-                pl.lit(False) if gate == NEVER else pl.col("text").str.contains(gate).any()
-            ).alias(f"_g{i}")
+            gate: gate_rows(Needs(frozenset(), gate)).any().alias(f"_g{i}")
             for i, gate in enumerate(self._gate_rows)
         }
 
@@ -698,18 +702,15 @@ def _gpu_step(
 
 
 def _hits(frame: pl.DataFrame, rows: Mapping[str, pl.Expr]) -> dict[str, pl.Series]:
-    """The rows of the lines of `frame` each gate selects (gate -> its lines' match): one select.
-    `NEVER` selects none without a scan (its regex would step through every line)."""
-    scanned = {gate: expr for gate, expr in rows.items() if gate != NEVER}
-    hits = {gate: pl.Series(dtype=pl.UInt32) for gate in rows.keys() - scanned.keys()}
-    if not scanned:
-        return hits
-    names = {f"_g{i}": gate for i, gate in enumerate(scanned)}
+    """The rows of the lines of `frame` each gate selects (gate -> its lines' match): one select."""
+    if not rows:
+        return {}
+    names = {f"_g{i}": gate for i, gate in enumerate(rows)}
     found = frame.select(
         expr.fill_null(False).arg_true().implode().alias(name)
-        for name, expr in zip(names, scanned.values(), strict=True)
+        for name, expr in zip(names, rows.values(), strict=True)
     )
-    return hits | {gate: found.get_column(name)[0] for name, gate in names.items()}
+    return {gate: found.get_column(name)[0] for name, gate in names.items()}
 
 
 def _opened(frame: pl.DataFrame, checks: Mapping[str, pl.Expr]) -> dict[str, bool]:

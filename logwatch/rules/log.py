@@ -75,9 +75,12 @@ class Needs:
 
 
 def gate_rows(needs: Needs) -> pl.Expr:
-    """Each line's gate match (over `text`): the rule's own expression for it, or its regex."""
+    """Each line's gate match (over `text`): the rule's own expression for it, else its regex
+    (`NEVER` as false: its regex would step through every line to match none)."""
     if needs.rows is not None:
         return needs.rows
+    if needs.gate == NEVER:
+        return pl.lit(False)
     return pl.col("text").str.contains(cast(str, needs.gate))
 
 
