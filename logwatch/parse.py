@@ -501,20 +501,18 @@ def _one_shape(
 def _one_shape_columns(number: int, wanted: frozenset[str]) -> list[pl.Expr]:
     """`_finished`'s columns for lines of one shape, each from the shape's own expression (one
     eager `select`: polars optimises it as it does any eager call, not as a lazy plan)."""
-    names = tuple(sorted(_VALUE_COLUMNS & wanted, key=list(SCHEMA).index))
+    counted = [name for name in SHAPES[number].counts if name in wanted]
+    names = (*sorted(_VALUE_COLUMNS & wanted, key=list(SCHEMA).index), *counted)
     columns = {name: pl.col(name) for name in ("source", "line", "text", "ts", "run_start")}
     columns.update(zip(names, _shape_columns(number, names), strict=True))
     # `wanted` holds each derived column's base (`closure`).
     if "q_hsb_nonzero" in wanted:
         columns["q_hsb_nonzero"] = _nonzero_buckets(columns["q_hsb"])
-    counts = SHAPES[number].counts
-    if "gpu_keys" in wanted and "gpu_keys" in counts:
-        found = pl.col("text").str.count_matches(counts["gpu_keys"], literal=True)
-        columns["gpu_keys"] = found
-    elif "gpu_keys" in wanted and "telemetry" in wanted:
-        columns["gpu_keys"] = _gpu_keys_of(columns["telemetry"])
-    elif "gpu_keys" in wanted and SHAPES[number].constants.get("snapshot", False):
-        columns["gpu_keys"] = _gpu_keys_of_text()
+    if "gpu_keys" in wanted and "gpu_keys" not in columns:  # not counted by the shape
+        if "telemetry" in wanted:
+            columns["gpu_keys"] = _gpu_keys_of(columns["telemetry"])
+        elif SHAPES[number].constants.get("snapshot", False):
+            columns["gpu_keys"] = _gpu_keys_of_text()
     return [
         *(
             columns.get(name, pl.lit(None, dtype=dtype)).cast(dtype).alias(name)

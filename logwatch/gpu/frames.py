@@ -161,12 +161,6 @@ def gpu_key_count(pairs: pl.Expr | None = None) -> pl.Expr:
     return found.list.eval(starts).list.sum().cast(pl.UInt32)
 
 
-def plain_gpu_key_count() -> pl.Expr:
-    """`gpu_key_count()` on `PLAIN_PAIRS_LINE` lines (the `dflash-snapshot` shape's among
-    them), by a substring count: there, ` gpu/` starts each GPU key and is nowhere else."""
-    return pl.col("text").str.count_matches(" gpu/", literal=True).cast(pl.UInt32)
-
-
 METRIC = pl.Enum(list(_LOG_METRICS))
 """The snapshot metrics (`gpu/<i>/<metric>`) a GPU frame reads, in `telemetry_rows`' order."""
 LOG_METRIC_OF: dict[str, str] = {column: key for key, (column, _) in _LOG_METRICS.items()}
