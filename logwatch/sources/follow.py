@@ -24,10 +24,8 @@ from logwatch.sources.framing import (
     DEFAULT_MAX_LINE_BYTES,
     TRUNCATION_MARKER,
     LineFramer,
+    count_newlines,
     lines_to_series,
-)
-from logwatch.sources.framing import (
-    newlines as count_newlines,
 )
 
 PREFIX_BYTES = 1024

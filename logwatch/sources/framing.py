@@ -181,7 +181,7 @@ def _csv_lines(data: bytes) -> pl.Series:
         text = text.fill_null("")
     if guarded:
         text = text.slice(1)
-    expected = newlines(data) + (0 if data.endswith(b"\n") else 1)
+    expected = count_newlines(data) + (0 if data.endswith(b"\n") else 1)
     if text.len() != expected:
         # Line numbers are a contract: should the fast splitter ever disagree with the newline
         # count, split exactly (slower) instead of numbering lines wrongly.
@@ -190,7 +190,7 @@ def _csv_lines(data: bytes) -> pl.Series:
     return text
 
 
-def newlines(data: bytes) -> int:
+def count_newlines(data: bytes) -> int:
     """How many `\\n` `data` holds: `data.count(b"\\n")`, three times as fast (a replace runs on
     memchr, a one-byte count byte by byte)."""
     return len(data) - len(data.replace(b"\n", b""))

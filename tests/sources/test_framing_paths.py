@@ -16,8 +16,8 @@ from logwatch.sources.framing import (
     SMALL_BLOCK_BYTES,
     TRUNCATION_MARKER,
     LineFramer,
+    count_newlines,
     lines_to_series,
-    newlines,
     read_blocks,
 )
 
@@ -231,4 +231,4 @@ def test_blocks_of_a_stream_frame_as_the_reference(
 @given(st.binary(max_size=2000))
 def test_newlines_counts_what_bytes_count_counts(data: bytes) -> None:
     """The fast newline count (line numbers rest on it) is `bytes.count`'s."""
-    assert newlines(data) == data.count(b"\n")
+    assert count_newlines(data) == data.count(b"\n")
