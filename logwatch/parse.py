@@ -18,7 +18,7 @@ from functools import cache
 
 import polars as pl
 
-from logwatch.shapes import SHAPES, candidate_shape
+from logwatch.shapes import SHAPES, candidate_shape, cut_tokens
 from logwatch.timestamps import ParsedBlock, dated_timestamp, yearless_timestamp
 
 # A number as trainers print it, non-finite spellings included: nan, NaN, NAN, -nan, inf,
@@ -615,9 +615,22 @@ def shape_of(text: pl.Series) -> pl.Series | None:
 
 
 def _shaped(number: int, rows: pl.DataFrame, names: list[str]) -> pl.DataFrame:
-    """The value columns of lines of one shape (its index in `SHAPES`), cut by position."""
+    """The value columns of lines of one shape (its index in `SHAPES`), cut by position: on
+    enough lines, the cuts that know their token from the lines' tokens (`cut_tokens`)."""
+    shape = SHAPES[number]
+    tokens = [name for name in names if name in shape.cuts and shape.cuts[name].token]
+    if shape.tokens and tokens and rows.height >= TOKEN_ROWS:
+        found = cut_tokens(shape, rows.get_column("text"), tokens)
+        rows = rows.hstack([found.get_column(name).cast(SCHEMA[name]) for name in tokens])
+        others = tuple(name for name in names if name not in found.columns)
+        return rows.with_columns(_shape_columns(number, others)).select(names)
     # `with_columns`: a constant column has the frame's height, as `select` would not give it.
     return rows.with_columns(_shape_columns(number, tuple(names))).select(names)
+
+
+TOKEN_ROWS = 256
+"""The fewest lines of one shape `_shaped` reads by their tokens (the CSV reader's start-up
+costs more than cutting a few lines field by field)."""
 
 
 @cache

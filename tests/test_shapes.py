@@ -8,8 +8,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from logwatch.parse import SCHEMA, TINY_BATCH_ROWS, parse_block, parse_lines, shape_of
-from logwatch.shapes import SHAPES, Shape, candidate_shape
+from logwatch.parse import (
+    SCHEMA,
+    TINY_BATCH_ROWS,
+    TOKEN_ROWS,
+    parse_block,
+    parse_lines,
+    shape_of,
+)
+from logwatch.shapes import SHAPES, Shape, candidate_shape, cut_tokens
 from logwatch.timestamps import ParsedBlock
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -305,3 +312,48 @@ def test_a_candidate_shape_that_fits_is_the_lines_shape(lines: list[str]) -> Non
 
 def _fits(shape: Shape, line: str) -> bool:
     return bool(pl.DataFrame({"text": [line]}).select(shape.fits()).item())
+
+
+TOKENED = [shape for shape in SHAPES if shape.tokens]
+TOKENED_LINES = {"dflash-step": step_lines(), "dflash-queue": queue_lines()}
+
+
+def test_every_shape_cut_by_tokens_has_generated_lines() -> None:
+    assert {shape.name for shape in TOKENED} == set(TOKENED_LINES)
+
+
+@SETTINGS
+@given(st.data())
+def test_token_cuts_give_the_field_cuts_values(data: st.DataObject) -> None:
+    """On the lines a shape accepts, each cut read from its token (`cut_tokens`, long batches)
+    is the cut read between its separators (`Cut.expr`, every batch), and every line has the
+    shape's number of tokens."""
+    shape = data.draw(st.sampled_from(TOKENED))
+    lines = data.draw(st.lists(TOKENED_LINES[shape.name], min_size=1, max_size=40))
+    accepted = pl.DataFrame({"text": lines}).filter(shape.accepts())
+    if accepted.is_empty():
+        return
+    assert {len(line.split(" ")) for line in accepted.get_column("text")} == {shape.tokens}
+    names = [name for name, cut in shape.cuts.items() if cut.token is not None]
+    by_tokens = cut_tokens(shape, accepted.get_column("text"), names)
+    by_fields = accepted.select(shape.cuts[name].expr().alias(name) for name in names)
+    assert_frame_equal(by_tokens, by_fields)
+
+
+@SETTINGS
+@given(
+    st.lists(st.one_of(step_lines(), queue_lines(), snapshot_lines()), min_size=1, max_size=8),
+    st.sampled_from([None, REPLAY_COLUMNS, frozenset({"loss", "lr"})]),
+)
+def test_a_batch_long_enough_for_token_cuts_gives_the_general_values(
+    lines: list[str], columns: frozenset[str] | None
+) -> None:
+    """A batch with more lines of a shape than `TOKEN_ROWS` (cut by tokens) parses as the
+    general path parses it."""
+    big = lines * -(-(TOKEN_ROWS + 1) // len(lines))
+    text = pl.Series("text", big, dtype=pl.String)
+    fast = parse_lines(text, source="s", first_line=1, default_year=2026, columns=columns)
+    general = parse_lines(
+        text, source="s", first_line=1, default_year=2026, columns=columns, shapes=False
+    )
+    assert_frame_equal(fast, general)
