@@ -28,6 +28,7 @@ from logwatch.rules.log import (
     WallClockRule,
     gate_rows,
 )
+from logwatch.rules.scan import GateScan
 
 ErrorHandler = Callable[[str, str, Exception], None]
 """Called as (rule id, source, exception) when a rule raises; the engine goes on without it."""
@@ -201,10 +202,7 @@ class Engine:
             if needs.gate is not None and needs.rows is not None
         }
         self._gate_rows = dict(sorted(rows.items()))
-        self._gate_checks = {
-            gate: expr.any().alias(f"_g{i}")
-            for i, (gate, expr) in enumerate(self._gate_rows.items())
-        }
+        self._gate_scan = GateScan(self._gate_rows)
         # On a live batch of a line or two, each gate's own regex: a rule's cheaper expression
         # for a long batch (the nonfinite gate's list pass) costs more there than the regex.
         self._small_gate_checks = {
@@ -233,7 +231,7 @@ class Engine:
         as the GPU rules' error, when they read them)."""
         if frame.is_empty():
             return None
-        hits = _hits(frame, self._gate_rows)
+        hits = self._gate_scan.hits(frame)
         stepped = computed is not None and "step" not in computed
         last_step = last_step_of(frame) if stepped else None
         ready = partial(Prepared, frame, hits, stepped=stepped, last_step=last_step)
@@ -344,8 +342,12 @@ class Engine:
         hits = dict(prepared.hits) if prepared is not None else {}
         opened = {gate: not lines.is_empty() for gate, lines in hits.items()}
         gates = {cast(str, self._needs[order].gate) for order in quiet} - opened.keys()
-        checks = self._small_gate_checks if frame.height <= _SMALL_BATCH else self._gate_checks
-        opened |= _opened(frame, {gate: checks[gate] for gate in sorted(gates)})
+        if frame.height <= _SMALL_BATCH:
+            checks = self._small_gate_checks
+            opened |= _opened(frame, {gate: checks[gate] for gate in sorted(gates)})
+        elif gates:
+            scanned = self._gate_scan.hits(frame, gates)
+            opened |= {gate: not lines.is_empty() for gate, lines in scanned.items()}
         for order, spec in enumerate(self.rules):
             needs = self._needs[order]
             if order in quiet and not opened[cast(str, needs.gate)]:
@@ -699,18 +701,6 @@ def _gpu_step(
     if isinstance(rule, HoldRule):  # reads only the rows of its own metrics
         return rule.evaluate_log(gpu_frame.rows(), state)
     return rule.evaluate_gpu(gpu_frame.get(), state)
-
-
-def _hits(frame: pl.DataFrame, rows: Mapping[str, pl.Expr]) -> dict[str, pl.Series]:
-    """The rows of the lines of `frame` each gate selects (gate -> its lines' match): one select."""
-    if not rows:
-        return {}
-    names = {f"_g{i}": gate for i, gate in enumerate(rows)}
-    found = frame.select(
-        expr.fill_null(False).arg_true().implode().alias(name)
-        for name, expr in zip(names, rows.values(), strict=True)
-    )
-    return {gate: found.get_column(name)[0] for name, gate in names.items()}
 
 
 def _opened(frame: pl.DataFrame, checks: Mapping[str, pl.Expr]) -> dict[str, bool]:

@@ -127,6 +127,10 @@ GATE_LINES = [
     "Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.",
     "Out of memory: Killed process 1234 (python) total-vm:1kB",
     "pynvml.NVMLError_LibraryNotFound: NVML Shared Library Not Found: cannot open",
+    "RuntimeError: CUDA error: an illegal memory access was encountered",
+    "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE)",
+    "Unable to determine the device handle for GPU 0000:3B:00.0: GPU is lost.",
+    "ModuleNotFoundError: No module named 'pynvml'",
 ]
 
 
