@@ -135,6 +135,7 @@ class _Needs:
     gate: str | None
     quiet: Callable[[dict[str, Any]], bool] | None
     rows: pl.Expr | None = None  # each line's gate match (`gate_rows`), with a gate
+    ahead: Mapping[str, pl.Expr] = field(default_factory=dict)  # `Needs.ahead`
 
 
 def _needs_of(spec: RuleSpec) -> _Needs:
@@ -145,9 +146,10 @@ def _needs_of(spec: RuleSpec) -> _Needs:
     if declared is None:
         return _Needs(frozenset(SCHEMA) - {"metrics"}, shown, None, None)
     quiet = getattr(spec.rule, "quiet", None)
+    columns, ahead = frozenset(declared.columns), declared.ahead
     if quiet is None or declared.gate is None:
-        return _Needs(frozenset(declared.columns), shown, None, quiet)
-    return _Needs(frozenset(declared.columns), shown, declared.gate, quiet, gate_rows(declared))
+        return _Needs(columns, shown, None, quiet, ahead=ahead)
+    return _Needs(columns, shown, declared.gate, quiet, gate_rows(declared), ahead)
 
 
 class Engine:
@@ -194,6 +196,10 @@ class Engine:
             spec.rule if isinstance(spec.rule, GpuRule) else None for spec in self.rules
         ]
         self._log_gpu = any(rule is not None and not rule.nvml_only for rule in self._gpu)
+        # the GPU rules whose step on a log batch `prepare` can compute most of ahead
+        self._log_holds = [
+            rule for rule in self._gpu if isinstance(rule, HoldRule) and not rule.nvml_only
+        ]
         # Each distinct gate's check, built once: making expressions costs more than matching
         # them on a one-line batch.
         rows = {
@@ -203,6 +209,15 @@ class Engine:
         }
         self._gate_rows = dict(sorted(rows.items()))
         self._gate_scan = GateScan(self._gate_rows)
+        # the rules' per-line columns that `prepare` computes ahead, in one query
+        # (those reading only what every parse gives: the others the rules compute themselves)
+        ahead = {
+            name: expr
+            for needs in self._needs
+            for name, expr in needs.ahead.items()
+            if set(expr.meta.root_names()) <= ALWAYS
+        }
+        self._ahead = [expr.alias(name) for name, expr in sorted(ahead.items())]
         # On a live batch of a line or two, each gate's own regex: a rule's cheaper expression
         # for a long batch (the nonfinite gate's list pass) costs more there than the regex.
         self._small_gate_checks = {
@@ -227,20 +242,28 @@ class Engine:
         """What `process` can use of a parsed batch that no engine state changes, computed
         ahead (replay does it on its parse threads): the lines each rule gate selects, the last
         step its lines say (when `computed`, the columns its parse computed, lacks the step),
-        and the GPU rows of its snapshot lines, or the error reading them raised (raised again,
-        as the GPU rules' error, when they read them)."""
+        the rules' `Needs.ahead` columns, and the GPU rows of its snapshot lines (with each GPU
+        hold rule's scored rows), or the error reading them raised (raised again, as the GPU
+        rules' error, when they read them)."""
         if frame.is_empty():
             return None
         hits = self._gate_scan.hits(frame)
         stepped = computed is not None and "step" not in computed
         last_step = last_step_of(frame) if stepped else None
-        ready = partial(Prepared, frame, hits, stepped=stepped, last_step=last_step)
+        ahead = frame.select(self._ahead) if self._ahead else None
+        ready = partial(Prepared, frame, hits, stepped=stepped, last_step=last_step, ahead=ahead)
         if not self._log_gpu or _LazyGpuFrame(frame).empty():
             return ready(None, None)
         try:
-            return ready(telemetry_rows(frame), None)
+            rows = LogGpuRows(telemetry_rows(frame))
         except Exception as exc:  # the rules that read these rows report it, in order
             return ready(None, exc)
+        for rule in self._log_holds:
+            try:
+                rows.scored(rule)
+            except Exception:  # not kept: the rule's own step raises it again, as its error
+                continue
+        return ready(rows, None)
 
     def process(
         self,
@@ -365,7 +388,11 @@ class Engine:
                     frame = _filled_step(frame, prior)
                 done |= missing
                 gpu_frame = _LazyGpuFrame(frame, prepared)
-            step = _log_step(spec, self._gpu[order], frame, gpu_frame)
+            seen = frame  # with the columns `prepare` computed ahead for this rule
+            if needs.ahead and prepared is not None and prepared.ahead is not None:
+                given = [name for name in needs.ahead if name in prepared.ahead.columns]
+                seen = frame.hstack(prepared.ahead.select(given).get_columns())
+            step = _log_step(spec, self._gpu[order], seen, gpu_frame)
             for transition in self._guarded(spec, source, state, step):
                 line = transition.fields.get("line", frame.item(transition.row, "line"))
                 found.append((line, order, spec, transition))
@@ -628,10 +655,11 @@ class Prepared:
 
     frame: pl.DataFrame
     hits: Mapping[str, pl.Series]  # gate -> the rows of the lines it selects
-    gpu_rows: pl.DataFrame | None
+    gpu_rows: LogGpuRows | None
     error: Exception | None
     stepped: bool = False  # `last_step` is the last step the frame's lines say
     last_step: int | None = None
+    ahead: pl.DataFrame | None = None  # the rules' `Needs.ahead` columns, one row per line
 
 
 class _LazyGpuFrame:
@@ -653,7 +681,7 @@ class _LazyGpuFrame:
             if ready is not None and ready.error is not None:
                 raise ready.error
             if ready is not None and ready.gpu_rows is not None:
-                self._rows = LogGpuRows(ready.gpu_rows)
+                self._rows = ready.gpu_rows
             else:
                 self._rows = log_gpu_rows(self._frame)
         return self._rows

@@ -152,6 +152,26 @@ def test_gpu_rows_read_ahead_on_the_parse_threads_give_the_same_events(tmp_path:
     assert errors == []
 
 
+def test_prepare_scores_the_gpu_hold_rules_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Engine.prepare` (the parse threads, in replay) scores each GPU hold rule's rows of a
+    batch: `process` then only runs the rules' state over them, with the same events."""
+    lines = [IDLE.format(minute, minute) for minute in range(20)]
+    frame = batch(lines)
+    engine = Engine(logwatch.load_rules())
+    prepared = engine.prepare(frame)
+    assert prepared is not None
+
+    def no_score(self: HoldRule, gpu_frame: pl.DataFrame) -> pl.DataFrame:
+        raise AssertionError("scored again in process")
+
+    monkeypatch.setattr(HoldRule, "score", no_score)
+    ahead = [(e.rule, e.status, e.line) for e in engine.process(frame, prepared=prepared)]
+    monkeypatch.undo()
+    direct = [(e.rule, e.status, e.line) for e in Engine(logwatch.load_rules()).process(frame)]
+    assert ("gpu-idle", FIRING, 6) in ahead
+    assert ahead == direct
+
+
 def test_a_broken_snapshot_read_ahead_is_each_gpu_rules_error_as_before(tmp_path: Any) -> None:
     """A snapshot the GPU rows cannot be read from (a NaN memory size) is reported as the GPU
     rules' error, once each, as when the engine reads the rows itself; the other rules go on."""

@@ -197,8 +197,9 @@ class DropRule:
 
     @property
     def needs(self) -> Needs:
-        """Its column, and the text for pause lines; no gate: every value joins the history."""
-        return Needs(frozenset({self.column, "text"}))
+        """Its column, and the text for pause lines (found ahead where the engine can); no
+        gate: every value joins the history."""
+        return Needs(frozenset({self.column, "text"}), ahead={PAUSES: _PAUSE_ROWS})
 
     def quiet(self, state: dict[str, Any]) -> bool:
         """No low streak running."""
@@ -219,12 +220,11 @@ class DropRule:
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
         values = frame.get_column(self.column)
-        texts = frame.get_column("text")
         if values.null_count() == frame.height:
             if not state["seen"] or state["skip"]:
                 return [], state
-            return [], {**state, "skip": texts.str.contains(PAUSE_PATTERN).any()}
-        pauses = texts.str.contains(PAUSE_PATTERN)
+            return [], {**state, "skip": _pauses(frame).any()}
+        pauses = _pauses(frame)
         calm = _drop_calm(self, values, pauses, state)
         if calm is not None:
             return [], calm
@@ -273,6 +273,18 @@ class DropRule:
             Transition(rows[t.row], t.status, t.value, fields={"median": medians.get(t.row)})
             for t in found
         ], new_state
+
+
+PAUSES = "_pauses"
+"""The `ahead` column of the lines that are pauses (`PAUSE_PATTERN`)."""
+_PAUSE_ROWS = pl.col("text").str.contains(PAUSE_PATTERN)
+
+
+def _pauses(frame: pl.DataFrame) -> pl.Series:
+    """Which lines of the batch are pauses: the column found ahead, else from the text."""
+    if PAUSES in frame.columns:
+        return frame.get_column(PAUSES)
+    return frame.select(_PAUSE_ROWS).to_series()
 
 
 def _spike_calm(rule: SpikeRule, values: pl.Series, state: dict[str, Any]) -> dict[str, Any] | None:

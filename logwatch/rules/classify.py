@@ -81,8 +81,13 @@ class ClassifyRule:
     @property
     def needs(self) -> Needs:
         """The text, gated by the literals the pattern needs. A wrapped rule has no gate: it
-        carries every batch's last line to join with the next one."""
-        return Needs(frozenset({"text"}), None if self.wrapped else gate_for(self.pattern))
+        carries every batch's last line to join with the next one (the lines holding its
+        `line_gate` are found ahead where the engine can)."""
+        if not self.wrapped:
+            return Needs(frozenset({"text"}), gate_for(self.pattern))
+        gate = self.line_gate
+        ahead = {} if gate is None else {_holds_column(gate): pl.col("text").str.contains(gate)}
+        return Needs(frozenset({"text"}), None, ahead=ahead)
 
     @property
     def line_gate(self) -> str | None:
@@ -136,7 +141,8 @@ class ClassifyRule:
         # A line, or a line joined to the one before, can only match where one of the two has a
         # gate literal: the rest need neither the join nor the pattern.
         texts = frame.get_column("text")
-        holds = texts.str.contains(gate)
+        ahead = _holds_column(gate)
+        holds = frame.get_column(ahead) if ahead in frame.columns else texts.str.contains(gate)
         tail_gated = _gated(state["tail"], gate)
         if texts.len() and not holds.any() and not tail_gated:
             # no line holds a literal, nor the tail carried in: no match, only the tail moves
@@ -270,6 +276,11 @@ def _last_line_carried(state: dict[str, Any], texts: pl.Series) -> dict[str, Any
     matched nothing alone)."""
     last = texts[-1] or ""
     return replace_state(state, tail=last[-TAIL_CHARS:].rstrip(), tail_hit=False)
+
+
+def _holds_column(gate: str) -> str:
+    """The `ahead` column of the lines holding a wrapped rule's line gate."""
+    return "_holds " + gate
 
 
 def _gated(text: str, gate: str | None) -> bool:

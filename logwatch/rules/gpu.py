@@ -109,15 +109,26 @@ class HoldRule:
     def evaluate_log(
         self, rows: LogGpuRows, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
-        """On a log batch's GPU rows: only the rows and columns of the metrics the rule reads."""
-        return self.evaluate_gpu(rows.frame(self.log_metrics), state)
+        """On a log batch's GPU rows: only the rows and columns of the metrics the rule reads
+        (scored once per batch: `LogGpuRows.scored`, maybe ahead on a parse thread)."""
+        return self._evaluated(rows.scored(self), state)
 
     def evaluate_gpu(
         self, gpu_frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
         """On a GPU frame; transition rows are the frame's `_row` column, or its row index."""
+        return self._evaluated(self.score(gpu_frame), state)
+
+    def score(self, gpu_frame: pl.DataFrame) -> pl.DataFrame:
+        """The frame's rows as `_scored` gives them: what the rule's step reads of a GPU frame,
+        with no state (so it can be computed ahead)."""
         frame = gpu_frame if _ROW in gpu_frame.columns else gpu_frame.with_row_index(_ROW)
-        scored = self._scored(frame)
+        return self._scored(frame)
+
+    def _evaluated(
+        self, scored: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        """The transitions of a scored frame (`score`) and the state after."""
         if scored.is_empty():
             return [], state
         key = pl.lit("run") if self.scope == "run" else pl.col("gpu").cast(pl.String)
@@ -183,13 +194,22 @@ class LogGpuRows:
     """The GPU rows of one log batch, narrow (`telemetry_rows`, maybe of some `metrics` only),
     and the GPU frames of the metric sets its rules read, each built once."""
 
-    __slots__ = ("_frames", "_present", "metrics", "narrow")
+    __slots__ = ("_frames", "_present", "_scored", "metrics", "narrow")
 
     def __init__(self, narrow: pl.DataFrame, metrics: frozenset[str] | None = None) -> None:
         self.narrow = narrow
         self.metrics = metrics
         self._frames: dict[frozenset[str] | None, pl.DataFrame] = {}
         self._present: list[str] | None = None
+        self._scored: dict[int, pl.DataFrame] = {}
+
+    def scored(self, rule: HoldRule) -> pl.DataFrame:
+        """`rule.score` of the frame of the metrics it reads, computed once per rule: the
+        engine may compute it ahead, on a parse thread (`Engine.prepare`)."""
+        found = self._scored.get(id(rule))
+        if found is None:
+            found = self._scored[id(rule)] = rule.score(self.frame(rule.log_metrics))
+        return found
 
     def frame(self, metrics: frozenset[str] | None = None) -> pl.DataFrame:
         """A GPU frame (with log context and `_row`) of the rows that carry one of `metrics`

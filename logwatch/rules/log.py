@@ -72,6 +72,11 @@ class Needs:
     # Each line's gate match (over `text`) where an expression is cheaper than the gate's regex:
     # it selects every line the regex selects that can move the rule, maybe a few more.
     rows: pl.Expr | None = field(default=None, compare=False)
+    # Per-line columns the rule computes from a batch alone, with no state (name -> expression
+    # over the columns every parse gives, `text` mostly; names start with `_`): the engine may
+    # compute them ahead, on the parse threads, and give them to the rule as columns of its
+    # frame; the rule computes one itself where its frame lacks it.
+    ahead: Mapping[str, pl.Expr] = field(default_factory=dict, compare=False)
 
 
 def gate_rows(needs: Needs) -> pl.Expr:

@@ -1,0 +1,95 @@
+"""What `Engine.prepare` computes ahead on the parse threads (the rules' `Needs.ahead` columns,
+the GPU hold rules' scored rows) gives exactly the events of the engine computing it itself."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import logwatch
+from logwatch.engine import Engine
+from logwatch.parse import parse_lines
+from logwatch.rules.anomaly import PAUSES
+
+OOM = [
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total",
+    "capacity of 79.15 GiB of which 1.02 GiB is free.",
+    "RuntimeError: CUDA error: out of",
+    "memory",
+]
+PAUSE = "2026-11-01 00:00:05,000 INFO [ckpt] saved checkpoint to /ckpt/step_{step} in 40s"
+SNAPSHOT = "2026-11-01 00:{m:02d}:00,000 INFO [wandb] snapshot step={step} gpu/0/util={u}"
+
+
+def _lines(seed: int, count: int) -> list[str]:
+    """DFlash step lines whose throughput drops now and then, with pauses, snapshots of an
+    idle or busy GPU, and CUDA OOM messages (some wrapped over two lines) at random places."""
+    rng = random.Random(seed)
+    lines = []
+    for step in range(count):
+        tok = rng.choice([50000, 51000, 12000]) if rng.random() < 0.3 else 50500
+        lines.append(
+            f"2026-11-01 00:{step % 60:02d}:00,000 INFO [train] step {step}/9000 | loss 1.5 | acc"
+            f" 0.3 | lr 2.40e-05 | grad_norm 1.0 | tok/s {tok} | q_hs=3 q_hsb=[1,2]"
+        )
+        kind = rng.random()
+        if kind < 0.05:
+            lines.append(PAUSE.format(step=step))
+        elif kind < 0.25:
+            lines.append(SNAPSHOT.format(m=step % 60, step=step, u=rng.choice([1, 97])))
+        elif kind < 0.28:
+            at = rng.randrange(len(OOM) - 1)
+            lines.extend(OOM[at : at + 2])
+    return lines
+
+
+RULES = logwatch.load_rules()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10**6), st.integers(20, 300), st.integers(1, 4))
+def test_prepared_batches_give_the_events_of_the_engine_itself(
+    seed: int, count: int, pieces: int
+) -> None:
+    lines = _lines(seed, count)
+    cuts = sorted(random.Random(seed).sample(range(1, len(lines)), pieces - 1))
+    ahead, itself = Engine(RULES, stats=False), Engine(RULES, stats=False)
+    got: list[tuple[str, str, int, str]] = []
+    want: list[tuple[str, str, int, str]] = []
+    for start, end in zip([0, *cuts], [*cuts, len(lines)], strict=True):
+        text = pl.Series(lines[start:end], dtype=pl.String)
+        frame = parse_lines(text, source="s", first_line=start + 1)
+        prepared = ahead.prepare(frame)
+        assert prepared is not None and prepared.ahead is not None
+        assert PAUSES in prepared.ahead.columns
+        got += [(e.rule, e.status, e.line, e.summary) for e in ahead.process(frame, None, prepared)]
+        want += [(e.rule, e.status, e.line, e.summary) for e in itself.process(frame)]
+    assert got == want
+
+
+def test_a_prepared_pause_column_is_the_one_the_rule_reads() -> None:
+    """The throughput rule reads the pauses `prepare` found: with none found ahead, a pause
+    line no longer keeps a slow report after it out of the streak."""
+    lines = [
+        f"2026-11-01 00:00:{s:02d},000 INFO [train] step {s}/9 | loss 1.5 | acc 0.3 | lr 2.40e-05"
+        f" | grad_norm 1.0 | tok/s {50000 if s < 40 else 100} | q_hs=3 q_hsb=[1,2]"
+        for s in range(45)
+    ]
+    lines.insert(40, PAUSE.format(step=40))
+    frame = parse_lines(pl.Series(lines, dtype=pl.String), source="s", first_line=1)
+    engine = Engine(RULES, stats=False)
+    prepared = engine.prepare(frame)
+    assert prepared is not None and prepared.ahead is not None
+    fired = {e.line for e in Engine(RULES, stats=False).process(frame, None, prepared)}
+    assert prepared.ahead.get_column(PAUSES).sum() == 1
+    blind = pl.DataFrame({PAUSES: [False] * frame.height})
+    for name in prepared.ahead.columns:
+        if name != PAUSES:
+            blind = blind.with_columns(prepared.ahead.get_column(name))
+    hidden_ahead = replace(prepared, ahead=blind)
+    hidden = {e.line for e in Engine(RULES, stats=False).process(frame, None, hidden_ahead)}
+    assert fired != hidden
