@@ -18,7 +18,7 @@ from logwatch.gpu.frames import telemetry_rows
 from logwatch.lifecycle import Lifecycle
 from logwatch.parse import ALWAYS, SCHEMA, complete
 from logwatch.redact import redact
-from logwatch.rules.gpu import GpuRule, HoldRule, LogGpuRows, log_gpu_rows
+from logwatch.rules.gpu import GpuRule, HoldRule, LogGpuRows, log_gpu_metrics, log_gpu_rows
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import (
     EndOfInputRule,
@@ -196,6 +196,8 @@ class Engine:
             spec.rule if isinstance(spec.rule, GpuRule) else None for spec in self.rules
         ]
         self._log_gpu = any(rule is not None and not rule.nvml_only for rule in self._gpu)
+        # the snapshot metrics those read on a log (None: all): the only GPU rows read
+        self._gpu_metrics = log_gpu_metrics(rule for rule in self._gpu if rule is not None)
         # the GPU rules whose step on a log batch `prepare` can compute most of ahead
         self._log_holds = [
             rule for rule in self._gpu if isinstance(rule, HoldRule) and not rule.nvml_only
@@ -255,7 +257,7 @@ class Engine:
         if not self._log_gpu or _LazyGpuFrame(frame).empty():
             return ready(None, None)
         try:
-            rows = LogGpuRows(telemetry_rows(frame))
+            rows = LogGpuRows(telemetry_rows(frame, self._gpu_metrics), self._gpu_metrics)
         except Exception as exc:  # the rules that read these rows report it, in order
             return ready(None, exc)
         for rule in self._log_holds:
@@ -352,7 +354,7 @@ class Engine:
         # Transitions are collected first and turned into events in line order, so the firing
         # order the lifecycle keeps (what a restart ends, in that order) is the same for any cut.
         found: list[tuple[int, int, RuleSpec, Transition]] = []
-        gpu_frame = _LazyGpuFrame(frame, prepared)
+        gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics)
         # The quiet gated rules; their gates (gate -> whether a line of the batch matches it)
         # are checked together, in one pass over the text.
         quiet = {
@@ -387,7 +389,7 @@ class Engine:
                 if "step" in missing:
                     frame = _filled_step(frame, prior)
                 done |= missing
-                gpu_frame = _LazyGpuFrame(frame, prepared)
+                gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics)
             seen = frame  # with the columns `prepare` computed ahead for this rule
             if needs.ahead and prepared is not None and prepared.ahead is not None:
                 given = [name for name in needs.ahead if name in prepared.ahead.columns]
@@ -666,11 +668,17 @@ class _LazyGpuFrame:
     """The GPU rows of one log batch, read on first use (or taken from `prepared`) and shared
     by that batch's GPU rules."""
 
-    __slots__ = ("_empty", "_frame", "_prepared", "_rows")
+    __slots__ = ("_empty", "_frame", "_metrics", "_prepared", "_rows")
 
-    def __init__(self, frame: pl.DataFrame, prepared: Prepared | None = None) -> None:
+    def __init__(
+        self,
+        frame: pl.DataFrame,
+        prepared: Prepared | None = None,
+        metrics: frozenset[str] | None = None,
+    ) -> None:
         self._frame = frame
         self._prepared = prepared
+        self._metrics = metrics  # the snapshot metrics its rules read (None: all)
         self._rows: LogGpuRows | None = None
         self._empty: bool | None = None
 
@@ -683,7 +691,7 @@ class _LazyGpuFrame:
             if ready is not None and ready.gpu_rows is not None:
                 self._rows = ready.gpu_rows
             else:
-                self._rows = log_gpu_rows(self._frame)
+                self._rows = log_gpu_rows(self._frame, self._metrics)
         return self._rows
 
     def get(self) -> pl.DataFrame:

@@ -72,9 +72,9 @@ def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     real = logwatch.engine.log_gpu_rows
 
-    def counting(frame: pl.DataFrame) -> LogGpuRows:
+    def counting(frame: pl.DataFrame, metrics: frozenset[str] | None = None) -> LogGpuRows:
         calls.append(frame.height)
-        return real(frame)
+        return real(frame, metrics)
 
     monkeypatch.setattr(logwatch.engine, "log_gpu_rows", counting)
     return calls
@@ -185,3 +185,17 @@ def test_a_broken_snapshot_read_ahead_is_each_gpu_rules_error_as_before(tmp_path
     assert {error.split(":")[0] for error in ahead} >= {"gpu-idle", "gpu-hot"}
     assert events_ahead == events_itself
     assert ("nan-loss", FIRING, 2) in events_ahead
+
+
+def test_a_log_batch_reads_only_the_snapshot_metrics_its_gpu_rules_use() -> None:
+    """The built-in GPU rules read utilization, memory and temperature: a snapshot's power
+    keys are not read into GPU rows at all (fewer rows for every GPU rule)."""
+    line = (
+        "2026-11-28 14:00:00,000 INFO [wandb] snapshot step=1 gpu/0/util=50 gpu/0/power_w=300"
+        " gpu/0/temp_c=60 gpu/0/mem_gb=70.1"
+    )
+    engine = Engine(logwatch.load_rules())
+    prepared = engine.prepare(batch([line] * 3))
+    assert prepared is not None and prepared.gpu_rows is not None
+    read = set(prepared.gpu_rows.narrow.get_column("metric").cast(pl.String))
+    assert read == {"util", "temp_c", "mem_gb"}
