@@ -8,7 +8,7 @@ import re
 
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from logwatch.gpu import frames
@@ -265,7 +265,8 @@ TEMPLATE_EXTRA_KEYS = ["prof/x_ms", "cuda/alloc_gb", "gpu/0/fan", "gpu/01/util",
 LONG_INDEX_KEYS = ["gpu/0000000000000000001/util", "gpu/9999999999999999999/temp_c"]
 SEQUENCE_VALUES = [value for value in PLAIN_VALUES if value != "99999999999"]
 """Values every GPU column holds: a batch of them fails only where a line is changed."""
-CHANGES = ["none"] * 24 + ["missing", "extra", "swap", "twice", "odd value", "long index"]
+CHANGES = ["none"] * 20 + ["missing", "extra", "replaced", "other gpu", "swap", "twice"]
+CHANGES += ["odd value", "long index"]
 
 
 @st.composite
@@ -277,7 +278,7 @@ def _key_sequence(draw: st.DrawFn) -> list[str]:
     if draw(st.integers(0, 2)) == 0:
         keys = draw(st.permutations(keys))
     for key in draw(st.lists(st.sampled_from(TEMPLATE_EXTRA_KEYS), max_size=2)):
-        keys.insert(draw(st.integers(0, len(keys))), key)
+        keys.insert(draw(st.integers(1, max(1, len(keys)))), key)
     if draw(st.integers(0, 29)) == 0:
         keys.insert(draw(st.integers(0, len(keys))), draw(st.sampled_from(LONG_INDEX_KEYS)))
     return keys or ["gpu/0/util"]
@@ -285,8 +286,8 @@ def _key_sequence(draw: st.DrawFn) -> list[str]:
 
 @st.composite
 def _sequence_line(draw: st.DrawFn, keys: list[str], step: int) -> str:
-    """A snapshot line of `keys`, or of `keys` changed: a key missing, one more, two swapped,
-    one said twice, a value no plain line has (or no GiB column holds), an index of 19
+    """A snapshot line of `keys`, or of `keys` changed: a key missing, one more, one replaced
+    (by another key, by the same metric of another GPU), two swapped, one said twice, a value no plain line has (or no GiB column holds), an index of 19
     digits."""
     keys = list(keys)
     change = draw(st.sampled_from(CHANGES))
@@ -295,6 +296,12 @@ def _sequence_line(draw: st.DrawFn, keys: list[str], step: int) -> str:
         del keys[at]
     elif change == "extra":
         keys.insert(at, draw(st.sampled_from([*TEMPLATE_EXTRA_KEYS, "gpu/5/util", "gpu/0/util"])))
+    elif change == "replaced":  # a key that is no GPU metric's, if there is one
+        at = next((n for n, key in enumerate(keys) if not key.startswith("gpu/")), at)
+        keys[at] = draw(st.sampled_from([*TEMPLATE_EXTRA_KEYS, "gpu/5/util", "gpu/0/util"]))
+    elif change == "other gpu" and keys[at].startswith("gpu/"):
+        _, index, metric = keys[at].split("/", 2)
+        keys[at] = f"gpu/{(int(index) + 1) % 10 if index.isdigit() else 0}/{metric}"
     elif change == "swap":
         other = draw(st.integers(0, len(keys) - 1))
         keys[at], keys[other] = keys[other], keys[at]
@@ -332,13 +339,26 @@ def _sequence_lines(draw: st.DrawFn) -> list[str]:
     return lines
 
 
+def _after_one(*changed: str) -> list[str]:
+    """A line of some GPU keys and one other key, then lines of its keys changed as given."""
+    keys = "gpu/0/util={} cuda/alloc_gb={} gpu/1/temp_c={}"
+    return [f"[wandb] snapshot step=1 {keys.format(1, 2, 3)}"] + [
+        f"[wandb] snapshot step={n} {pairs}" for n, pairs in enumerate(changed, start=2)
+    ]
+
+
 @settings(max_examples=300, deadline=None)
 @given(_sequence_lines(), st.one_of(st.none(), st.sets(st.sampled_from([*METRICS, "fan"]))))
+@example(_after_one("gpu/0/util=1 gpu/5/util=2 gpu/1/temp_c=3"), None)  # a GPU key for another
+@example(_after_one("gpu/1/temp_c=5", "gpu/0/util=1 cuda/alloc_gb=2 gpu/1/temp_c=3"), None)
+@example(_after_one("gpu/1/util=1 cuda/alloc_gb=2 gpu/1/temp_c=3"), None)  # another GPU's
+@example(_after_one("gpu/0/util=1 cuda/alloc_gb=2 gpu/1/temp_c=3 gpu/0/util=4"), None)
+@example(_after_one("gpu/0/util=1 cuda/alloc_gb=2 gpu/1/temp_c=3 gpu/0/util=4"), {"temp_c"})
 def test_lines_of_repeated_key_sequences_give_the_general_paths_rows(
     lines: list[str], metrics: set[str] | None
 ) -> None:
-    """Lines that repeat a few key sequences, some changed (a key missing, added, moved or
-    said twice, an odd value, a long index), give the general path's rows or error, for all
+    """Lines that repeat a few key sequences, some changed (a key missing, added, replaced,
+    moved or said twice, an odd value, a long index), give the general path's rows or error, for all
     metrics or some."""
     frame = _parse(lines)
     fast = _outcome(lambda f: telemetry_rows(f, metrics), frame)
