@@ -139,12 +139,27 @@ def _long(followed: pl.DataFrame, template: Template) -> pl.DataFrame:
         )
     value_columns = [f"_v{n}" for n in range(width)]
     value = followed.select(pl.concat_arr(value_columns)).to_series().reshape((-1,))
-    at = pl.int_range(0, followed.height * width, dtype=pl.UInt32, eager=True)
-    line, token = at // width, at % width
+    line, gpu, metric = (
+        column.slice(0, value.len()) for column in _tiled(template, _bucket(followed.height))
+    )
     return followed.select(
         pl.col("_log_row").gather(line),
         pl.col("ts").gather(line),
-        pl.lit(template.gpus).gather(token).alias("gpu"),
-        pl.lit(template.metrics).gather(token).alias("metric"),
+        pl.lit(gpu).alias("gpu"),
+        pl.lit(metric).alias("metric"),
         pl.lit(value).alias("value"),
     )
+
+
+def _bucket(lines: int) -> int:
+    """`lines` rounded up to a power of two: the tiles of a template are built for a few."""
+    return 1 << max(lines - 1, 0).bit_length()
+
+
+@lru_cache(maxsize=4)  # a block's 4k lines of 32 rows: 2 MB a tile
+def _tiled(template: Template, lines: int) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """For `lines` lines of `template`'s rows: each row's line, gpu and metric."""
+    width = len(template.taken)
+    at = pl.int_range(0, lines * width, dtype=pl.UInt32, eager=True)
+    token = at % width
+    return at // width, template.gpus.gather(token), template.metrics.gather(token)
