@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from logwatch.gpu.template import template_rows
 from logwatch.parse import NUMBER
 
 if TYPE_CHECKING:  # replay builds frames from logs, not samples: it need not load the records
@@ -215,9 +216,26 @@ before them, and none can span their blanks. So its blanks cut exactly those pai
 
 def _plain_rows(lines: pl.DataFrame, kept: frozenset[str] | None) -> pl.DataFrame | None:
     """`_general_rows` of `PLAIN_PAIRS_LINE` lines (only the `kept` metrics, None: all), cut
-    by position: the line split at its blanks, each `gpu/` pair at its first `=`; the (few)
-    distinct keys are read once. None when a key's index is too long to be sure to fit an
-    Int64."""
+    by position: the lines that repeat one of the batch's key sequences by its template
+    (`template_rows`), the others by `_split_rows`. None when a key's index is too long to be
+    sure to fit an Int64."""
+    followed = template_rows(lines, kept, _read_keys)
+    if followed is None:
+        return None
+    pieces, rest = followed
+    if rest.height or not pieces:
+        split = _split_rows(rest, kept)
+        if split is None:
+            return None
+        pieces.append(split)
+    return (
+        pieces[0] if len(pieces) == 1 else pl.concat(pieces).sort("_log_row", maintain_order=True)
+    )
+
+
+def _split_rows(lines: pl.DataFrame, kept: frozenset[str] | None) -> pl.DataFrame | None:
+    """`_plain_rows` of any plain lines: each split at its blanks, each `gpu/` pair at its
+    first `=`; the (few) distinct keys are read once."""
     p = pl.col("_p")
     pairs = (
         lines.select("_log_row", "ts", pl.col("text").str.split(" ").alias("_p"))

@@ -8,7 +8,7 @@ import re
 
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from logwatch.gpu import frames
@@ -19,6 +19,7 @@ from logwatch.gpu.frames import (
     telemetry_rows,
 )
 from logwatch.gpu.frames import telemetry_to_gpu_frame as wide_gpu_frame
+from logwatch.gpu.template import TEMPLATES_PER_BATCH, template_rows
 from logwatch.parse import parse_lines
 from logwatch.rules.gpu import HoldRule, log_gpu_metrics, log_gpu_rows
 from logwatch.rules.loader import builtin_rules_dir, load_pack
@@ -258,3 +259,149 @@ def test_every_dflash_snapshot_shape_line_is_a_plain_line(lines: list[str]) -> N
     (shape,) = [shape for shape in SHAPES if shape.name == "dflash-snapshot"]
     frame = pl.DataFrame({"text": lines}).filter(shape.accepts())
     assert frame.select(pl.col("text").str.contains(PLAIN_PAIRS_LINE).all()).item()
+
+
+TEMPLATE_EXTRA_KEYS = ["prof/x_ms", "cuda/alloc_gb", "gpu/0/fan", "gpu/01/util", "gpu/x/util"]
+LONG_INDEX_KEYS = ["gpu/0000000000000000001/util", "gpu/9999999999999999999/temp_c"]
+SEQUENCE_VALUES = [value for value in PLAIN_VALUES if value != "99999999999"]
+"""Values every GPU column holds: a batch of them fails only where a line is changed."""
+CHANGES = ["none"] * 20 + ["missing", "extra", "replaced", "other gpu", "swap", "twice"]
+CHANGES += ["odd value", "long index"]
+
+
+@st.composite
+def _key_sequence(draw: st.DrawFn) -> list[str]:
+    """A run's snapshot keys: some metrics of some GPUs, in order or shuffled, maybe among
+    keys that are not GPU metrics (or that another index spelling makes the same key)."""
+    gpus = draw(st.lists(st.integers(0, 11), min_size=1, max_size=4, unique=True))
+    keys = [f"gpu/{g}/{m}" for g in gpus for m in METRICS if draw(st.integers(0, 3)) > 0]
+    if draw(st.integers(0, 2)) == 0:
+        keys = draw(st.permutations(keys))
+    for key in draw(st.lists(st.sampled_from(TEMPLATE_EXTRA_KEYS), max_size=2)):
+        keys.insert(draw(st.integers(1, max(1, len(keys)))), key)
+    if draw(st.integers(0, 29)) == 0:
+        keys.insert(draw(st.integers(0, len(keys))), draw(st.sampled_from(LONG_INDEX_KEYS)))
+    return keys or ["gpu/0/util"]
+
+
+@st.composite
+def _sequence_line(draw: st.DrawFn, keys: list[str], step: int) -> str:
+    """A snapshot line of `keys`, or of `keys` changed: a key missing, one more, one replaced
+    (by another key, by the same metric of another GPU), two swapped, one said twice, a value no plain line has (or no GiB column holds), an index of 19
+    digits."""
+    keys = list(keys)
+    change = draw(st.sampled_from(CHANGES))
+    at = draw(st.integers(0, len(keys) - 1))
+    if change == "missing":
+        del keys[at]
+    elif change == "extra":
+        keys.insert(at, draw(st.sampled_from([*TEMPLATE_EXTRA_KEYS, "gpu/5/util", "gpu/0/util"])))
+    elif change == "replaced":  # a key that is no GPU metric's, if there is one
+        at = next((n for n, key in enumerate(keys) if not key.startswith("gpu/")), at)
+        keys[at] = draw(st.sampled_from([*TEMPLATE_EXTRA_KEYS, "gpu/5/util", "gpu/0/util"]))
+    elif change == "other gpu" and keys[at].startswith("gpu/"):
+        _, index, metric = keys[at].split("/", 2)
+        keys[at] = f"gpu/{(int(index) + 1) % 10 if index.isdigit() else 0}/{metric}"
+    elif change == "swap":
+        other = draw(st.integers(0, len(keys) - 1))
+        keys[at], keys[other] = keys[other], keys[at]
+    elif change == "twice":
+        keys.insert(draw(st.integers(0, len(keys))), keys[at])
+    elif change == "long index":
+        keys.insert(at, draw(st.sampled_from(LONG_INDEX_KEYS)))
+    values = [draw(st.sampled_from(SEQUENCE_VALUES)) for _ in keys]
+    if change == "odd value" and values:
+        values[at % len(values)] = draw(st.sampled_from([*ODD_VALUES, "99999999999"]))
+    prefix = draw(
+        st.sampled_from(
+            [
+                "2026-11-01 00:00:{s:02d},000 INFO [wandb] snapshot step={n} prof/a_ms=1.5",
+                "2026-11-01 00:00:{s:02d},000 INFO [wandb] snapshot step={n}",
+                "[wandb] snapshot step={n}",
+            ]
+        )
+    )
+    pairs = "".join(f" {key}={value}" for key, value in zip(keys, values, strict=True))
+    return prefix.format(s=step % 60, n=step) + pairs
+
+
+@st.composite
+def _sequence_lines(draw: st.DrawFn) -> list[str]:
+    """Snapshot lines of one to four key sequences (more than a batch's templates), mixed,
+    among step lines."""
+    sequences = draw(st.lists(_key_sequence(), min_size=1, max_size=4))
+    lines = []
+    for step in range(draw(st.integers(1, 16))):
+        if draw(st.integers(0, 5)) == 0:
+            lines.append(f"2026-11-01 00:00:{step:02d},000 INFO [train] step {step} loss 1.0")
+        else:
+            lines.append(draw(_sequence_line(draw(st.sampled_from(sequences)), step)))
+    return lines
+
+
+def _after_one(*changed: str) -> list[str]:
+    """A line of some GPU keys and one other key, then lines of its keys changed as given."""
+    keys = "gpu/0/util={} cuda/alloc_gb={} gpu/1/temp_c={}"
+    return [f"[wandb] snapshot step=1 {keys.format(1, 2, 3)}"] + [
+        f"[wandb] snapshot step={n} {pairs}" for n, pairs in enumerate(changed, start=2)
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_sequence_lines(), st.one_of(st.none(), st.sets(st.sampled_from([*METRICS, "fan"]))))
+@example(_after_one("gpu/0/util=1 gpu/5/util=2 gpu/1/temp_c=3"), None)  # a GPU key for another
+@example(_after_one("gpu/1/temp_c=5", "gpu/0/util=1 cuda/alloc_gb=2 gpu/1/temp_c=3"), None)
+@example(_after_one("gpu/1/util=1 cuda/alloc_gb=2 gpu/1/temp_c=3"), None)  # another GPU's
+@example(_after_one("gpu/0/util=1 cuda/alloc_gb=2 gpu/1/temp_c=3 gpu/0/util=4"), None)
+@example(_after_one("gpu/0/util=1 cuda/alloc_gb=2 gpu/1/temp_c=3 gpu/0/util=4"), {"temp_c"})
+def test_lines_of_repeated_key_sequences_give_the_general_paths_rows(
+    lines: list[str], metrics: set[str] | None
+) -> None:
+    """Lines that repeat a few key sequences, some changed (a key missing, added, replaced,
+    moved or said twice, an odd value, a long index), give the general path's rows or error, for all
+    metrics or some."""
+    frame = _parse(lines)
+    fast = _outcome(lambda f: telemetry_rows(f, metrics), frame)
+    general = _outcome(_general, frame)
+    if isinstance(fast, str) or isinstance(general, str):
+        assert fast == general
+        return
+    if metrics is not None:
+        general = general.filter(pl.col("metric").is_in(sorted(metrics)))
+    assert fast.schema == general.schema
+    assert fast.equals(general)
+
+
+def test_lines_of_a_batchs_first_key_sequences_are_cut_by_their_templates() -> None:
+    """Lines repeating one of the batch's first key sequences take its template, in line
+    order; a line with a key missing, an extra key or its keys in another order takes none
+    but its own (the third template here), and the lines after the third sequence are left."""
+    one = "gpu/0/util={} gpu/0/mem_gb={} gpu/1/util={} gpu/1/mem_gb={}"
+    lines = [
+        *(f"[wandb] snapshot step=1 prof/a=1 {one.format(n, 2, 3, 4)}" for n in range(3)),
+        *(
+            f"[wandb] snapshot step=2 gpu/1/temp_c={n} gpu/0/temp_c=6 gpu/0/temp_c=7"
+            for n in range(3)
+        ),
+        "[wandb] snapshot step=3 gpu/0/util=1 gpu/0/mem_gb=2 gpu/1/util=3",
+        f"[wandb] snapshot step=4 {one.format(1, 2, 3, 4)} gpu/2/util=1",
+        "[wandb] snapshot step=5 gpu/0/mem_gb=1 gpu/0/util=2 gpu/1/util=3 gpu/1/mem_gb=4",
+    ]
+    assert TEMPLATES_PER_BATCH == 3
+    snapshots = _parse(lines).select("ts", "text").with_row_index("_log_row")
+    followed = template_rows(snapshots, None, frames._read_keys)
+    assert followed is not None
+    pieces, rest = followed
+    line_rows = [piece.get_column("_log_row").unique(maintain_order=True) for piece in pieces]
+    assert [rows.to_list() for rows in line_rows] == [[0, 1, 2], [3, 4, 5], [6]]
+    assert rest.get_column("_log_row").to_list() == [7, 8]
+    assert pieces[0].filter(pl.col("_log_row") == 1).select("gpu", "metric", "value").rows() == [
+        (0, "util", 1.0),
+        (0, "mem_gb", 2.0 * frames.GIB),
+        (1, "util", 3.0),
+        (1, "mem_gb", 4.0 * frames.GIB),
+    ]
+    assert pieces[1].filter(pl.col("_log_row") == 4).select("gpu", "value").rows() == [
+        (0, 7.0),
+        (1, 1.0),
+    ]
