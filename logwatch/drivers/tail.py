@@ -5,7 +5,8 @@ checkpoint, caught up, or followed from their first byte), lets every follower r
 runs the batches through the engine, ticks wall-clock rules, runs the plugins' rounds and ticks
 the sink. A due checkpoint is written between rounds once no line has arrived for a moment, so
 its fsync never sits between a line and its alert. Watchdog events only end the wait between
-rounds early; the wait is the safety poll, so a lost event costs one poll interval.
+rounds early; the wait is the safety poll, so a lost event costs one poll interval. Garbage is
+collected between rounds (`gc_rounds`), not inside one.
 """
 
 from __future__ import annotations
