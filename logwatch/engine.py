@@ -353,15 +353,14 @@ class Engine:
         hits = dict(prepared.hits) if prepared is not None else {}
         opened = {gate: not lines.is_empty() for gate, lines in hits.items()}
         gates = {cast(str, self._needs[order].gate) for order in quiet} - opened.keys()
+        live = _LiveChecks({})
         if frame.height <= _SMALL_BATCH:
             checks = {gate: self._small_gate_checks[gate] for gate in sorted(gates)}
             live = self._live_checks(frame, source, state, done, checks)
             opened |= live.opened
-            gpu_frame = _LazyGpuFrame(frame, prepared, empty=live.gpu_empty)
         else:
-            live = _LiveChecks(_opened(frame, {g: self._gate_checks[g] for g in sorted(gates)}))
-            opened |= live.opened
-            gpu_frame = _LazyGpuFrame(frame, prepared)
+            opened |= _opened(frame, {gate: self._gate_checks[gate] for gate in sorted(gates)})
+        gpu_frame = _LazyGpuFrame(frame, prepared, empty=live.gpu_empty)
         for order, spec in enumerate(self.rules):
             needs = self._needs[order]
             if order in quiet and not opened[cast(str, needs.gate)]:
