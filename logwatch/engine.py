@@ -24,9 +24,11 @@ from logwatch.rules.log import (
     EndOfInputRule,
     Needs,
     Override,
+    StreakRule,
     Transition,
     WallClockRule,
     gate_rows,
+    streak_starts,
 )
 from logwatch.rules.scan import GateScan
 
@@ -226,6 +228,13 @@ class Engine:
             gate: gate_rows(Needs(frozenset(), gate)).any().alias(f"_g{i}")
             for i, gate in enumerate(self._gate_rows)
         }
+        # On a live batch, each streak rule's first check (whether a streak can start in it)
+        # joins the gate checks' select (`_live_checks`).
+        self._streak_checks = {
+            order: streak_starts(spec.rule)
+            for order, spec in enumerate(self.rules)
+            if isinstance(spec.rule, StreakRule)
+        }
 
     def state_of(self, source: str) -> SourceState:
         """The state of one source, created on first use."""
@@ -343,7 +352,8 @@ class Engine:
         # and, for a batch with events, in full.
         prior = state.last_step
         if "step" in done:
-            frame = _filled_step(frame, prior)
+            if not _step_filled(frame):
+                frame = _filled_step(frame, prior)
             last_step = frame.get_column("step")[-1]
         elif prepared is not None and prepared.stepped:
             last_step = prepared.last_step
@@ -354,7 +364,6 @@ class Engine:
         # Transitions are collected first and turned into events in line order, so the firing
         # order the lifecycle keeps (what a restart ends, in that order) is the same for any cut.
         found: list[tuple[int, int, RuleSpec, Transition]] = []
-        gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics)
         # The quiet gated rules; their gates (gate -> whether a line of the batch matches it)
         # are checked together, in one pass over the text.
         quiet = {
@@ -367,16 +376,23 @@ class Engine:
         hits = dict(prepared.hits) if prepared is not None else {}
         opened = {gate: not lines.is_empty() for gate, lines in hits.items()}
         gates = {cast(str, self._needs[order].gate) for order in quiet} - opened.keys()
+        live = _LiveChecks({})
         if frame.height <= _SMALL_BATCH:
-            checks = self._small_gate_checks
-            opened |= _opened(frame, {gate: checks[gate] for gate in sorted(gates)})
+            checks = {gate: self._small_gate_checks[gate] for gate in sorted(gates)}
+            live = self._live_checks(frame, source, state, done, checks)
+            opened |= live.opened
         elif gates:
             scanned = self._gate_scan.hits(frame, gates)
             opened |= {gate: not lines.is_empty() for gate, lines in scanned.items()}
+        gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics, empty=live.gpu_empty)
         for order, spec in enumerate(self.rules):
             needs = self._needs[order]
             if order in quiet and not opened[cast(str, needs.gate)]:
                 continue  # the rule cannot move on this batch (exact): nothing to compute
+            if order in live.calm:
+                # no streak carried in and none starts here: what its step returns (exact)
+                state.rule_states[spec.id] = self._rule_state(spec, state)
+                continue
             missing = needs.columns - done
             if missing and order in quiet and self._gpu[order] is None:
                 lines = hits.get(cast(str, needs.gate))
@@ -407,6 +423,46 @@ class Engine:
         rows = _EventRows(frame, shown - done, prior, [t.row for *_, t in found])
         events = [self._event(spec, source, rows.row(t.row), t, state) for _, _, spec, t in found]
         return [event for event in events if event is not None]
+
+    def _live_checks(
+        self,
+        frame: pl.DataFrame,
+        source: str,
+        state: SourceState,
+        done: frozenset[str],
+        gates: Mapping[str, pl.Expr],
+    ) -> _LiveChecks:
+        """On a small (live) batch, in one select: whether each of `gates` opens, which quiet
+        streak rules no line of the batch can start a streak in (the first check their step
+        makes, each its own select), and whether the batch has GPU snapshot keys (the GPU
+        rules' first check). A select that raises (a streak expression that fails on this
+        batch) leaves the streaks and the GPU check to the rules' steps, where errors are
+        reported rule by rule."""
+        streaks = {
+            order: check
+            for order, check in self._streak_checks.items()
+            if self._needs[order].columns <= done
+            and (self.rules[order].id, source) not in self._failed
+            and cast(StreakRule, self.rules[order].rule).quiet(
+                self._rule_state(self.rules[order], state)
+            )
+        }
+        exprs = [*gates.values(), *(c.alias(f"_s{o}") for o, c in streaks.items())]
+        if self._log_gpu:
+            exprs.append(_gpu_keys_present(frame).alias("_gpu"))
+        if not exprs:
+            return _LiveChecks({})
+        try:
+            found = frame.select(exprs).row(0)
+        except Exception:
+            return _LiveChecks(_opened(frame, gates))
+        opened = {gate: bool(hit) for gate, hit in zip(gates, found, strict=False)}
+        calm = {o for o, hit in zip(streaks, found[len(gates) :], strict=False) if not hit}
+        return _LiveChecks(opened, frozenset(calm), not found[-1] if self._log_gpu else None)
+
+    def _rule_state(self, spec: RuleSpec, state: SourceState) -> dict[str, Any]:
+        """A rule's state as its step receives it (`_guarded`)."""
+        return state.rule_states.get(spec.id) or spec.rule.initial_state()
 
     def _gated(
         self,
@@ -664,9 +720,37 @@ class Prepared:
     ahead: pl.DataFrame | None = None  # the rules' `Needs.ahead` columns, one row per line
 
 
+@dataclass(frozen=True, slots=True)
+class _LiveChecks:
+    """What `Engine._live_checks` found on a batch: whether each gate opens, the streak rules
+    (by order) that cannot move on it, and whether it lacks GPU snapshot keys (None: not
+    checked)."""
+
+    opened: dict[str, bool]
+    calm: frozenset[int] = frozenset()
+    gpu_empty: bool | None = None
+
+
+def _gpu_keys_present(frame: pl.DataFrame) -> pl.Expr:
+    """Whether some line of `frame` has `gpu/` snapshot keys (its GPU frame has rows)."""
+    has_keys = (
+        pl.col("gpu_keys").fill_null(0) > 0
+        if "gpu_keys" in frame.columns
+        else pl.col("snapshot").fill_null(False)
+    )
+    return has_keys.any()
+
+
+def _step_filled(frame: pl.DataFrame) -> bool:
+    """Whether a small batch's step needs no filling: every line says one (a live DFlash step
+    line), so `_filled_step` would give the same frame."""
+    step = frame.get_column("step")
+    return frame.height <= _SMALL_BATCH and step.dtype == pl.Int64 and not step.null_count()
+
+
 class _LazyGpuFrame:
     """The GPU rows of one log batch, read on first use (or taken from `prepared`) and shared
-    by that batch's GPU rules."""
+    by that batch's GPU rules; `empty`, when known, whether the batch has no GPU keys."""
 
     __slots__ = ("_empty", "_frame", "_metrics", "_prepared", "_rows")
 
@@ -675,12 +759,13 @@ class _LazyGpuFrame:
         frame: pl.DataFrame,
         prepared: Prepared | None = None,
         metrics: frozenset[str] | None = None,
+        empty: bool | None = None,
     ) -> None:
         self._frame = frame
         self._prepared = prepared
         self._metrics = metrics  # the snapshot metrics its rules read (None: all)
         self._rows: LogGpuRows | None = None
-        self._empty: bool | None = None
+        self._empty: bool | None = empty
 
     def rows(self) -> LogGpuRows:
         """The batch's GPU rows (`log_gpu_rows`), read once."""
@@ -701,12 +786,7 @@ class _LazyGpuFrame:
     def empty(self) -> bool:
         """Whether the batch has no `gpu/` snapshot keys (its GPU frame would have no rows)."""
         if self._empty is None:
-            has_keys = (
-                pl.col("gpu_keys").fill_null(0) > 0
-                if "gpu_keys" in self._frame.columns
-                else pl.col("snapshot").fill_null(False)
-            )
-            self._empty = not self._frame.select(has_keys.any()).item()
+            self._empty = not self._frame.select(_gpu_keys_present(self._frame)).item()
         return self._empty
 
 

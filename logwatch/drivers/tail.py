@@ -5,7 +5,8 @@ checkpoint, caught up, or followed from their first byte), lets every follower r
 runs the batches through the engine, ticks wall-clock rules, runs the plugins' rounds and ticks
 the sink. A due checkpoint is written between rounds once no line has arrived for a moment, so
 its fsync never sits between a line and its alert. Watchdog events only end the wait between
-rounds early; the wait is the safety poll, so a lost event costs one poll interval.
+rounds early; the wait is the safety poll, so a lost event costs one poll interval. Garbage is
+collected between rounds (`gc_rounds`), not inside one.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from logwatch.alerts import AlertEvent
 from logwatch.clock import Clock, SystemClock
 from logwatch.drivers.catchup import catch_up
 from logwatch.drivers.checkpoint import Checkpoint, StateDir
+from logwatch.drivers.gc_rounds import RoundCollector
 from logwatch.drivers.plugins import TailPlugin, parse_columns, plugin_view
 from logwatch.engine import Engine
 from logwatch.parse import parse_block
@@ -185,22 +187,29 @@ class TailDriver:
         """Follow until `stop()`; a round that finds more to read starts the next one at once."""
         if not self._opened:
             self.open()
-        while not self._stopping:
-            self._wake.clear()
-            with self._cv:
-                self._started += 1
-                round_id = self._started
-                synced, self._syncing = self._syncing, False
-            more = self._round()
-            if synced and not more and self._checkpoint_due():
-                self._checkpoint()  # a sync() covers the checkpoint its round makes due
-            with self._cv:
-                self._finished, self._more = round_id, more
-                self._cv.notify_all()
-            if self.files.finished:
-                self._stopping = True  # standard input ended: nothing left to follow
-            elif self._checkpoint_when_quiet(more) and not more:
-                self._wake.wait(self.options.poll_interval_s)
+        with RoundCollector() as collector:  # garbage collected between rounds, not in them
+            while not self._stopping:
+                more = self._run_round()
+                collector.between_rounds()
+                if self.files.finished:
+                    self._stopping = True  # standard input ended: nothing left to follow
+                elif self._checkpoint_when_quiet(more) and not more:
+                    self._wake.wait(self.options.poll_interval_s)
+
+    def _run_round(self) -> bool:
+        """One round of `run()`, counted for `sync()`; True when a file has more to read."""
+        self._wake.clear()
+        with self._cv:
+            self._started += 1
+            round_id = self._started
+            synced, self._syncing = self._syncing, False
+        more = self._round()
+        if synced and not more and self._checkpoint_due():
+            self._checkpoint()  # a sync() covers the checkpoint its round makes due
+        with self._cv:
+            self._finished, self._more = round_id, more
+            self._cv.notify_all()
+        return more
 
     def _checkpoint_when_quiet(self, more: bool) -> bool:
         """Checkpoint when one is due and no line is waiting: a line that arrives meanwhile

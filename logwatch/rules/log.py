@@ -267,10 +267,7 @@ class StreakRule:
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
-        if (
-            self.quiet(state)
-            and not frame.select((self.applies & self.condition).fill_null(False).any()).item()
-        ):
+        if self.quiet(state) and not frame.select(streak_starts(self)).item():
             return [], state  # no streak carried in and none starts: the run stays 0
         # only the rows it applies to, with what it reads of them: whether each meets the
         # condition and the value (its other columns, a list of buckets say, are not copied)
@@ -299,6 +296,12 @@ class StreakRule:
         )
         last_run = int(scored.get_column("_run")[-1])
         return _transitions(events, self.value_column), {"run": last_run}
+
+
+def streak_starts(rule: StreakRule) -> pl.Expr:
+    """Whether some row of a frame can start (or go on with) a streak of `rule`: one that it
+    applies to and that meets its condition. A quiet streak rule moves on no other frame."""
+    return (rule.applies & rule.condition).fill_null(False).any()
 
 
 @dataclass(frozen=True, slots=True)
