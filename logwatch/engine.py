@@ -371,7 +371,7 @@ class Engine:
             for order, spec in enumerate(self.rules)
             if (needs := self._needs[order]).gate is not None
             and needs.quiet is not None
-            and needs.quiet(state.rule_states.get(spec.id) or spec.rule.initial_state())
+            and needs.quiet(self._rule_state(spec, state))
         }
         hits = dict(prepared.hits) if prepared is not None else {}
         opened = {gate: not lines.is_empty() for gate, lines in hits.items()}
@@ -498,7 +498,7 @@ class Engine:
                     moved = replace(transition, row=transition.row + start)
                     found.append((moved.fields.get("line", frame.item(moved.row, "line")), moved))
                 end = start + piece.height
-                rule_state = state.rule_states.get(spec.id) or spec.rule.initial_state()
+                rule_state = self._rule_state(spec, state)
                 if end >= frame.height or (spec.id, source) in self._failed:
                     break
                 if cast(Callable[..., bool], needs.quiet)(rule_state):
@@ -584,7 +584,7 @@ class Engine:
         for that source, so the reader and the other rules keep working."""
         if (spec.id, source) in self._failed:
             return []
-        rule_state = state.rule_states.get(spec.id) or spec.rule.initial_state()
+        rule_state = self._rule_state(spec, state)
         try:
             transitions, state.rule_states[spec.id] = step(rule_state)
         except Exception as exc:

@@ -44,7 +44,7 @@ class GateScan:
             self._unions[-1].append(gate)
             size += count
         self._own = [gate for gate in rows if gate not in plain]
-        self._patterns = {gate: pl.col("text").str.contains(gate) for gate in plain}
+        self._union_rows = [_union_rows(union) for union in self._unions]  # built once
 
     @property
     def unions(self) -> list[list[str]]:
@@ -57,8 +57,9 @@ class GateScan:
         """The rows (UInt32) of the lines of `frame` each gate selects, for `gates` (None: all),
         in the order the gates were given."""
         wanted = set(self._rows if gates is None else gates)
-        unions = [union for union in self._unions if wanted.intersection(union)]
-        passes = [_union_rows(union).alias(f"_u{i}") for i, union in enumerate(unions)]
+        picked = [i for i, union in enumerate(self._unions) if wanted.intersection(union)]
+        unions = [self._unions[i] for i in picked]
+        passes = [self._union_rows[i].alias(f"_u{i}") for i in picked]
         passes += [
             self._rows[gate].fill_null(False).arg_true().implode().alias(f"_o{i}")
             for i, gate in enumerate(self._own)
@@ -71,7 +72,7 @@ class GateScan:
         for i, gate in enumerate(self._own):
             if gate in wanted:
                 hits[gate] = found.get_column(f"_o{i}")[0]
-        for i, union in enumerate(unions):
+        for i, union in zip(picked, unions, strict=True):
             candidates: pl.Series = found.get_column(f"_u{i}")[0]
             hits.update(self._split(frame, union, candidates, wanted))
         return {gate: hits[gate] for gate in self._rows if gate in hits}
@@ -85,7 +86,7 @@ class GateScan:
             return dict.fromkeys(gates, candidates)
         lines = frame.get_column("text").gather(candidates).to_frame()
         matched = lines.select(
-            self._patterns[gate].fill_null(False).alias(f"_g{i}") for i, gate in enumerate(gates)
+            self._rows[gate].fill_null(False).alias(f"_g{i}") for i, gate in enumerate(gates)
         )
         return {
             gate: candidates.filter(matched.get_column(f"_g{i}")) for i, gate in enumerate(gates)
