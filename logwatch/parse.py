@@ -18,7 +18,7 @@ from functools import cache
 
 import polars as pl
 
-from logwatch.shapes import SHAPES, candidate_shape, cut_tokens
+from logwatch.shapes import SHAPES, cut_tokens, line_shape
 from logwatch.timestamps import ParsedBlock, dated_timestamp, yearless_timestamp
 
 # A number as trainers print it, non-finite spellings included: nan, NaN, NAN, -nan, inf,
@@ -427,18 +427,18 @@ def parse_block(
     year = default_year if default_year is not None else datetime.now().year
     wanted = closure(columns, metrics=metrics)
     # A live batch (a few lines) pays polars' fixed cost per query, not per line: the query
-    # that builds its frame finds each line's candidate shape by its literal, and one more
-    # cuts and finishes a batch of one candidate, testing the shape's pattern as it goes.
+    # that builds its frame finds each line's shape, and one more cuts and finishes a batch
+    # of one shape.
     tiny = shapes and 0 < text.len() <= TINY_BATCH_ROWS and bool(wanted & _CUT_COLUMNS)
     frame = _framed(text, source, first_line, shaped=tiny)
-    candidate = frame.drop_in_place("_shape") if tiny else None
+    which = frame.drop_in_place("_shape") if tiny else None
     frame, head_rows, last_year, segment_years = _timestamps(frame, year, segments)
-    finished = None if candidate is None else _one_shape(frame, candidate, wanted)
+    finished = None if which is None else _one_shape(frame, which, wanted)
     if finished is None:
-        # a live batch none of whose lines holds a shape's literal has no shaped line
-        shaped = shapes and (candidate is None or candidate.null_count() < candidate.len())
+        # a live batch none of whose lines has a shape takes the general path alone
+        shaped = shapes and (which is None or which.null_count() < which.len())
         if wanted & _VALUE_COLUMNS:  # else: only what `_framed` gives (and derived counts)
-            values = _values(frame.select("text"), wanted, shapes=shaped)
+            values = _values(frame.select("text"), wanted, shapes=shaped, which=which)
             frame = frame.hstack(values.get_columns())
         if "metrics" in wanted:
             frame = frame.with_columns(_metrics(frame))
@@ -454,7 +454,7 @@ def parse_block(
 
 TINY_BATCH_ROWS = 16
 """The most lines `parse_block` takes as a live batch (see `_one_shape`)."""
-_CANDIDATE_SHAPE = candidate_shape()
+_LINE_SHAPE = line_shape()
 _DENSE_TS = (
     pl.col("text")
     .str.slice(0, 23)
@@ -466,7 +466,7 @@ _RUN_START = pl.col("text").str.contains("run start:", literal=True).alias("run_
 
 def _framed(text: pl.Series, source: str, first_line: int, *, shaped: bool) -> pl.DataFrame:
     """`source`, `line`, `text`, `ts` in logging's default form (null for other forms) and
-    `run_start`, and each line's candidate shape (`_shape`) when `shaped`, in one query."""
+    `run_start`, and each line's shape (`_shape`, `line_shape`) when `shaped`, in one query."""
     # Built as Series, not as `pl.repeat` / `pl.int_range` over `pl.len()`: in a query, each of
     # those costs several times a regex pass on a short batch.
     n = text.len()
@@ -474,27 +474,25 @@ def _framed(text: pl.Series, source: str, first_line: int, *, shaped: bool) -> p
     origin = pl.Series("source", [source], dtype=pl.String).new_from_index(0, n)
     columns = [pl.col("source", "line", "text"), _DENSE_TS, _RUN_START]
     if shaped:
-        columns.append(_CANDIDATE_SHAPE)
+        columns.append(_LINE_SHAPE)
     return pl.DataFrame([origin, line, text.alias("text")]).select(columns)
 
 
 def _one_shape(
-    frame: pl.DataFrame, candidate: pl.Series, wanted: frozenset[str]
+    frame: pl.DataFrame, which: pl.Series, wanted: frozenset[str]
 ) -> pl.DataFrame | None:
-    """The finished frame of a batch whose lines all have one shape (as the general route gives
-    it), in one query; None for any other batch."""
-    number = candidate.min()
+    """The finished frame of a batch whose lines all have one shape (`which`: each line's, as
+    `shape_of` gives it), as the general route gives it, in one query; None for any other
+    batch."""
+    number = which.min()
     if (
         not isinstance(number, int)
-        or candidate.null_count()
-        or candidate.max() != number
+        or which.null_count()
+        or which.max() != number
         or "metrics" in wanted
     ):
         return None
-    # The candidate is each line's first shape whose literal it holds: when the shape's pattern
-    # fits every line, it is each line's shape (`shape_of`).
-    finished = frame.select(_one_shape_columns(number, wanted))
-    return finished if finished.drop_in_place("_fits").all() else None
+    return frame.select(_one_shape_columns(number, wanted))
 
 
 @cache
@@ -514,11 +512,8 @@ def _one_shape_columns(number: int, wanted: frozenset[str]) -> list[pl.Expr]:
         elif SHAPES[number].constants.get("snapshot", False):
             columns["gpu_keys"] = _gpu_keys_of_text()
     return [
-        *(
-            columns.get(name, pl.lit(None, dtype=dtype)).cast(dtype).alias(name)
-            for name, dtype in SCHEMA.items()
-        ),
-        SHAPES[number].fits().alias("_fits"),
+        columns.get(name, pl.lit(None, dtype=dtype)).cast(dtype).alias(name)
+        for name, dtype in SCHEMA.items()
     ]
 
 
@@ -563,15 +558,22 @@ def _values(
     wanted: frozenset[str],
     *,
     shapes: bool = True,
+    which: pl.Series | None = None,
 ) -> pl.DataFrame:
     """The wanted value columns of these lines: shaped lines cut by their shape, the rest by
-    the general path; one row per line, in order."""
+    the general path; one row per line, in order. `which`: each line's shape when known
+    already (a live batch's, from `line_shape`), else found here (`shape_of`)."""
     names = sorted(_VALUE_COLUMNS & wanted, key=list(SCHEMA).index)
     text = texts.get_column("text")
     # Recognising shapes costs about what the general path's step pass does: worth it only
     # when a column a shape cuts more cheaply than the general path is wanted.
     useful = shapes and bool(wanted & _CUT_COLUMNS)
-    which = shape_of(text) if useful else None
+    if not useful:
+        which = None
+    elif which is None:
+        which = shape_of(text)
+    elif which.null_count() == which.len():
+        which = None  # as `shape_of` says it
     if which is None:
         return _general(texts, wanted).select(names)
     # derived columns a shape counts on its lines (the others' are derived after, `_derived`)

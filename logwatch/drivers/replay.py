@@ -163,7 +163,7 @@ def _stats_columns(options: ReplayOptions) -> frozenset[str]:
 
 
 def _ordered_map(
-    fn: Callable[[T], U], items: Iterator[T], *, workers: int, depth: int = 3
+    fn: Callable[[T], U], items: Iterator[T], *, workers: int, depth: int = 2
 ) -> Iterator[U]:
     """`map(fn, items)` on `workers` threads, results in input order, `depth` items ahead.
 
@@ -193,7 +193,7 @@ def _ordered_map(
                 future.cancel()
 
 
-def _prefetch(items: Iterator[T], depth: int = 2) -> Iterator[T]:
+def _prefetch(items: Iterator[T], depth: int = 1) -> Iterator[T]:
     """Run a producer on a worker thread, `depth` items ahead of the consumer.
 
     Reading and parsing the next block overlaps with the engine's work on this one (polars
