@@ -406,10 +406,11 @@ class Engine:
                     frame = _filled_step(frame, prior)
                 done |= missing
                 gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics)
-            seen = frame  # with the columns `prepare` computed ahead for this rule
-            if needs.ahead and prepared is not None and prepared.ahead is not None:
-                given = [name for name in needs.ahead if name in prepared.ahead.columns]
-                seen = frame.hstack(prepared.ahead.select(given).get_columns())
+            seen = frame  # with the columns computed ahead for this rule
+            ahead = prepared.ahead if prepared is not None else live.ahead
+            if needs.ahead and ahead is not None:
+                given = [name for name in needs.ahead if name in ahead.columns]
+                seen = frame.hstack(ahead.select(given).get_columns())
             step = _log_step(spec, self._gpu[order], seen, gpu_frame)
             for transition in self._guarded(spec, source, state, step):
                 line = transition.fields.get("line", frame.item(transition.row, "line"))
@@ -434,10 +435,11 @@ class Engine:
     ) -> _LiveChecks:
         """On a small (live) batch, in one select: whether each of `gates` opens, which quiet
         streak rules no line of the batch can start a streak in (the first check their step
-        makes, each its own select), and whether the batch has GPU snapshot keys (the GPU
-        rules' first check). A select that raises (a streak expression that fails on this
-        batch) leaves the streaks and the GPU check to the rules' steps, where errors are
-        reported rule by rule."""
+        makes, each its own select), whether the batch has GPU snapshot keys (the GPU rules'
+        first check), and the rules' `Needs.ahead` columns (what `prepare` computes for a long
+        batch; each rule would run its own query for its column). A select that raises (a
+        streak expression that fails on this batch) leaves the streaks, the GPU check and the
+        columns to the rules' steps, where errors are reported rule by rule."""
         streaks = {
             order: check
             for order, check in self._streak_checks.items()
@@ -450,15 +452,19 @@ class Engine:
         exprs = [*gates.values(), *(c.alias(f"_s{o}") for o, c in streaks.items())]
         if self._log_gpu:
             exprs.append(_gpu_keys_present(frame).alias("_gpu"))
-        if not exprs:
+        if not exprs and not self._ahead:
             return _LiveChecks({})
         try:
-            found = frame.select(exprs).row(0)
+            # the checks are aggregates: polars repeats them along the per-line columns
+            selected = frame.select(*exprs, *self._ahead)
         except Exception:
             return _LiveChecks(_opened(frame, gates))
+        found = selected.row(0)[: len(exprs)]
+        ahead = selected.select(expr.meta.output_name() for expr in self._ahead)
         opened = {gate: bool(hit) for gate, hit in zip(gates, found, strict=False)}
         calm = {o for o, hit in zip(streaks, found[len(gates) :], strict=False) if not hit}
-        return _LiveChecks(opened, frozenset(calm), not found[-1] if self._log_gpu else None)
+        gpu_empty = not found[-1] if self._log_gpu else None
+        return _LiveChecks(opened, frozenset(calm), gpu_empty, ahead if self._ahead else None)
 
     def _rule_state(self, spec: RuleSpec, state: SourceState) -> dict[str, Any]:
         """A rule's state as its step receives it (`_guarded`)."""
@@ -729,6 +735,7 @@ class _LiveChecks:
     opened: dict[str, bool]
     calm: frozenset[int] = frozenset()
     gpu_empty: bool | None = None
+    ahead: pl.DataFrame | None = None  # the rules' `Needs.ahead` columns (as `prepare` gives)
 
 
 def _gpu_keys_present(frame: pl.DataFrame) -> pl.Expr:
@@ -829,9 +836,10 @@ def _opened(frame: pl.DataFrame, checks: Mapping[str, pl.Expr]) -> dict[str, boo
 
 def _split_runs(frame: pl.DataFrame, *, has_history: bool) -> list[tuple[pl.DataFrame, int | None]]:
     """Cut a batch where a new run starts; each cut after the source's first line restarts state."""
-    starts = frame.get_column("run_start").arg_true().to_list()
-    if not starts:
+    run_start = frame.get_column("run_start")
+    if not run_start.any():  # a native check; `arg_true` is a query
         return [(frame, None)]
+    starts = run_start.arg_true().to_list()
     bounds = sorted({0, *starts})
     pieces = []
     for i, begin in enumerate(bounds):

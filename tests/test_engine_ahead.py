@@ -93,3 +93,41 @@ def test_a_prepared_pause_column_is_the_one_the_rule_reads() -> None:
     hidden_ahead = replace(prepared, ahead=blind)
     hidden = {e.line for e in Engine(RULES, stats=False).process(frame, None, hidden_ahead)}
     assert fired != hidden
+
+
+def test_a_live_batch_gets_its_ahead_columns_from_the_live_checks() -> None:
+    """On live batches (no `prepare`), the live checks' one select computes the rules'
+    `Needs.ahead` columns too, and the rules read those: fed one line at a time, the pause
+    line still keeps the slow report after it out of the throughput streak, and with the
+    pauses hidden in that select it no longer does."""
+    lines = [
+        f"2026-11-01 00:00:{s:02d},000 INFO [train] step {s}/9 | loss 1.5 | acc 0.3 | lr 2.40e-05"
+        f" | grad_norm 1.0 | tok/s {50000 if s < 40 else 100} | q_hs=3 q_hsb=[1,2]"
+        for s in range(45)
+    ]
+    lines.insert(40, PAUSE.format(step=40))
+    frames = [
+        parse_lines(pl.Series([line], dtype=pl.String), source="s", first_line=n)
+        for n, line in enumerate(lines, start=1)
+    ]
+    whole = parse_lines(pl.Series(lines, dtype=pl.String), source="s", first_line=1)
+    itself = {e.line for e in Engine(RULES, stats=False).process(whole)}
+    checks, seen = Engine._live_checks, []
+
+    def spy(self: Engine, *args: object, blind: bool = False) -> object:
+        found = checks(self, *args)  # type: ignore[arg-type]
+        assert found.ahead is not None
+        seen.append(found.ahead.get_column(PAUSES).item())
+        if blind:
+            ahead = found.ahead.with_columns(pl.lit(False).alias(PAUSES))
+            return replace(found, ahead=ahead)
+        return found
+
+    def live(blind: bool) -> set[int]:
+        engine = Engine(RULES, stats=False)
+        engine._live_checks = lambda *args: spy(engine, *args, blind=blind)  # type: ignore[method-assign,assignment,return-value]
+        return {e.line for frame in frames for e in engine.process(frame)}
+
+    assert live(blind=False) == itself
+    assert seen[40] is True and sum(seen) == 1
+    assert live(blind=True) != itself
