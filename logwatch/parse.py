@@ -947,7 +947,7 @@ def _derived(frame: pl.DataFrame, computed: frozenset[str]) -> list[pl.Series]:
             if counted is None
             else pl.col("gpu_keys").fill_null(keys).alias(keys.meta.output_name())
         )
-    out = [frame.select(dense).to_series(i) for i in range(len(dense))] if dense else []
+    out = frame.select(dense).get_columns() if dense else []  # one query for them all
     if "gpu_keys" in computed and "telemetry" not in computed:
         rows = frame.get_column("snapshot")
         if counted is not None:
