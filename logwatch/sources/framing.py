@@ -17,9 +17,10 @@ from logwatch.sources.streams import ByteStream
 
 DEFAULT_MAX_LINE_BYTES = 1 << 20
 DEFAULT_BLOCK_BYTES = 12 << 20
-"""Replay's block: polars' per-query cost and the parse threads' hand-offs are paid per block,
-so on the 739 MB benchmark log 16 MiB blocks (with two parsed ahead, one read ahead) replay in
-15 % less CPU and wall time than 8 MiB blocks, at about the same peak RSS (BENCHMARKS.md)."""
+"""Replay's block: polars' per-query cost and the parse threads' hand-offs are paid per block.
+On the 739 MB benchmark log, 12 MiB blocks (two parsed ahead, one read ahead) replay in about
+5-10 % less wall time than 8 MiB blocks, at a peak RSS of about 420 MB; 16 MiB blocks save
+a little more but peak at 470-510 MB, too near replay's 512 MB budget (BENCHMARKS.md)."""
 TRUNCATION_MARKER = " …[logwatch: line truncated, {dropped} bytes dropped]"
 _NUL = b"\x00"
 _REPLACEMENT = "\ufffd".encode()
