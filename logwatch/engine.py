@@ -460,11 +460,12 @@ class Engine:
         except Exception:
             return _LiveChecks(_opened(frame, gates))
         found = selected.row(0)[: len(exprs)]
-        ahead = selected.select(expr.meta.output_name() for expr in self._ahead)
+        names = [expr.meta.output_name() for expr in self._ahead]
+        ahead = selected.select(names) if names else None
         opened = {gate: bool(hit) for gate, hit in zip(gates, found, strict=False)}
         calm = {o for o, hit in zip(streaks, found[len(gates) :], strict=False) if not hit}
         gpu_empty = not found[-1] if self._log_gpu else None
-        return _LiveChecks(opened, frozenset(calm), gpu_empty, ahead if self._ahead else None)
+        return _LiveChecks(opened, frozenset(calm), gpu_empty, ahead)
 
     def _rule_state(self, spec: RuleSpec, state: SourceState) -> dict[str, Any]:
         """A rule's state as its step receives it (`_guarded`)."""

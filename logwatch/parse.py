@@ -572,8 +572,6 @@ def _values(
         which = None
     elif which is None:
         which = shape_of(text)
-    elif which.null_count() == which.len():
-        which = None  # as `shape_of` says it
     if which is None:
         return _general(texts, wanted).select(names)
     # derived columns a shape counts on its lines (the others' are derived after, `_derived`)

@@ -195,8 +195,8 @@ def _csv_lines(data: bytes) -> pl.Series:
 
 
 def count_newlines(data: bytes) -> int:
-    """How many `\\n` `data` holds (counted in place: a replace, as fast on a warm buffer, would
-    allocate a second copy of the block, which on a 16 MiB block raised replay's peak RSS)."""
+    """How many `\\n` `data` holds, counted in place (a replace, as fast on a warm buffer,
+    would allocate a second copy of a replay block at the read's peak memory)."""
     return data.count(b"\n")
 
 
