@@ -1,5 +1,5 @@
 """`python -m logwatch ...`: the same as the `logwatch` command."""
 
-from logwatch.cli import main
+from logwatch.cli import run
 
-main()
+run()

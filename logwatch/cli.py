@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -319,6 +320,7 @@ def replay_cmd(
                 click.echo(
                     "logwatch: the Slack digest is not delivered yet; it stays spooled", err=True
                 )
+    _finished.append(True)
     if fail_on is not None:
         threshold = Severity.parse(fail_on)
         if any(e.severity >= threshold and e.status == "firing" for e in result.events):
@@ -931,5 +933,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     cli.main(args=list(argv) if argv is not None else None, prog_name="logwatch")
 
 
+_finished: list[bool] = []
+"""Set by a batch command (`replay`) once its work is done and its output written."""
+
+
+def run() -> None:
+    """The `logwatch` command (and `python -m logwatch`): `main`, but a finished `replay` ends
+    its process without the interpreter's teardown, which spends about 50 ms freeing polars'
+    modules (2 % of a 740 MB replay). Nothing is left to run by then: its threads are joined,
+    its files closed, and its output is flushed here (a failed flush exits as usual)."""
+    _finished.clear()
+    try:
+        main()
+    except SystemExit as done:
+        code = done.code
+        if _finished and (code is None or isinstance(code, int)):
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                raise done from None
+            os._exit(code or 0)
+        raise
+
+
 if __name__ == "__main__":
-    main()
+    run()

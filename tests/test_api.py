@@ -6,6 +6,7 @@ import bz2
 import gzip
 import json
 import lzma
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +20,15 @@ import logwatch
 RESTARTED = str(Path(NAN_LOG).with_name("train_restarted.log"))
 
 
-def _cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+def _cli(
+    *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "logwatch", *args], input=stdin, capture_output=True, check=False
+        [sys.executable, "-m", "logwatch", *args],
+        input=stdin,
+        capture_output=True,
+        check=False,
+        env=env,
     )
 
 
@@ -206,6 +213,27 @@ def test_python_dash_m_logwatch_is_the_command() -> None:
         "Error: /nonexistent/train.log: no such file (check the path, or quote a glob)"
     )
     assert _cli("--help").stdout.decode().startswith("Usage: logwatch ")
+
+
+def test_a_replay_larger_than_a_pipe_reaches_its_reader_whole(tmp_path: Path) -> None:
+    """The command ends a finished replay without the interpreter's teardown: what it wrote
+    to a pipe (megabytes here, many times the pipe's buffer) still arrives whole, and as the
+    same bytes as through `main` with the teardown."""
+    steps = [f"step {i} | loss {'nan' if i % 2 else '2.5'}\n" for i in range(1, 6001)]
+    log = tmp_path / "flappy.log"
+    log.write_text("".join(steps))
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    args = ["replay", "--format", "jsonl", "--fail-on", "critical", str(log)]
+    fast = _cli(*args, env=buffered)
+    slow = subprocess.run(
+        [sys.executable, "-c", "from logwatch.cli import main; main()", *args],
+        capture_output=True,
+        check=False,
+        env=buffered,
+    )
+    assert len(fast.stdout) > 1 << 20
+    assert fast.stdout.count(b"\n") == len(logwatch.replay(str(log)).events)
+    assert (fast.returncode, fast.stdout) == (slow.returncode, slow.stdout) == (1, slow.stdout)
 
 
 def test_events_jsonl_round_trips_through_json() -> None:
