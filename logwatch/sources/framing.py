@@ -145,7 +145,8 @@ def _frame(data: bytes, max_line_bytes: int, *, small: bool) -> pl.Series:
         data = data.replace(_NUL, _REPLACEMENT)
     if small and _is_plain_small(data, max_line_bytes):
         return _plain_lines(data)
-    text = _csv_lines(data)
+    redrawn = b"\r" in data
+    text = _csv_lines(data, redrawn=redrawn)
     # Most blocks are plain lines: each fix-up runs only where a byte test of the whole block
     # (memchr-fast) says it can change something, and then only on the rows it changes.
     escaped = False
@@ -155,7 +156,7 @@ def _frame(data: bytes, max_line_bytes: int, *, small: bool) -> pl.Series:
         text = _fix_rows(text, rows, _UNESCAPE)
     if escaped or b"\x1b" in data:
         text = _fix_rows(text, text.str.contains("\x1b", literal=True), _NO_ANSI)
-    if escaped or b"\r" in data:
+    if escaped or redrawn:
         text = _fix_rows(text, text.str.contains("\r", literal=True), _REDRAWN)
     # A line's text is at most six times its bytes plus a few (three for bad UTF-8, twice again
     # for a redraw's prefix): a block under a sixth of the bound has no line to cut.
@@ -164,10 +165,10 @@ def _frame(data: bytes, max_line_bytes: int, *, small: bool) -> pl.Series:
     return text
 
 
-def _csv_lines(data: bytes) -> pl.Series:
+def _csv_lines(data: bytes, *, redrawn: bool) -> pl.Series:
     """Lines split at `\\n` with lossy UTF-8 and CRLF's CR dropped, by polars' CSV reader with no
     quoting and NUL as separator (NULs are replaced by then): the fastest exact splitter found,
-    ahead of `str.split` on the decoded block."""
+    ahead of `str.split` on the decoded block. `redrawn`: whether `data` holds a `\\r`."""
     # Polars decompresses input that starts like gzip, zlib or zstd: a block of log lines must
     # never be taken for one, so such a block gets an empty first line, dropped again below.
     guarded = data[:1] in _COMPRESSION_FIRST_BYTES
@@ -183,7 +184,7 @@ def _csv_lines(data: bytes) -> pl.Series:
     text = frame.get_column("text")
     if text.has_nulls():  # empty lines (a native check; the fill is a query)
         text = text.fill_null("")
-    if _split_at_newlines(text, guarded, data):
+    if not redrawn and _split_at_newlines(text, guarded, data):
         return text.slice(1) if guarded else text
     text = text.slice(1) if guarded else text
     expected = count_newlines(data) + (0 if data.endswith(b"\n") else 1)
@@ -200,12 +201,11 @@ def _split_at_newlines(rows: pl.Series, guarded: bool, data: bytes) -> bool:
     its newlines and nowhere else, proven in about 40 % of the time `count_newlines` takes.
 
     The reader keeps a byte, or drops a newline, the `\\r` before one, or a leading BOM; it
-    rewrites invalid UTF-8 only. With no `\\r` in the input and no row holding a `\\n`, each of
-    the input's newlines was dropped; when the rows' bytes plus one per cut add up to the
-    input's, nothing else was dropped or rewritten, so each cut is at a newline. A BOM or
-    invalid UTF-8 makes the sum disagree, and `_csv_lines` counts the newlines instead."""
-    if b"\r" in data:
-        return False
+    rewrites invalid UTF-8 only. For input without a `\\r` (the caller tests for one: a reader
+    that cut at a lone `\\r` would pass the sum): with no row holding a `\\n`, each of the
+    input's newlines was dropped; when the rows' bytes plus one per cut add up to the input's,
+    nothing else was dropped or rewritten, so each cut is at a newline. A BOM or invalid UTF-8
+    makes the sum disagree, and `_csv_lines` counts the newlines instead."""
     size = len(data) + guarded
     cuts = rows.len() - (0 if data.endswith(b"\n") else 1)
     found = pl.DataFrame([rows]).select(
