@@ -67,6 +67,8 @@ class Tail:
         follow = FollowOptions(
             **{k: option_changes.pop(k) for k in list(option_changes) if k in _FOLLOW_FIELDS}
         )
+        # No warm-up unless asked: the recording rule would see its lines (test_warmup.py)
+        option_changes.setdefault("warm_up", False)
         options = TailOptions(follow=follow, **option_changes)
         engine = Engine(
             [*rules, recording_spec(self.rec)], on_error=rule_error_reporter(self.status.append)

@@ -27,6 +27,7 @@ from logwatch.drivers.catchup import catch_up
 from logwatch.drivers.checkpoint import Checkpoint, StateDir
 from logwatch.drivers.gc_rounds import RoundCollector
 from logwatch.drivers.plugins import TailPlugin, parse_columns, plugin_view
+from logwatch.drivers.warmup import warm_up
 from logwatch.engine import Engine
 from logwatch.parse import parse_block
 from logwatch.rules.log import StallRule
@@ -64,6 +65,7 @@ class TailOptions:
     rotate_wait_s: float = 5.0
     checkpoint_interval_s: float = 1.0
     follow: FollowOptions = field(default_factory=FollowOptions)
+    warm_up: bool = True  # run the rules once over typical lines at start (`drivers.warmup`)
 
     def __post_init__(self) -> None:
         if self.start not in set(StartMode):
@@ -154,6 +156,8 @@ class TailDriver:
             now = self.clock.monotonic()
             history = [self._add(path, now, initial=True) for path in self.files.rescan(now)]
             self._catch_up([follower for follower in history if follower is not None])
+            if self.options.warm_up:
+                warm_up(self.engine, self.columns)
             if not self.files.followers:
                 patterns = " ".join(self.files.patterns)
                 self.status(f"no file matches {patterns} yet; waiting for one")

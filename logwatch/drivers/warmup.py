@@ -1,0 +1,63 @@
+"""A live run's first alert without the process's one-time costs on its path.
+
+The first time a line of a shape, a firing or a resolution goes through the parser and the
+rules, polars compiles the regexes of that path and the parser builds its cached expressions:
+several milliseconds each, once per process. A `logwatch tail` that met its first DFlash NaN
+line cold answered it in 20-40 ms, where later ones take 8-10 ms (BENCHMARKS.md). `warm_up`
+runs the engine once, at start, over a few lines of the common forms (each a batch of its own,
+as a live round reads them) under a scratch source that the engine then forgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from logwatch.engine import Engine
+from logwatch.parse import parse_block
+from logwatch.sources.framing import lines_to_series
+
+SCRATCH_SOURCE = "\x00logwatch warm-up"
+"""The source the warm-up lines are read as: no path spells it."""
+
+_TS = "2026-01-01 00:00:{s:02d},000 INFO "
+_STEP = (
+    "[train] step {n}/100 | loss {loss} | acc 0.3 | lr 2.40e-05 | grad_norm 1.23 | "
+    "tok/s 48292 | q_hs=19 q_hsb=[1,2,2,6,3,5]"
+)
+_GPUS = "".join(
+    f" gpu/{i}/util=97 gpu/{i}/mem_gb=70.1 gpu/{i}/power_w=600 gpu/{i}/temp_c=65" for i in range(8)
+)
+_SNAPSHOT = (
+    "[wandb] snapshot step={n} prof/target_fwd_ms=212.4 queue/ready_ratio=0.87 "
+    "cuda/alloc_gb=61.2" + _GPUS
+)
+_HF = "{{'loss': {loss}, 'grad_norm': 1.0, 'learning_rate': 2e-05, 'epoch': 0.{n}}}"
+_FORMS = (
+    _TS + _STEP,
+    _TS + "[hsq] q_hsb=[3,4,6,5,7,8] at q_hs={n}",
+    _TS + _SNAPSHOT,
+    _HF,
+    "step {n} | loss {loss} | grad_norm 1.0",  # no shape: the general path
+)
+WARM_UP_LINES: tuple[str, ...] = tuple(
+    form.format(s=n, n=n, loss=loss)
+    for n, loss in enumerate(("2.1", "nan", "2.0"), start=1)
+    for form in _FORMS
+)
+"""Each common form with a finite loss, then a NaN (a firing), then finite again (its end)."""
+
+
+def warm_up(engine: Engine, columns: frozenset[str] | None, lines: Iterable[str] = ()) -> None:
+    """Run `engine` once over `lines` (default `WARM_UP_LINES`), each its own batch parsed for
+    `columns` as a live driver parses it, then forget them (`Engine.rehearse`)."""
+    frames = [
+        parse_block(
+            lines_to_series((line + "\n").encode()),
+            source=SCRATCH_SOURCE,
+            first_line=number,
+            default_year=2026,
+            columns=columns,
+        ).frame
+        for number, line in enumerate(lines or WARM_UP_LINES, start=1)
+    ]
+    engine.rehearse(frames, columns)

@@ -1,0 +1,108 @@
+"""The live driver's warm-up: the rules run once over typical lines at start, and nothing of
+it is kept (no event, no state, no error report), while every common path is gone through."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from logwatch.alerts import AlertEvent
+from logwatch.drivers.tail import StartMode, TailDriver, TailOptions
+from logwatch.drivers.warmup import SCRATCH_SOURCE, WARM_UP_LINES, warm_up
+from logwatch.engine import Engine
+from logwatch.parse import shape_of
+from logwatch.rules.loader import RuleSpec
+from logwatch.shapes import SHAPES
+from tests.test_engine import RULES, Exploding, frames
+
+LINES = ["step 1 | loss 2.0", "step 2 | loss nan", "step 3 | loss 2.1", "step 4 | loss inf"]
+
+
+def test_the_warm_up_lines_go_through_every_shape_a_firing_and_its_end() -> None:
+    """Each line shape, the general path, a NaN firing and its resolution are met once."""
+    shapes = shape_of(pl.Series("text", list(WARM_UP_LINES))).to_list()
+    assert {SHAPES[number].name for number in shapes if number is not None} == {
+        shape.name for shape in SHAPES
+    }
+    assert None in shapes  # a line no shape fits: the general path
+    engine = Engine(RULES)
+    lines = list(WARM_UP_LINES)
+    got = [(e.rule, e.status) for e in engine.run_all(frames(lines, list(range(len(lines)))))]
+    assert ("nan-loss", "firing") in got
+    assert ("nan-loss", "resolved") in got
+
+
+def test_a_warmed_up_engine_keeps_nothing_of_it_and_alerts_as_a_cold_one() -> None:
+    """After the warm-up the engine holds no state of its own lines, and a log cut into live
+    batches gives the events (and the states) an engine that never warmed up gives."""
+    cold, warm = Engine(RULES), Engine(RULES)
+    warm_up(warm, warm.every_column)
+    assert warm.sources == {}
+    batches = frames(LINES, list(range(len(LINES))))
+    expected = [e.to_jsonl() for e in cold.run_all(batches)]
+    assert [e.to_jsonl() for e in warm.run_all(batches)] == expected
+    assert warm.export_state("s.log") == cold.export_state("s.log")
+
+
+def test_a_rule_that_raises_in_the_warm_up_is_reported_on_the_users_lines_only() -> None:
+    """The warm-up reports no error and does not switch a rule off: the user's own lines
+    report its error, once, under their source."""
+    bad = RuleSpec(
+        id="exploding",
+        type="match",
+        severity=RULES[0].severity,
+        summary="s",
+        resolved_summary="r",
+        fix="",
+        params={},
+        rule=Exploding(),
+        origin="test",
+    )
+    errors: list[tuple[str, str]] = []
+    engine = Engine([bad, *RULES], on_error=lambda rule, source, exc: errors.append((rule, source)))
+    warm_up(engine, engine.every_column)
+    assert errors == []
+    got = engine.run_all(frames(LINES, [2]))
+    assert errors == [("exploding", "s.log")]
+    assert [(e.line, e.rule) for e in got] == [(2, "nan-loss"), (3, "nan-loss"), (4, "nan-loss")]
+
+
+class Recording:
+    """A sink that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.events: list[AlertEvent] = []
+
+    def emit(self, event: AlertEvent) -> None:
+        self.events.append(event)
+
+    def tick(self, now: Any) -> None:
+        pass
+
+    def rename_source(self, old: str, new: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_tail_that_warms_up_shows_and_saves_nothing_of_it(tmp_path: Path) -> None:
+    """`logwatch tail` warms up at start: no alert of the warm-up lines reaches the sink, and
+    its checkpoint names only the followed file."""
+    log = tmp_path / "train.log"
+    log.write_text("step 1 | loss 2.0\n")
+    state = tmp_path / "state"
+    sink = Recording()
+    engine = Engine(RULES)
+    options = TailOptions(start=StartMode.BEGINNING, warm_up=True)
+    driver = TailDriver([str(log)], engine, sink, state_dir=state, options=options)
+    with driver:
+        assert SCRATCH_SOURCE not in engine.sources
+    assert sink.events == []
+    saved = b"".join(path.read_bytes() for path in state.rglob("*") if path.is_file())
+    assert b"warm-up" not in saved
+    assert str(log).encode() in saved
+    assert list(itertools.chain(engine.sources)) == [str(log)]
