@@ -133,9 +133,9 @@ class Exploding:
         raise ZeroDivisionError("boom")
 
 
-def test_a_failing_rule_is_reported_once_and_others_keep_working() -> None:
-    """An exception inside one rule goes to on_error once; the other rules still alert."""
-    bad = RuleSpec(
+def exploding_spec() -> RuleSpec:
+    """The rule pack entry of an `Exploding` rule."""
+    return RuleSpec(
         id="exploding",
         type="match",
         severity=RULES[0].severity,
@@ -146,6 +146,11 @@ def test_a_failing_rule_is_reported_once_and_others_keep_working() -> None:
         rule=Exploding(),
         origin="test",
     )
+
+
+def test_a_failing_rule_is_reported_once_and_others_keep_working() -> None:
+    """An exception inside one rule goes to on_error once; the other rules still alert."""
+    bad = exploding_spec()
     errors: list[tuple[str, str, str]] = []
     engine = Engine(
         [bad, *RULES], on_error=lambda rule, source, exc: errors.append((rule, source, str(exc)))

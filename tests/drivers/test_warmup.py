@@ -3,20 +3,17 @@ it is kept (no event, no state, no error report), while every common path is gon
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
-from logwatch.alerts import AlertEvent
 from logwatch.drivers.tail import StartMode, TailDriver, TailOptions
 from logwatch.drivers.warmup import SCRATCH_SOURCE, WARM_UP_LINES, warm_up
 from logwatch.engine import Engine
 from logwatch.parse import shape_of
-from logwatch.rules.loader import RuleSpec
 from logwatch.shapes import SHAPES
-from tests.test_engine import RULES, Exploding, frames
+from logwatch.sinks.base import ListSink
+from tests.test_engine import RULES, exploding_spec, frames
 
 LINES = ["step 1 | loss 2.0", "step 2 | loss nan", "step 3 | loss 2.1", "step 4 | loss inf"]
 
@@ -50,17 +47,7 @@ def test_a_warmed_up_engine_keeps_nothing_of_it_and_alerts_as_a_cold_one() -> No
 def test_a_rule_that_raises_in_the_warm_up_is_reported_on_the_users_lines_only() -> None:
     """The warm-up reports no error and does not switch a rule off: the user's own lines
     report its error, once, under their source."""
-    bad = RuleSpec(
-        id="exploding",
-        type="match",
-        severity=RULES[0].severity,
-        summary="s",
-        resolved_summary="r",
-        fix="",
-        params={},
-        rule=Exploding(),
-        origin="test",
-    )
+    bad = exploding_spec()
     errors: list[tuple[str, str]] = []
     engine = Engine([bad, *RULES], on_error=lambda rule, source, exc: errors.append((rule, source)))
     warm_up(engine, engine.every_column)
@@ -70,32 +57,13 @@ def test_a_rule_that_raises_in_the_warm_up_is_reported_on_the_users_lines_only()
     assert [(e.line, e.rule) for e in got] == [(2, "nan-loss"), (3, "nan-loss"), (4, "nan-loss")]
 
 
-class Recording:
-    """A sink that keeps what it is given."""
-
-    def __init__(self) -> None:
-        self.events: list[AlertEvent] = []
-
-    def emit(self, event: AlertEvent) -> None:
-        self.events.append(event)
-
-    def tick(self, now: Any) -> None:
-        pass
-
-    def rename_source(self, old: str, new: str) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
 def test_a_tail_that_warms_up_shows_and_saves_nothing_of_it(tmp_path: Path) -> None:
     """`logwatch tail` warms up at start: no alert of the warm-up lines reaches the sink, and
     its checkpoint names only the followed file."""
     log = tmp_path / "train.log"
     log.write_text("step 1 | loss 2.0\n")
     state = tmp_path / "state"
-    sink = Recording()
+    sink = ListSink()
     engine = Engine(RULES)
     options = TailOptions(start=StartMode.BEGINNING, warm_up=True)
     driver = TailDriver([str(log)], engine, sink, state_dir=state, options=options)
@@ -105,4 +73,4 @@ def test_a_tail_that_warms_up_shows_and_saves_nothing_of_it(tmp_path: Path) -> N
     saved = b"".join(path.read_bytes() for path in state.rglob("*") if path.is_file())
     assert b"warm-up" not in saved
     assert str(log).encode() in saved
-    assert list(itertools.chain(engine.sources)) == [str(log)]
+    assert list(engine.sources) == [str(log)]
