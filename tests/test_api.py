@@ -20,15 +20,9 @@ import logwatch
 RESTARTED = str(Path(NAN_LOG).with_name("train_restarted.log"))
 
 
-def _cli(
-    *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[bytes]:
+def _cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "logwatch", *args],
-        input=stdin,
-        capture_output=True,
-        check=False,
-        env=env,
+        [sys.executable, "-m", "logwatch", *args], input=stdin, capture_output=True, check=False
     )
 
 
@@ -215,25 +209,39 @@ def test_python_dash_m_logwatch_is_the_command() -> None:
     assert _cli("--help").stdout.decode().startswith("Usage: logwatch ")
 
 
-def test_a_replay_larger_than_a_pipe_reaches_its_reader_whole(tmp_path: Path) -> None:
-    """The command ends a finished replay without the interpreter's teardown: what it wrote
-    to a pipe (megabytes here, many times the pipe's buffer) still arrives whole, and as the
-    same bytes as through `main` with the teardown."""
+_HOOKED_RUN = (
+    "import atexit, sys; atexit.register(lambda: sys.stderr.write('teardown ran\\n'));"
+    "from logwatch.cli import run; run()"
+)
+
+
+def test_a_finished_replay_ends_without_the_teardown_and_keeps_every_byte(
+    tmp_path: Path,
+) -> None:
+    """The command ends a finished replay without the interpreter's teardown (an `atexit`
+    hook does not run), with the output and exit code `main` gives with the teardown, megabytes
+    of it through a buffered pipe; a replay that fails, and `main`, tear down as usual."""
     steps = [f"step {i} | loss {'nan' if i % 2 else '2.5'}\n" for i in range(1, 6001)]
     log = tmp_path / "flappy.log"
     log.write_text("".join(steps))
     buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     args = ["replay", "--format", "jsonl", "--fail-on", "critical", str(log)]
-    fast = _cli(*args, env=buffered)
-    slow = subprocess.run(
-        [sys.executable, "-c", "from logwatch.cli import main; main()", *args],
-        capture_output=True,
-        check=False,
-        env=buffered,
-    )
+
+    def command(code: str, *argv: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-c", code, *argv], capture_output=True, check=False, env=buffered
+        )
+
+    fast = command(_HOOKED_RUN, *args)
+    slow = command(_HOOKED_RUN.replace("import run; run()", "import main; main()"), *args)
+    assert b"teardown ran" not in fast.stderr
+    assert b"teardown ran" in slow.stderr
     assert len(fast.stdout) > 1 << 20
     assert fast.stdout.count(b"\n") == len(logwatch.replay(str(log)).events)
     assert (fast.returncode, fast.stdout) == (slow.returncode, slow.stdout) == (1, slow.stdout)
+    failed = command(_HOOKED_RUN, "replay", str(tmp_path / "missing.log"))
+    assert failed.returncode == 2
+    assert b"teardown ran" in failed.stderr
 
 
 def test_events_jsonl_round_trips_through_json() -> None:

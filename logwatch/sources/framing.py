@@ -201,19 +201,20 @@ def _split_at_newlines(rows: pl.Series, guarded: bool, data: bytes) -> bool:
     its newlines and nowhere else, proven in about 40 % of the time `count_newlines` takes.
 
     The reader keeps a byte, or drops a newline, the `\\r` before one, or a leading BOM; it
-    rewrites invalid UTF-8 only. For input without a `\\r` (the caller tests for one: a reader
-    that cut at a lone `\\r` would pass the sum): with no row holding a `\\n`, each of the
-    input's newlines was dropped; when the rows' bytes plus one per cut add up to the input's,
-    nothing else was dropped or rewritten, so each cut is at a newline. A BOM or invalid UTF-8
-    makes the sum disagree, and `_csv_lines` counts the newlines instead."""
+    rewrites invalid UTF-8 only, to U+FFFD. For input without a `\\r` (the caller tests for
+    one: a reader that cut at a lone `\\r` would pass the sum) and rows without a U+FFFD
+    (nothing rewritten: a rewrite can grow a row by as much as a lost newline): with no row
+    holding a `\\n`, each of the input's newlines was dropped; when the rows' bytes plus one
+    per cut add up to the input's, nothing else was, so each cut is at a newline. A block with
+    a BOM (the sum disagrees) or a U+FFFD in a row is left to `_csv_lines`' newline count."""
     size = len(data) + guarded
     cuts = rows.len() - (0 if data.endswith(b"\n") else 1)
     found = pl.DataFrame([rows]).select(
         pl.col("text").str.len_bytes().sum().alias("bytes"),
-        pl.col("text").str.contains("\n", literal=True).any().alias("newline"),
+        pl.col("text").str.contains_any(["\n", "\ufffd"]).any().alias("unproven"),
     )
-    total, inner = found.row(0)
-    return not inner and total + cuts == size
+    total, unproven = found.row(0)
+    return not unproven and total + cuts == size
 
 
 def count_newlines(data: bytes) -> int:

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import polars as pl
 
-from logwatch.drivers.tail import StartMode, TailDriver, TailOptions
+from logwatch.drivers.tail import StartMode
 from logwatch.drivers.warmup import SCRATCH_SOURCE, WARM_UP_LINES, warm_up
 from logwatch.engine import Engine
 from logwatch.parse import shape_of
 from logwatch.shapes import SHAPES
-from logwatch.sinks.base import ListSink
+from logwatch.testing import running
+from tests.tailkit import Tail
 from tests.test_engine import RULES, exploding_spec, frames
 
 LINES = ["step 1 | loss 2.0", "step 2 | loss nan", "step 3 | loss 2.1", "step 4 | loss inf"]
@@ -58,19 +59,23 @@ def test_a_rule_that_raises_in_the_warm_up_is_reported_on_the_users_lines_only()
 
 
 def test_a_tail_that_warms_up_shows_and_saves_nothing_of_it(tmp_path: Path) -> None:
-    """`logwatch tail` warms up at start: no alert of the warm-up lines reaches the sink, and
-    its checkpoint names only the followed file."""
+    """`logwatch tail` warms up at start: its rules see the warm-up lines (under the scratch
+    source), yet no alert of theirs reaches the sink, and the checkpoint names only the
+    followed file."""
     log = tmp_path / "train.log"
     log.write_text("step 1 | loss 2.0\n")
-    state = tmp_path / "state"
-    sink = ListSink()
-    engine = Engine(RULES)
-    options = TailOptions(start=StartMode.BEGINNING, warm_up=True)
-    driver = TailDriver([str(log)], engine, sink, state_dir=state, options=options)
-    with driver:
-        assert SCRATCH_SOURCE not in engine.sources
-    assert sink.events == []
-    saved = b"".join(path.read_bytes() for path in state.rglob("*") if path.is_file())
+    tail = Tail(tmp_path, warm_up=True, start=StartMode.BEGINNING)
+    with running(tail.driver) as driver:
+        driver.sync()
+    seen = {source for source, _, _ in tail.rec.seen}
+    assert seen == {SCRATCH_SOURCE, str(log)}
+    assert [text for source, _, text in tail.rec.seen if source == SCRATCH_SOURCE] == list(
+        WARM_UP_LINES
+    )
+    assert tail.sink.events == []
+    assert SCRATCH_SOURCE not in tail.driver.engine.sources
+    saved = b"".join(
+        path.read_bytes() for path in (tmp_path / "state").rglob("*") if path.is_file()
+    )
     assert b"warm-up" not in saved
     assert str(log).encode() in saved
-    assert list(engine.sources) == [str(log)]
