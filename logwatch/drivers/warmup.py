@@ -2,10 +2,11 @@
 
 The first time a line of a shape, a firing or a resolution goes through the parser and the
 rules, polars compiles the regexes of that path and the parser builds its cached expressions:
-several milliseconds each, once per process. A `logwatch tail` that met its first DFlash NaN
-line cold answered it in 20-40 ms, where later ones take 8-10 ms (BENCHMARKS.md). `warm_up`
-runs the engine once, at start, over a few lines of the common forms (each a batch of its own,
-as a live round reads them) under a scratch source that the engine then forgets.
+several milliseconds each, once per process: a fresh engine took 12-14 ms over its first
+DFlash step line and 6-12 ms over its first NaN, where warmed-up ones take 3.5-3.7 ms
+(BENCHMARKS.md). `warm_up` runs the engine once, at start, over a few lines of the common forms
+(each a batch of its own, as a live round reads them) under a scratch source that the engine
+then forgets.
 """
 
 from __future__ import annotations
