@@ -460,8 +460,7 @@ class Engine:
         except Exception:
             return _LiveChecks(_opened(frame, gates))
         found = selected.row(0)[: len(exprs)]
-        names = [expr.meta.output_name() for expr in self._ahead]
-        ahead = selected.select(names) if names else None
+        ahead = selected.select(selected.columns[len(exprs) :]) if self._ahead else None
         opened = {gate: bool(hit) for gate, hit in zip(gates, found, strict=False)}
         calm = {o for o, hit in zip(streaks, found[len(gates) :], strict=False) if not hit}
         gpu_empty = not found[-1] if self._log_gpu else None

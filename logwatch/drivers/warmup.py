@@ -11,8 +11,6 @@ then forgets.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from logwatch.engine import Engine
 from logwatch.parse import parse_block
 from logwatch.sources.framing import lines_to_series
@@ -48,9 +46,9 @@ WARM_UP_LINES: tuple[str, ...] = tuple(
 """Each common form with a finite loss, then a NaN (a firing), then finite again (its end)."""
 
 
-def warm_up(engine: Engine, columns: frozenset[str] | None, lines: Iterable[str] = ()) -> None:
-    """Run `engine` once over `lines` (default `WARM_UP_LINES`), each its own batch parsed for
-    `columns` as a live driver parses it, then forget them (`Engine.rehearse`)."""
+def warm_up(engine: Engine, columns: frozenset[str] | None) -> None:
+    """Run `engine` once over `WARM_UP_LINES`, each its own batch parsed for `columns` as a
+    live driver parses it, then forget them (`Engine.rehearse`)."""
     frames = [
         parse_block(
             lines_to_series((line + "\n").encode()),
@@ -59,6 +57,6 @@ def warm_up(engine: Engine, columns: frozenset[str] | None, lines: Iterable[str]
             default_year=2026,
             columns=columns,
         ).frame
-        for number, line in enumerate(lines or WARM_UP_LINES, start=1)
+        for number, line in enumerate(WARM_UP_LINES, start=1)
     ]
     engine.rehearse(frames, columns)

@@ -184,9 +184,10 @@ def _csv_lines(data: bytes, *, redrawn: bool) -> pl.Series:
     text = frame.get_column("text")
     if text.has_nulls():  # empty lines (a native check; the fill is a query)
         text = text.fill_null("")
-    if not redrawn and _split_at_newlines(text, guarded, data):
-        return text.slice(1) if guarded else text
-    text = text.slice(1) if guarded else text
+    if guarded:
+        text = text.slice(1)
+    if not redrawn and _split_at_newlines(text, data):
+        return text
     expected = count_newlines(data) + (0 if data.endswith(b"\n") else 1)
     if text.len() != expected:
         # Line numbers are a contract: should the fast splitter ever disagree with the newline
@@ -196,9 +197,8 @@ def _csv_lines(data: bytes, *, redrawn: bool) -> pl.Series:
     return text
 
 
-def _split_at_newlines(rows: pl.Series, guarded: bool, data: bytes) -> bool:
-    """Whether the CSV reader's `rows` of `data` (after a `\\n` when `guarded`) are cut at
-    its newlines and nowhere else, proven in about 40 % of the time `count_newlines` takes.
+def _split_at_newlines(rows: pl.Series, data: bytes) -> bool:
+    """Whether the CSV reader's `rows` of `data` are cut at its newlines and nowhere else, proven in about 40 % of the time `count_newlines` takes.
 
     The reader keeps a byte, or drops a newline, the `\\r` before one, or a leading BOM; it
     rewrites invalid UTF-8 only, to U+FFFD. For input without a `\\r` (the caller tests for
@@ -207,14 +207,13 @@ def _split_at_newlines(rows: pl.Series, guarded: bool, data: bytes) -> bool:
     holding a `\\n`, each of the input's newlines was dropped; when the rows' bytes plus one
     per cut add up to the input's, nothing else was, so each cut is at a newline. A block with
     a BOM (the sum disagrees) or a U+FFFD in a row is left to `_csv_lines`' newline count."""
-    size = len(data) + guarded
     cuts = rows.len() - (0 if data.endswith(b"\n") else 1)
     found = pl.DataFrame([rows]).select(
         pl.col("text").str.len_bytes().sum().alias("bytes"),
         pl.col("text").str.contains_any(["\n", "\ufffd"]).any().alias("unproven"),
     )
     total, unproven = found.row(0)
-    return not unproven and total + cuts == size
+    return not unproven and total + cuts == len(data)
 
 
 def count_newlines(data: bytes) -> int:

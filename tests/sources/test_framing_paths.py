@@ -253,24 +253,24 @@ def test_the_split_check_takes_the_lines_and_nothing_else(data: bytes) -> None:
     lines = data.decode().split("\n")
     if data.endswith(b"\n"):
         lines.pop()
-    assert _split_at_newlines(pl.Series("text", lines, dtype=pl.String), False, data)
+    assert _split_at_newlines(pl.Series("text", lines, dtype=pl.String), data)
     for wrong in wrong_splits(lines):
-        assert not _split_at_newlines(pl.Series("text", wrong, dtype=pl.String), False, data)
+        assert not _split_at_newlines(pl.Series("text", wrong, dtype=pl.String), data)
 
 
 def test_the_split_check_leaves_crlf_and_bad_utf8_to_the_count() -> None:
     """Blocks whose lines lost a CR or had bytes rewritten are counted, not proven: a
     rewrite can grow a row by the byte a merged line lost, so the sum alone would pass it."""
     merged = pl.Series("text", ["a\ufffdb"])
-    assert not _split_at_newlines(merged, False, b"a\xe2\x82\nb\n")  # two lines as one
-    assert not _split_at_newlines(merged, False, b"a\xf0\x9f\x98b\n")  # same size as read
+    assert not _split_at_newlines(merged, b"a\xe2\x82\nb\n")  # two lines as one
+    assert not _split_at_newlines(merged, b"a\xf0\x9f\x98b\n")  # same size as read
     assert lines_to_series(around(b"a\xe2\x82\nb\n")).to_list()[ROWS // 2 : ROWS // 2 + 2] == [
         "a\ufffd",
         "b",
     ]
-    assert not _split_at_newlines(pl.Series("text", ["a"]), False, b"a\r\n")
-    assert not _split_at_newlines(pl.Series("text", ["\ufffd"]), False, b"\xff\n")
-    assert not _split_at_newlines(pl.Series("text", ["a"]), False, b"\xef\xbb\xbfa\n")
+    assert not _split_at_newlines(pl.Series("text", ["a"]), b"a\r\n")
+    assert not _split_at_newlines(pl.Series("text", ["\ufffd"]), b"\xff\n")
+    assert not _split_at_newlines(pl.Series("text", ["a"]), b"\xef\xbb\xbfa\n")
     assert lines_to_series(around(b"\xef\xbb\xbfa\xff\r\n"), DEFAULT_MAX_LINE_BYTES).len() == (
         count_newlines(around(b"\n"))
     )
