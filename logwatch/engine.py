@@ -248,14 +248,19 @@ class Engine:
         return [event for state in states for event in state.alerts]
 
     def prepare(
-        self, frame: pl.DataFrame, computed: Iterable[str] | None = None
+        self,
+        frame: pl.DataFrame,
+        computed: Iterable[str] | None = None,
+        *,
+        plain_pairs: pl.Series | None = None,
     ) -> Prepared | None:
         """What `process` can use of a parsed batch that no engine state changes, computed
         ahead (replay does it on its parse threads): the lines each rule gate selects, the last
         step its lines say (when `computed`, the columns its parse computed, lacks the step),
         the rules' `Needs.ahead` columns, and the GPU rows of its snapshot lines (with each GPU
         hold rule's scored rows), or the error reading them raised (raised again, as the GPU
-        rules' error, when they read them)."""
+        rules' error, when they read them). `plain_pairs`: what the parse knows of its lines
+        (`ParsedBlock.plain_pairs`)."""
         if frame.is_empty():
             return None
         hits = self._gate_scan.hits(frame)
@@ -266,7 +271,8 @@ class Engine:
         if not self._log_gpu or _LazyGpuFrame(frame).empty():
             return ready(None, None)
         try:
-            rows = LogGpuRows(telemetry_rows(frame, self._gpu_metrics), self._gpu_metrics)
+            found = telemetry_rows(frame, self._gpu_metrics, plain_pairs=plain_pairs)
+            rows = LogGpuRows(found, self._gpu_metrics)
         except Exception as exc:  # the rules that read these rows report it, in order
             return ready(None, exc)
         for rule in self._log_holds:

@@ -18,7 +18,7 @@ from functools import cache
 
 import polars as pl
 
-from logwatch.shapes import SHAPES, cut_tokens, line_shape
+from logwatch.shapes import PLAIN_PAIRS_SHAPES, SHAPES, cut_tokens, line_shape
 from logwatch.timestamps import ParsedBlock, dated_timestamp, yearless_timestamp
 
 # A number as trainers print it, non-finite spellings included: nan, NaN, NAN, -nan, inf,
@@ -434,12 +434,17 @@ def parse_block(
     which = frame.drop_in_place("_shape") if tiny else None
     frame, head_rows, last_year, segment_years = _timestamps(frame, year, segments)
     finished = None if which is None else _one_shape(frame, which, wanted)
+    plain_pairs = None
     if finished is None:
         # a live batch none of whose lines has a shape takes the general path alone
         shaped = shapes and (which is None or which.null_count() < which.len())
         if wanted & _VALUE_COLUMNS:  # else: only what `_framed` gives (and derived counts)
-            values = _values(frame.select("text"), wanted, shapes=shaped, which=which)
+            texts = frame.select("text")
+            found = _shapes_for(texts.get_column("text"), wanted, shapes=shaped, which=which)
+            values = _values(texts, wanted, found)
             frame = frame.hstack(values.get_columns())
+            if found is not None and not tiny:
+                plain_pairs = found.is_in(PLAIN_PAIRS_SHAPES).fill_null(False)
         if "metrics" in wanted:
             frame = frame.with_columns(_metrics(frame))
         finished = _finished(frame, wanted)
@@ -449,6 +454,7 @@ def parse_block(
         head_rows=head_rows,
         last_year=last_year,
         segment_years=segment_years,
+        plain_pairs=plain_pairs,
     )
 
 
@@ -525,7 +531,9 @@ def complete(frame: pl.DataFrame, columns: Iterable[str]) -> pl.DataFrame:
     if not missing or frame.is_empty():
         return frame
     wanted = _with_bases(missing)
-    values = _values(frame.select("text"), wanted - ALWAYS)
+    texts = frame.select("text")
+    which = _shapes_for(texts.get_column("text"), wanted, shapes=True, which=None)
+    values = _values(texts, wanted - ALWAYS, which)
     return _finished(frame.with_columns(values.get_columns()), wanted)
 
 
@@ -553,25 +561,22 @@ _CUT_COLUMNS = frozenset(
 _VALUE_COLUMNS = frozenset(SCHEMA) - ALWAYS - {"metrics"} - set(_DERIVED)
 
 
-def _values(
-    texts: pl.DataFrame,
-    wanted: frozenset[str],
-    *,
-    shapes: bool = True,
-    which: pl.Series | None = None,
-) -> pl.DataFrame:
-    """The wanted value columns of these lines: shaped lines cut by their shape, the rest by
-    the general path; one row per line, in order. `which`: each line's shape when known
-    already (a live batch's, from `line_shape`), else found here (`shape_of`)."""
-    names = sorted(_VALUE_COLUMNS & wanted, key=list(SCHEMA).index)
-    text = texts.get_column("text")
+def _shapes_for(
+    text: pl.Series, wanted: frozenset[str], *, shapes: bool, which: pl.Series | None
+) -> pl.Series | None:
+    """Each line's shape for `_values` (None: every line takes the general path): `which` when
+    known already (a live batch's, from `line_shape`), else found here (`shape_of`)."""
     # Recognising shapes costs about what the general path's step pass does: worth it only
     # when a column a shape cuts more cheaply than the general path is wanted.
-    useful = shapes and bool(wanted & _CUT_COLUMNS)
-    if not useful:
-        which = None
-    elif which is None:
-        which = shape_of(text)
+    if not shapes or not wanted & _CUT_COLUMNS:
+        return None
+    return shape_of(text) if which is None else which
+
+
+def _values(texts: pl.DataFrame, wanted: frozenset[str], which: pl.Series | None) -> pl.DataFrame:
+    """The wanted value columns of these lines: lines of a shape (`which`, from `_shapes_for`)
+    cut by their shape, the rest by the general path; one row per line, in order."""
+    names = sorted(_VALUE_COLUMNS & wanted, key=list(SCHEMA).index)
     if which is None:
         return _general(texts, wanted).select(names)
     # derived columns a shape counts on its lines (the others' are derived after, `_derived`)

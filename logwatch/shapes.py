@@ -121,6 +121,10 @@ class Shape:
     # either end), 0 when that varies: with it, the cuts that say their `token` can be read by
     # splitting the lines into those tokens (`cut_tokens`).
     tokens: int = 0
+    # Whether every line of `pattern` has `/` only in plain ` key=value` pairs at its end
+    # (`gpu.frames.PLAIN_PAIRS_LINE`): the GPU rows of its lines are then read without that
+    # line pattern's pass (`ParsedBlock.plain_pairs`).
+    plain_pairs: bool = False
 
     def fits(self) -> pl.Expr:
         """Whether a line that holds `literal` has this shape (over `text`)."""
@@ -194,6 +198,7 @@ SHAPES: tuple[Shape, ...] = (
         general=("telemetry",),
         forbidden=_SNAPSHOT_FORBIDDEN,
         counts={"gpu_keys": " gpu/"},
+        plain_pairs=True,
     ),
     Shape(
         name="hf-dict",
@@ -211,6 +216,10 @@ SHAPES: tuple[Shape, ...] = (
     ),
 )
 """The shapes the parser tries, in order (a line is taken by the first that accepts it)."""
+
+
+PLAIN_PAIRS_SHAPES = [number for number, shape in enumerate(SHAPES) if shape.plain_pairs]
+"""The shapes (indices in `SHAPES`) whose lines are plain-pairs lines (`Shape.plain_pairs`)."""
 
 
 def cut_tokens(shape: Shape, text: pl.Series, names: Sequence[str]) -> pl.DataFrame:

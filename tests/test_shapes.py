@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
+from logwatch.gpu.frames import PLAIN_PAIRS_LINE, telemetry_rows
 from logwatch.parse import (
     SCHEMA,
     TINY_BATCH_ROWS,
@@ -16,7 +17,7 @@ from logwatch.parse import (
     parse_lines,
     shape_of,
 )
-from logwatch.shapes import SHAPES, Shape, cut_tokens, line_shape
+from logwatch.shapes import PLAIN_PAIRS_SHAPES, SHAPES, Shape, cut_tokens, line_shape
 from logwatch.timestamps import ParsedBlock
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -356,3 +357,31 @@ def test_a_batch_long_enough_for_token_cuts_gives_the_general_values(
         text, source="s", first_line=1, default_year=2026, columns=columns, shapes=False
     )
     assert_frame_equal(fast, general)
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.one_of(step_lines(), queue_lines(), snapshot_lines(), hf_lines(), st.text(max_size=80)),
+        min_size=1,
+        max_size=30,
+    ),
+    st.sampled_from([None, REPLAY_COLUMNS]),
+)
+def test_lines_said_plain_are_plain_pairs_lines(
+    lines: list[str], columns: frozenset[str] | None
+) -> None:
+    """The lines a parse says are plain-pairs lines (`ParsedBlock.plain_pairs`) match
+    `PLAIN_PAIRS_LINE`, so the GPU rows read with what it says are the rows read without."""
+    lines = [line.replace("\n", " ").replace("\r", " ") for line in lines]
+    text = pl.Series("text", lines * -(-(TINY_BATCH_ROWS + 1) // len(lines)), dtype=pl.String)
+    block = parse_block(text, source="s", first_line=1, default_year=2026, columns=columns)
+    if block.plain_pairs is None:
+        assert shape_of(text) is None
+        return
+    plain = block.frame.select(pl.col("text").str.contains(PLAIN_PAIRS_LINE)).to_series()
+    assert not (block.plain_pairs & ~plain).any()
+    assert block.plain_pairs.sum() == (shape_of(text) == PLAIN_PAIRS_SHAPES[0]).sum()
+    assert_frame_equal(
+        telemetry_rows(block.frame, plain_pairs=block.plain_pairs), telemetry_rows(block.frame)
+    )

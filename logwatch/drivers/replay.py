@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import polars as pl
 
@@ -72,7 +72,12 @@ def read_log(
     return pl.concat(frames) if frames else pl.DataFrame(schema=SCHEMA)
 
 
-Prepare = Callable[[pl.DataFrame], Prepared | None]
+class Prepare(Protocol):
+    """`Engine.prepare` for one parsed block (its frame and what its parse knows of it)."""
+
+    def __call__(
+        self, frame: pl.DataFrame, *, plain_pairs: pl.Series | None = None
+    ) -> Prepared | None: ...
 
 
 def _scan(
@@ -102,7 +107,9 @@ def _scan(
                 columns=columns,
                 shapes=options.shapes,
             )
-            ready = prepare(parsed.frame) if prepare is not None else None
+            ready = None
+            if prepare is not None:
+                ready = prepare(parsed.frame, plain_pairs=parsed.plain_pairs)
             return parsed, block.end_offset, ready
 
         for parsed, end, ready in _ordered_map(parse, _prefetch(blocks), workers=options.workers):

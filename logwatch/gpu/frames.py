@@ -171,7 +171,12 @@ _INTEGER_METRICS = {
 }
 
 
-def telemetry_rows(frame: pl.DataFrame, metrics: Collection[str] | None = None) -> pl.DataFrame:
+def telemetry_rows(
+    frame: pl.DataFrame,
+    metrics: Collection[str] | None = None,
+    *,
+    plain_pairs: pl.Series | None = None,
+) -> pl.DataFrame:
     """The batch's GPU snapshot keys, narrow: one row per (`_log_row`, gpu, metric) with `ts`
     and the `value` in its GPU-frame unit, ordered by (`_log_row`, gpu, metric).
 
@@ -180,7 +185,9 @@ def telemetry_rows(frame: pl.DataFrame, metrics: Collection[str] | None = None) 
     pivot. `metric` is a `METRIC` enum. With `metrics` (snapshot keys, `log_gpu_metrics`),
     only the rows of those; a batch the wide path fails on fails all the same. Lines of plain
     pairs (`PLAIN_PAIRS_LINE`) are cut by position (`_plain_rows`); the others read the pairs
-    as the parser does (`_general_rows`).
+    as the parser does (`_general_rows`). `plain_pairs`: per row of `frame`, true where its
+    line is known to be a plain-pairs line (`ParsedBlock.plain_pairs`): only the other lines
+    are matched.
     """
     wanted = None if metrics is None else frozenset(metrics)
     # integer metrics are read even when not wanted: a value they cannot hold fails the batch
@@ -191,8 +198,7 @@ def telemetry_rows(frame: pl.DataFrame, metrics: Collection[str] | None = None) 
         .with_row_index("_log_row")
         .filter(pl.col("snapshot").fill_null(False))
     )
-    plain = pl.col("text").str.contains(PLAIN_PAIRS_LINE) if "text" in read else pl.lit(False)
-    snapshots = snapshots.with_columns(plain.fill_null(False).alias("_plain"))
+    snapshots = snapshots.with_columns(_plain(snapshots, read, frame, plain_pairs))
     fast = _plain_rows(snapshots.filter(pl.col("_plain")), kept)
     rest = snapshots.filter(~pl.col("_plain"))
     if fast is None:  # a key the general path may refuse: every line takes it
@@ -205,6 +211,24 @@ def telemetry_rows(frame: pl.DataFrame, metrics: Collection[str] | None = None) 
     if wanted is None or (kept == wanted and rest.is_empty()):
         return rows
     return rows.filter(pl.col("metric").is_in(list(wanted)))
+
+
+def _plain(
+    snapshots: pl.DataFrame, read: list[str], frame: pl.DataFrame, known: pl.Series | None
+) -> pl.Series:
+    """`_plain`: whether each snapshot line (of `frame`'s rows `_log_row`) is a plain-pairs
+    line, matched only on the lines `known` (per row of `frame`) does not say are."""
+    if "text" not in read:
+        return pl.repeat(False, snapshots.height, dtype=pl.Boolean, eager=True).alias("_plain")
+    plain = pl.col("text").str.contains(PLAIN_PAIRS_LINE).fill_null(False)
+    if known is None or known.len() != frame.height:
+        return snapshots.select(plain.alias("_plain")).to_series()
+    said = known.gather(snapshots.get_column("_log_row"))
+    if said.all():
+        return said.alias("_plain")
+    unsaid = (~said).arg_true()
+    checked = snapshots.get_column("text").gather(unsaid).to_frame().select(plain).to_series()
+    return said.scatter(unsaid, checked).alias("_plain")
 
 
 PLAIN_PAIRS_LINE = r"^[^/]*(?: [a-z0-9_]+(?:/[a-z0-9_]+)+=-?[0-9]+(?:\.[0-9]+)?)*$"
