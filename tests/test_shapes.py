@@ -217,13 +217,17 @@ def test_hf_dict_shape_gives_the_general_values(lines: list[str]) -> None:
     both_ways(lines)
 
 
+MIXED_LINES = st.lists(
+    st.one_of(step_lines(), queue_lines(), snapshot_lines(), hf_lines(), st.text(max_size=80)),
+    min_size=1,
+    max_size=30,
+)
+"""Lines of every shape, their near misses and any text, in any order."""
+
+
 @SETTINGS
 @given(
-    st.lists(
-        st.one_of(step_lines(), queue_lines(), snapshot_lines(), hf_lines(), st.text(max_size=80)),
-        min_size=1,
-        max_size=30,
-    ),
+    MIXED_LINES,
     st.booleans(),
 )
 def test_mixed_lines_give_the_general_values(lines: list[str], metrics: bool) -> None:
@@ -361,11 +365,7 @@ def test_a_batch_long_enough_for_token_cuts_gives_the_general_values(
 
 @SETTINGS
 @given(
-    st.lists(
-        st.one_of(step_lines(), queue_lines(), snapshot_lines(), hf_lines(), st.text(max_size=80)),
-        min_size=1,
-        max_size=30,
-    ),
+    MIXED_LINES,
     st.sampled_from([None, REPLAY_COLUMNS]),
 )
 def test_lines_said_plain_are_plain_pairs_lines(
