@@ -101,7 +101,8 @@ class ParsedBlock:
     last_year: int | None  # the year of the block's last dated line
     segment_years: tuple[int | None, ...] = ()  # of each segment's (`parse_block(segments=)`)
     # per row, whether its line is known to be a plain-pairs line (`Shape.plain_pairs`): false
-    # says nothing; None when no line's shape was found
+    # says nothing; None when the parse did not look for shapes (a live batch, or no column a
+    # shape cuts wanted) or found none
     plain_pairs: pl.Series | None = None
 
     def in_year(self, year: int) -> pl.DataFrame:

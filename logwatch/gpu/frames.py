@@ -198,7 +198,7 @@ def telemetry_rows(
         .with_row_index("_log_row")
         .filter(pl.col("snapshot").fill_null(False))
     )
-    snapshots = snapshots.with_columns(_plain(snapshots, read, frame, plain_pairs))
+    snapshots = snapshots.with_columns(_plain(snapshots, read, frame.height, plain_pairs))
     fast = _plain_rows(snapshots.filter(pl.col("_plain")), kept)
     rest = snapshots.filter(~pl.col("_plain"))
     if fast is None:  # a key the general path may refuse: every line takes it
@@ -214,15 +214,18 @@ def telemetry_rows(
 
 
 def _plain(
-    snapshots: pl.DataFrame, read: list[str], frame: pl.DataFrame, known: pl.Series | None
+    snapshots: pl.DataFrame, read: list[str], rows: int, known: pl.Series | None
 ) -> pl.Series:
-    """`_plain`: whether each snapshot line (of `frame`'s rows `_log_row`) is a plain-pairs
-    line, matched only on the lines `known` (per row of `frame`) does not say are."""
+    """The `_plain` column: whether each snapshot line (`_log_row` of a frame of `rows` rows)
+    is a plain-pairs line, matched only on the lines `known` (per row of that frame) does not
+    say are."""
     if "text" not in read:
         return pl.repeat(False, snapshots.height, dtype=pl.Boolean, eager=True).alias("_plain")
     plain = pl.col("text").str.contains(PLAIN_PAIRS_LINE).fill_null(False)
-    if known is None or known.len() != frame.height:
+    if known is None:
         return snapshots.select(plain.alias("_plain")).to_series()
+    if known.len() != rows:
+        raise ValueError(f"plain_pairs has {known.len()} rows for a frame of {rows}")
     said = known.gather(snapshots.get_column("_log_row"))
     if said.all():
         return said.alias("_plain")
