@@ -16,7 +16,7 @@ import polars as pl
 from logwatch.alerts import FIRING, RESOLVED, AlertEvent
 from logwatch.gpu.frames import telemetry_rows
 from logwatch.lifecycle import Lifecycle
-from logwatch.parse import ALWAYS, SCHEMA, complete
+from logwatch.parse import ALWAYS, SCHEMA, complete, shapes_giving
 from logwatch.redact import redact
 from logwatch.rules.gpu import GpuRule, HoldRule, LogGpuRows, log_gpu_metrics, log_gpu_rows
 from logwatch.rules.loader import RuleSpec
@@ -27,10 +27,13 @@ from logwatch.rules.log import (
     StreakRule,
     Transition,
     WallClockRule,
+    ahead_expr,
     gate_rows,
     streak_starts,
 )
-from logwatch.rules.scan import GateScan
+from logwatch.rules.reach import ANY, reached
+from logwatch.rules.scan import GateScan, ShapeRows
+from logwatch.shapes import PLAIN_PAIRS_SHAPES
 
 ErrorHandler = Callable[[str, str, Exception], None]
 """Called as (rule id, source, exception) when a rule raises; the engine goes on without it."""
@@ -137,7 +140,8 @@ class _Needs:
     gate: str | None
     quiet: Callable[[dict[str, Any]], bool] | None
     rows: pl.Expr | None = None  # each line's gate match (`gate_rows`), with a gate
-    ahead: Mapping[str, pl.Expr] = field(default_factory=dict)  # `Needs.ahead`
+    ahead: Mapping[str, pl.Expr | str] = field(default_factory=dict)  # `Needs.ahead`
+    valued: frozenset[str] = frozenset()  # `Needs.valued`
 
 
 def _needs_of(spec: RuleSpec) -> _Needs:
@@ -151,7 +155,22 @@ def _needs_of(spec: RuleSpec) -> _Needs:
     columns, ahead = frozenset(declared.columns), declared.ahead
     if quiet is None or declared.gate is None:
         return _Needs(columns, shown, None, quiet, ahead=ahead)
-    return _Needs(columns, shown, declared.gate, quiet, gate_rows(declared), ahead)
+    return _Needs(columns, shown, declared.gate, quiet, gate_rows(declared), ahead, declared.valued)
+
+
+def _gate_reach(needs: Sequence[_Needs]) -> dict[str, frozenset[int]]:
+    """Each gate -> the shapes on whose lines it may match and move a rule behind it: those its
+    regex reaches (`reach.reached`), less, for a rule that moves only on lines with a value
+    (`Needs.valued`), the shapes that give it none."""
+    found: dict[str, frozenset[int]] = {}
+    for rule in needs:
+        if rule.gate is None:
+            continue
+        shapes = reached(rule.gate)
+        if rule.valued:
+            shapes &= shapes_giving(rule.valued)
+        found[rule.gate] = found.get(rule.gate, frozenset()) | shapes
+    return found
 
 
 class Engine:
@@ -212,16 +231,20 @@ class Engine:
             if needs.gate is not None and needs.rows is not None
         }
         self._gate_rows = dict(sorted(rows.items()))
-        self._gate_scan = GateScan(self._gate_rows)
+        self._gate_scan = GateScan(self._gate_rows, _gate_reach(self._needs))
         # the rules' per-line columns that `prepare` computes ahead, in one query
         # (those reading only what every parse gives: the others the rules compute themselves)
         ahead = {
-            name: expr
+            name: value
             for needs in self._needs
-            for name, expr in needs.ahead.items()
-            if set(expr.meta.root_names()) <= ALWAYS
+            for name, value in needs.ahead.items()
+            if set(ahead_expr(value).meta.root_names()) <= ALWAYS
         }
-        self._ahead = [expr.alias(name) for name, expr in sorted(ahead.items())]
+        self._ahead = [ahead_expr(value).alias(name) for name, value in sorted(ahead.items())]
+        # on a long batch whose lines' shapes are known, each read only where it can match
+        self._ahead_reach = [
+            reached(value) if isinstance(value, str) else ANY for _, value in sorted(ahead.items())
+        ]
         # On a live batch of a line or two, each gate's own regex: a rule's cheaper expression
         # for a long batch (the nonfinite gate's list pass) costs more there than the regex.
         self._small_gate_checks = {
@@ -253,20 +276,30 @@ class Engine:
         computed: Iterable[str] | None = None,
         *,
         plain_pairs: pl.Series | None = None,
+        shapes: pl.Series | None = None,
     ) -> Prepared | None:
         """What `process` can use of a parsed batch that no engine state changes, computed
         ahead (replay does it on its parse threads): the lines each rule gate selects, the last
         step its lines say (when `computed`, the columns its parse computed, lacks the step),
         the rules' `Needs.ahead` columns, and the GPU rows of its snapshot lines (with each GPU
         hold rule's scored rows), or the error reading them raised (raised again, as the GPU
-        rules' error, when they read them). `plain_pairs`: what the parse knows of its lines
-        (`ParsedBlock.plain_pairs`)."""
+        rules' error, when they read them). `shapes`: each line's shape, where the parse
+        knows it (`ParsedBlock.shapes`): gates and `ahead` columns are read only on the lines
+        where they can match; `plain_pairs` (else derived from `shapes`): which lines are known
+        to be plain-pairs lines (`gpu.frames.telemetry_rows`)."""
         if frame.is_empty():
             return None
-        hits = self._gate_scan.hits(frame)
+        if plain_pairs is None and shapes is not None:
+            plain_pairs = shapes.is_in(PLAIN_PAIRS_SHAPES).fill_null(False)
+        lines = ShapeRows(frame, shapes)
+        hits = self._gate_scan.hits(frame, lines=lines)
         stepped = computed is not None and "step" not in computed
         last_step = last_step_of(frame) if stepped else None
-        ahead = frame.select(self._ahead) if self._ahead else None
+        ahead = None
+        if self._ahead:
+            ahead = pl.DataFrame(
+                [lines.column(e, r) for e, r in zip(self._ahead, self._ahead_reach, strict=True)]
+            )
         ready = partial(Prepared, frame, hits, stepped=stepped, last_step=last_step, ahead=ahead)
         if not self._log_gpu or _LazyGpuFrame(frame).empty():
             return ready(None, None)

@@ -18,7 +18,7 @@ from functools import cache
 
 import polars as pl
 
-from logwatch.shapes import PLAIN_PAIRS_SHAPES, SHAPES, cut_tokens, line_shape
+from logwatch.shapes import SHAPES, cut_tokens, line_shape
 from logwatch.timestamps import ParsedBlock, dated_timestamp, yearless_timestamp
 
 # A number as trainers print it, non-finite spellings included: nan, NaN, NAN, -nan, inf,
@@ -434,7 +434,7 @@ def parse_block(
     which = frame.drop_in_place("_shape") if tiny else None
     frame, head_rows, last_year, segment_years = _timestamps(frame, year, segments)
     finished = None if which is None else _one_shape(frame, which, wanted)
-    plain_pairs = None
+    shaped_rows = None
     if finished is None:
         # a live batch none of whose lines has a shape takes the general path alone
         shaped = shapes and (which is None or which.null_count() < which.len())
@@ -444,7 +444,7 @@ def parse_block(
             values = _values(texts, wanted, found)
             frame = frame.hstack(values.get_columns())
             if found is not None and not tiny:
-                plain_pairs = found.is_in(PLAIN_PAIRS_SHAPES).fill_null(False)
+                shaped_rows = found
         if "metrics" in wanted:
             frame = frame.with_columns(_metrics(frame))
         finished = _finished(frame, wanted)
@@ -454,7 +454,7 @@ def parse_block(
         head_rows=head_rows,
         last_year=last_year,
         segment_years=segment_years,
-        plain_pairs=plain_pairs,
+        shapes=shaped_rows,
     )
 
 
@@ -559,6 +559,20 @@ _CUT_COLUMNS = frozenset(
     name for shape in SHAPES for name in (*shape.cuts, *shape.general) if name != "step"
 )
 _VALUE_COLUMNS = frozenset(SCHEMA) - ALWAYS - {"metrics"} - set(_DERIVED)
+
+
+def shapes_giving(columns: Iterable[str]) -> frozenset[int]:
+    """The shapes (indices in `SHAPES`) on whose lines one of `columns` may have a value: a
+    value column that a shape neither cuts, computes, counts nor fixes is null on its lines
+    (`_shape_columns`; a flag is false there, a value: flags count as given)."""
+    found = set()
+    for number, shape in enumerate(SHAPES):
+        given = {*shape.cuts, *shape.general, *shape.constants, *shape.counts}
+        for name in columns:
+            if name not in _VALUE_COLUMNS or name in given or SCHEMA[name] == pl.Boolean():
+                found.add(number)
+                break
+    return frozenset(found)
 
 
 def _shapes_for(

@@ -100,10 +100,10 @@ class ParsedBlock:
     head_rows: int  # the rows before that first dated line
     last_year: int | None  # the year of the block's last dated line
     segment_years: tuple[int | None, ...] = ()  # of each segment's (`parse_block(segments=)`)
-    # per row, whether its line is known to be a plain-pairs line (`Shape.plain_pairs`): false
-    # says nothing; None when the parse did not look for shapes (a live batch, or no column a
+    # per row, the shape its line was cut by (its index in `shapes.SHAPES`, Int8; null: the
+    # general path); None when the parse did not look for shapes (a live batch, or no column a
     # shape cuts wanted) or found none
-    plain_pairs: pl.Series | None = None
+    shapes: pl.Series | None = None
 
     def in_year(self, year: int) -> pl.DataFrame:
         """The frame with its head's yearless timestamps moved to `year`."""

@@ -371,18 +371,19 @@ def test_a_batch_long_enough_for_token_cuts_gives_the_general_values(
 def test_lines_said_plain_are_plain_pairs_lines(
     lines: list[str], columns: frozenset[str] | None
 ) -> None:
-    """The lines a parse says are plain-pairs lines (`ParsedBlock.plain_pairs`) match
-    `PLAIN_PAIRS_LINE`, so the GPU rows read with what it says are the rows read without."""
+    """The shapes a parse says its lines have (`ParsedBlock.shapes`) are `shape_of`'s, and the
+    lines of a plain-pairs shape match `PLAIN_PAIRS_LINE`, so the GPU rows read with what it
+    says are the rows read without."""
     lines = [line.replace("\n", " ").replace("\r", " ") for line in lines]
     text = pl.Series("text", lines * -(-(TINY_BATCH_ROWS + 1) // len(lines)), dtype=pl.String)
     block = parse_block(text, source="s", first_line=1, default_year=2026, columns=columns)
     which = shape_of(text)
-    if block.plain_pairs is None or which is None:
-        assert block.plain_pairs is None and which is None
+    if block.shapes is None or which is None:
+        assert block.shapes is None and which is None
         return
+    assert block.shapes.equals(which, check_names=False)
+    said = block.shapes.is_in(PLAIN_PAIRS_SHAPES).fill_null(False)
     plain = block.frame.select(pl.col("text").str.contains(PLAIN_PAIRS_LINE)).to_series()
-    assert not (block.plain_pairs & ~plain).any()
-    assert block.plain_pairs.sum() == which.is_in(PLAIN_PAIRS_SHAPES).sum()
-    assert_frame_equal(
-        telemetry_rows(block.frame, plain_pairs=block.plain_pairs), telemetry_rows(block.frame)
-    )
+    assert not (said & ~plain).any()
+    assert said.sum() == which.is_in(PLAIN_PAIRS_SHAPES).sum()
+    assert_frame_equal(telemetry_rows(block.frame, plain_pairs=said), telemetry_rows(block.frame))

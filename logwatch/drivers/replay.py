@@ -76,7 +76,7 @@ class Prepare(Protocol):
     """`Engine.prepare` for one parsed block (its frame and what its parse knows of it)."""
 
     def __call__(
-        self, frame: pl.DataFrame, *, plain_pairs: pl.Series | None = None
+        self, frame: pl.DataFrame, *, shapes: pl.Series | None = None
     ) -> Prepared | None: ...
 
 
@@ -109,7 +109,7 @@ def _scan(
             )
             ready = None
             if prepare is not None:
-                ready = prepare(parsed.frame, plain_pairs=parsed.plain_pairs)
+                ready = prepare(parsed.frame, shapes=parsed.shapes)
             return parsed, block.end_offset, ready
 
         for parsed, end, ready in _ordered_map(parse, _prefetch(blocks), workers=options.workers):

@@ -199,7 +199,7 @@ class DropRule:
     def needs(self) -> Needs:
         """Its column, and the text for pause lines (found ahead where the engine can); no
         gate: every value joins the history."""
-        return Needs(frozenset({self.column, "text"}), ahead={PAUSES: _PAUSE_ROWS})
+        return Needs(frozenset({self.column, "text"}), ahead={PAUSES: PAUSE_PATTERN})
 
     def quiet(self, state: dict[str, Any]) -> bool:
         """No low streak running."""

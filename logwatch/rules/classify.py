@@ -86,7 +86,7 @@ class ClassifyRule:
         if not self.wrapped:
             return Needs(frozenset({"text"}), gate_for(self.pattern))
         gate = self.line_gate
-        ahead = {} if gate is None else {_holds_column(gate): pl.col("text").str.contains(gate)}
+        ahead: dict[str, pl.Expr | str] = {} if gate is None else {_holds_column(gate): gate}
         return Needs(frozenset({"text"}), None, ahead=ahead)
 
     @property

@@ -76,7 +76,17 @@ class Needs:
     # over the columns every parse gives, `text` mostly; names start with `_`): the engine may
     # compute them ahead, on the parse threads, and give them to the rule as columns of its
     # frame; the rule computes one itself where its frame lacks it.
-    ahead: Mapping[str, pl.Expr] = field(default_factory=dict, compare=False)
+    # A column given as a string is that regex's match over `text`, which the engine can pass
+    # over on the lines of shapes no match can be in (`rules.reach`).
+    ahead: Mapping[str, pl.Expr | str] = field(default_factory=dict, compare=False)
+    # The columns one of which a line must have a value in to move the rule (empty: any line
+    # may): a gate scan passes over the lines of shapes that give none of them a value.
+    valued: frozenset[str] = frozenset()
+
+
+def ahead_expr(value: pl.Expr | str) -> pl.Expr:
+    """A `Needs.ahead` column's expression (a string: its regex's match over `text`)."""
+    return pl.col("text").str.contains(value) if isinstance(value, str) else value
 
 
 def gate_rows(needs: Needs) -> pl.Expr:
@@ -156,7 +166,12 @@ class NonFiniteRule:
     @property
     def needs(self) -> Needs:
         """The column and the rank; only a line spelling a non-finite value can make it bad."""
-        return Needs(frozenset({self.column, "rank"}), NONFINITE_GATE, NONFINITE_ROWS)
+        return Needs(
+            frozenset({self.column, "rank"}),
+            NONFINITE_GATE,
+            NONFINITE_ROWS,
+            valued=frozenset({self.column}),  # a line without a value is passed over
+        )
 
     def quiet(self, state: dict[str, Any]) -> bool:
         """No rank is non-finite."""
@@ -515,6 +530,7 @@ __all__ = [
     "Templates",
     "Transition",
     "WallClockRule",
+    "ahead_expr",
     "gate_rows",
     "matching_rows",
     "replace",

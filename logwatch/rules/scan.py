@@ -7,14 +7,22 @@ So plain gates are matched together: in unions of up to `UNION_ALTERNATIVES` alt
 pass each; a gate's own regex then runs only on the (few) lines its union selects. A line
 matches a gate exactly when it matches the gate's union and the gate: the union is only a way
 to find the candidates. A gate with an expression of its own (`Needs.rows`) is a pass of its own.
+
+Where the parse says each line's shape (`ParsedBlock.shapes`), a pass reads only the lines
+without a shape and those of the shapes its gates reach (`reach.reached`): a line of another
+shape cannot match them. Gates are grouped by what they reach, so that each union reads the
+same lines.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
+from typing import cast
 
 import polars as pl
+
+from logwatch.rules.reach import ANY
 
 UNION_ALTERNATIVES = 64
 """The most top-level alternatives a union of gates gets: about as many literals as the regex
@@ -29,16 +37,29 @@ def _alternatives(gate: str) -> int:
 
 class GateScan:
     """The lines of a frame that each gate selects (`hits`), for gates given as gate -> each
-    line's match (the rules' `gate_rows`)."""
+    line's match (the rules' `gate_rows`); `reach`: gate -> the shapes whose lines may match
+    it (where the scan is told each line's shape; a gate not given reaches every shape)."""
 
-    def __init__(self, rows: Mapping[str, pl.Expr]) -> None:
+    def __init__(
+        self, rows: Mapping[str, pl.Expr], reach: Mapping[str, frozenset[int]] | None = None
+    ) -> None:
         self._rows = dict(rows)
+        given = reach or {}
+        # a gate whose expression reads more than the text is read on every line
+        self._reach = {
+            gate: given.get(gate, ANY) if set(expr.meta.root_names()) <= {"text"} else ANY
+            for gate, expr in rows.items()
+        }
         plain = [gate for gate, expr in rows.items() if _is_plain(gate, expr)]
         self._unions: list[list[str]] = []
         size = 0
-        for gate in sorted(plain, key=_alternatives):
+        for gate in sorted(plain, key=lambda g: (sorted(self._reach[g]), _alternatives(g))):
             count = _alternatives(gate)
-            if not self._unions or size + count > UNION_ALTERNATIVES:
+            if (
+                not self._unions
+                or size + count > UNION_ALTERNATIVES
+                or self._reach[self._unions[-1][0]] != self._reach[gate]
+            ):
                 self._unions.append([])
                 size = 0
             self._unions[-1].append(gate)
@@ -52,29 +73,38 @@ class GateScan:
         return [list(union) for union in self._unions]
 
     def hits(
-        self, frame: pl.DataFrame, gates: Collection[str] | None = None
+        self,
+        frame: pl.DataFrame,
+        gates: Collection[str] | None = None,
+        *,
+        lines: ShapeRows | None = None,
     ) -> dict[str, pl.Series]:
         """The rows (UInt32) of the lines of `frame` each gate selects, for `gates` (None: all),
-        in the order the gates were given."""
+        in the order the gates were given; `lines`: the frame's lines by shape, where the parse
+        told them."""
         wanted = set(self._rows if gates is None else gates)
         picked = [i for i, union in enumerate(self._unions) if wanted.intersection(union)]
-        unions = [self._unions[i] for i in picked]
-        passes = [self._union_rows[i].alias(f"_u{i}") for i in picked]
+        passes = [
+            (self._union_rows[i].alias(f"_u{i}"), self._reach[self._unions[i][0]]) for i in picked
+        ]
         passes += [
-            self._rows[gate].fill_null(False).arg_true().implode().alias(f"_o{i}")
+            (
+                self._rows[gate].fill_null(False).arg_true().implode().alias(f"_o{i}"),
+                self._reach[gate],
+            )
             for i, gate in enumerate(self._own)
             if gate in wanted
         ]
         if not passes:
             return {}
-        found = frame.select(passes)
+        found = (lines or ShapeRows(frame, None)).select(passes)
         hits: dict[str, pl.Series] = {}
         for i, gate in enumerate(self._own):
             if gate in wanted:
-                hits[gate] = found.get_column(f"_o{i}")[0]
-        for i, union in zip(picked, unions, strict=True):
-            candidates: pl.Series = found.get_column(f"_u{i}")[0]
-            hits.update(self._split(frame, union, candidates, wanted))
+                hits[gate] = found[f"_o{i}"]
+        for i in picked:
+            union = self._unions[i]
+            hits.update(self._split(frame, union, found[f"_u{i}"], wanted))
         return {gate: hits[gate] for gate in self._rows if gate in hits}
 
     def _split(
@@ -91,6 +121,65 @@ class GateScan:
         return {
             gate: candidates.filter(matched.get_column(f"_g{i}")) for i, gate in enumerate(gates)
         }
+
+
+class ShapeRows:
+    """A frame's lines as passes over `text` read them, each only where it can match: the
+    lines without a shape and those of the shapes it reaches (all, when `shapes` is None)."""
+
+    def __init__(self, frame: pl.DataFrame, shapes: pl.Series | None) -> None:
+        self._frame = frame
+        self._shapes = shapes
+        self._present: frozenset[int] | None = None
+        if shapes is not None:
+            if shapes.len() != frame.height:
+                raise ValueError(f"shapes has {shapes.len()} rows for a frame of {frame.height}")
+            self._present = frozenset(shapes.drop_nulls().unique().to_list())
+        self._read: dict[frozenset[int], tuple[pl.Series, pl.DataFrame]] = {}
+
+    def _key(self, reach: frozenset[int]) -> frozenset[int] | None:
+        """The shapes present whose lines a pass reaching `reach` reads (None: every line)."""
+        if self._present is None or self._present <= reach:
+            return None
+        return reach & self._present
+
+    def _lines(self, key: frozenset[int]) -> tuple[pl.Series, pl.DataFrame]:
+        """The rows (UInt32) without a shape or of one in `key`, and their `text`."""
+        found = self._read.get(key)
+        if found is None:
+            shapes = cast(pl.Series, self._shapes)
+            keep = shapes.is_null() | shapes.is_in(sorted(key))
+            found = self._read[key] = (keep.arg_true(), self._frame.select("text").filter(keep))
+        return found
+
+    def select(self, passes: list[tuple[pl.Expr, frozenset[int]]]) -> dict[str, pl.Series]:
+        """Each pass (an aggregate over `text` giving a list of rows, and what it reaches): the
+        rows of the frame it gives, by its name; one select per set of lines."""
+        groups: dict[frozenset[int] | None, list[pl.Expr]] = {}
+        for expr, reach in passes:
+            groups.setdefault(self._key(reach), []).append(expr)
+        found: dict[str, pl.Series] = {}
+        for key, exprs in groups.items():
+            if key is None:
+                selected = self._frame.select(exprs)
+                found.update((name, selected.get_column(name)[0]) for name in selected.columns)
+                continue
+            rows, lines = self._lines(key)
+            selected = lines.select(exprs)
+            for name in selected.columns:
+                found[name] = rows.gather(selected.get_column(name)[0])
+        return found
+
+    def column(self, expr: pl.Expr, reach: frozenset[int]) -> pl.Series:
+        """A per-line boolean expression over `text` that is false wherever it cannot match,
+        computed only where it can (`reach`)."""
+        key = self._key(reach)
+        if key is None:
+            return self._frame.select(expr).to_series()
+        rows, lines = self._lines(key)
+        values = lines.select(expr).to_series()
+        full = pl.repeat(False, self._frame.height, dtype=pl.Boolean, eager=True)
+        return full.scatter(rows, values).alias(values.name)
 
 
 def _is_plain(gate: str, expr: pl.Expr) -> bool:
