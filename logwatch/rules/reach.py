@@ -102,7 +102,12 @@ class _Automaton:
 
 def _automaton(pattern: str) -> _Automaton:
     """`pattern` (anchored at both ends) as an automaton over a superset of its lines."""
-    items = list(_sre.parse(pattern))
+    if _class_syntax(pattern):  # classes polars' regex reads otherwise than Python's
+        raise _Unreadable(pattern)
+    parsed = _sre.parse(pattern)
+    if parsed.state.flags & ~int(re.UNICODE):  # ignoring case, verbose, ...: not read
+        raise _Unreadable(pattern)
+    items = list(parsed)
     if len(items) < 2 or items[0][0] is not AT or items[-1][0] is not AT:
         raise _Unreadable(pattern)
     if str(items[0][1]) != "AT_BEGINNING" or str(items[-1][1]) != "AT_END":
@@ -111,6 +116,26 @@ def _automaton(pattern: str) -> _Automaton:
     auto.start = auto.state()
     auto.end = _sequence(auto, items[1:-1], auto.start)
     return auto
+
+
+def _class_syntax(pattern: str) -> bool:
+    """Whether a class of `pattern` holds what polars' (Rust) regex reads as a nested class, a
+    POSIX class or a set operation (`[`, `&&`, `--`, `~~`), where Python's reads characters."""
+    inside = escaped = False
+    start = 0  # where the open class's characters start
+    for n, char in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif not inside:
+            inside = char == "["
+            start = n + 1
+        elif char == "[" or pattern[n : n + 2] in ("&&", "--", "~~"):
+            return True
+        elif char == "]" and n > start + (pattern[start : start + 1] == "^"):
+            inside = False
+    return inside  # an unclosed class: not read either
 
 
 def _sequence(auto: _Automaton, items: list[Any], at: int) -> int:
@@ -183,6 +208,8 @@ def _shape_automaton(number: int) -> _Automaton | None:
 def holds(auto: _Automaton, lit: Literal) -> bool:
     """Whether some text of the automaton holds `lit` (a breadth-first walk of the automaton
     and how much of the literal the text so far ends with)."""
+    if lit.fold and any(c not in _FOLDED and c.lower() != c.upper() for c in lit.text):
+        return True  # a letter whose other cases are Unicode's to say: maybe
     classes = _classes(lit)
     if not _may_hold(auto, classes):
         return False

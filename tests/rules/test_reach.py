@@ -4,6 +4,7 @@ scan told the lines' shapes finds what a scan of every line finds."""
 from __future__ import annotations
 
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
@@ -13,7 +14,7 @@ from logwatch.engine import Engine
 from logwatch.parse import parse_block, shapes_giving
 from logwatch.rules.gates import NEVER, Literal
 from logwatch.rules.log import NONFINITE_GATE
-from logwatch.rules.reach import ANY, _shape_automaton, holds, reached
+from logwatch.rules.reach import ANY, _automaton, _shape_automaton, _Unreadable, holds, reached
 from logwatch.shapes import SHAPES
 from tests.test_shapes import MIXED_LINES
 
@@ -117,3 +118,16 @@ def test_a_scan_told_the_shapes_finds_what_a_scan_of_every_line_finds(lines: lis
             assert values.null_count().sum_horizontal().item() == 2 * len(skipped), gate
     assert told.ahead is not None and every.ahead is not None
     assert_frame_equal(told.ahead, every.ahead)
+
+
+def test_a_pattern_the_automaton_does_not_read_reaches_every_line() -> None:
+    for pattern in (
+        r"^[[:alpha:]]+$",  # POSIX class: polars reads it, Python reads `[`, `:`, ...
+        r"^[a-z&&b]x$",  # class intersection in polars
+        r"(?i)^abc$",  # case ignored throughout
+        r"^[^a]bc$",  # negated class
+        r"abc$",  # not anchored at the start
+        r"^\dabc$",  # a Unicode category
+    ):
+        with pytest.raises(_Unreadable):
+            _automaton(pattern)
