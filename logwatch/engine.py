@@ -158,6 +158,11 @@ def _needs_of(spec: RuleSpec) -> _Needs:
     return _Needs(columns, shown, declared.gate, quiet, gate_rows(declared), ahead, declared.valued)
 
 
+_FILLED = frozenset({"step"})
+"""Columns the engine fills in on lines without a value of their own (`_filled_step`): a rule
+that moves on a value of one may move on any line."""
+
+
 def _gate_reach(needs: Sequence[_Needs]) -> dict[str, frozenset[int]]:
     """Each gate -> the shapes on whose lines it may match and move a rule behind it: those its
     regex reaches (`reach.reached`), less, for a rule that moves only on lines with a value
@@ -167,7 +172,7 @@ def _gate_reach(needs: Sequence[_Needs]) -> dict[str, frozenset[int]]:
         if rule.gate is None:
             continue
         shapes = reached(rule.gate)
-        if rule.valued:
+        if rule.valued and not rule.valued & _FILLED:
             shapes &= shapes_giving(rule.valued)
         found[rule.gate] = found.get(rule.gate, frozenset()) | shapes
     return found
@@ -297,9 +302,7 @@ class Engine:
         last_step = last_step_of(frame) if stepped else None
         ahead = None
         if self._ahead:
-            ahead = pl.DataFrame(
-                [lines.column(e, r) for e, r in zip(self._ahead, self._ahead_reach, strict=True)]
-            )
+            ahead = lines.columns(list(zip(self._ahead, self._ahead_reach, strict=True)))
         ready = partial(Prepared, frame, hits, stepped=stepped, last_step=last_step, ahead=ahead)
         if not self._log_gpu or _LazyGpuFrame(frame).empty():
             return ready(None, None)

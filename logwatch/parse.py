@@ -444,7 +444,7 @@ def parse_block(
             values = _values(texts, wanted, found)
             frame = frame.hstack(values.get_columns())
             if found is not None and not tiny:
-                shaped_rows = found
+                shaped_rows = found.alias("shape")
         if "metrics" in wanted:
             frame = frame.with_columns(_metrics(frame))
         finished = _finished(frame, wanted)

@@ -80,7 +80,8 @@ class Needs:
     # over on the lines of shapes no match can be in (`rules.reach`).
     ahead: Mapping[str, pl.Expr | str] = field(default_factory=dict, compare=False)
     # The columns one of which a line must have a value in to move the rule (empty: any line
-    # may): a gate scan passes over the lines of shapes that give none of them a value.
+    # may), as the parse gives them: a gate scan passes over the lines of shapes that give none
+    # of them a value (a column the engine fills in, the step, counts as given everywhere).
     valued: frozenset[str] = frozenset()
 
 

@@ -17,7 +17,7 @@ same lines.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import cast
 
 import polars as pl
@@ -51,25 +51,17 @@ class GateScan:
             for gate, expr in rows.items()
         }
         plain = [gate for gate, expr in rows.items() if _is_plain(gate, expr)]
-        self._unions: list[list[str]] = []
-        size = 0
-        for gate in sorted(plain, key=lambda g: (sorted(self._reach[g]), _alternatives(g))):
-            count = _alternatives(gate)
-            if (
-                not self._unions
-                or size + count > UNION_ALTERNATIVES
-                or self._reach[self._unions[-1][0]] != self._reach[gate]
-            ):
-                self._unions.append([])
-                size = 0
-            self._unions[-1].append(gate)
-            size += count
+        # on lines of untold shapes (live batches) by size alone; on told ones by reach too
+        self._unions = _grouped(plain, lambda gate: ANY)
+        self._told = _grouped(plain, self._reach.__getitem__)
         self._own = [gate for gate in rows if gate not in plain]
-        self._union_rows = [_union_rows(union) for union in self._unions]  # built once
+        self._union_rows = {  # built once
+            tuple(union): _union_rows(union) for union in [*self._unions, *self._told]
+        }
 
     @property
     def unions(self) -> list[list[str]]:
-        """The plain gates, grouped as they are matched together."""
+        """The plain gates, grouped as they are matched together (on lines of untold shapes)."""
         return [list(union) for union in self._unions]
 
     def hits(
@@ -83,9 +75,11 @@ class GateScan:
         in the order the gates were given; `lines`: the frame's lines by shape, where the parse
         told them."""
         wanted = set(self._rows if gates is None else gates)
-        picked = [i for i, union in enumerate(self._unions) if wanted.intersection(union)]
+        unions = self._told if lines is not None and lines.told else self._unions
+        picked = [i for i, union in enumerate(unions) if wanted.intersection(union)]
         passes = [
-            (self._union_rows[i].alias(f"_u{i}"), self._reach[self._unions[i][0]]) for i in picked
+            (self._union_rows[tuple(unions[i])].alias(f"_u{i}"), self._reach[unions[i][0]])
+            for i in picked
         ]
         passes += [
             (
@@ -103,8 +97,7 @@ class GateScan:
             if gate in wanted:
                 hits[gate] = found[f"_o{i}"]
         for i in picked:
-            union = self._unions[i]
-            hits.update(self._split(frame, union, found[f"_u{i}"], wanted))
+            hits.update(self._split(frame, unions[i], found[f"_u{i}"], wanted))
         return {gate: hits[gate] for gate in self._rows if gate in hits}
 
     def _split(
@@ -136,6 +129,11 @@ class ShapeRows:
                 raise ValueError(f"shapes has {shapes.len()} rows for a frame of {frame.height}")
             self._present = frozenset(shapes.drop_nulls().unique().to_list())
         self._read: dict[frozenset[int], tuple[pl.Series, pl.DataFrame]] = {}
+
+    @property
+    def told(self) -> bool:
+        """Whether the lines' shapes were told (else every pass reads every line)."""
+        return self._present is not None
 
     def _key(self, reach: frozenset[int]) -> frozenset[int] | None:
         """The shapes present whose lines a pass reaching `reach` reads (None: every line)."""
@@ -170,16 +168,38 @@ class ShapeRows:
                 found[name] = rows.gather(selected.get_column(name)[0])
         return found
 
-    def column(self, expr: pl.Expr, reach: frozenset[int]) -> pl.Series:
-        """A per-line boolean expression over `text` that is false wherever it cannot match,
-        computed only where it can (`reach`)."""
-        key = self._key(reach)
-        if key is None:
-            return self._frame.select(expr).to_series()
-        rows, lines = self._lines(key)
-        values = lines.select(expr).to_series()
-        full = pl.repeat(False, self._frame.height, dtype=pl.Boolean, eager=True)
-        return full.scatter(rows, values).alias(values.name)
+    def columns(self, columns: list[tuple[pl.Expr, frozenset[int]]]) -> pl.DataFrame:
+        """Per-line boolean expressions over `text` (each with what it reaches), each false
+        wherever it cannot match and computed only where it can: one select per set of lines."""
+        groups: dict[frozenset[int] | None, list[int]] = {}
+        for n, (_, reach) in enumerate(columns):
+            groups.setdefault(self._key(reach), []).append(n)
+        found: dict[int, pl.Series] = {}
+        for key, numbers in groups.items():
+            exprs = [columns[n][0] for n in numbers]
+            if key is None:
+                found.update(zip(numbers, self._frame.select(exprs).get_columns(), strict=True))
+                continue
+            rows, lines = self._lines(key)
+            full = pl.repeat(False, self._frame.height, dtype=pl.Boolean, eager=True)
+            for n, values in zip(numbers, lines.select(exprs).get_columns(), strict=True):
+                found[n] = full.scatter(rows, values).alias(values.name)
+        return pl.DataFrame([found[n] for n in range(len(columns))])
+
+
+def _grouped(plain: list[str], reach: Callable[[str], frozenset[int]]) -> list[list[str]]:
+    """Plain gates in unions of at most `UNION_ALTERNATIVES` alternatives, each of gates that
+    reach the same shapes."""
+    unions: list[list[str]] = []
+    size = 0
+    for gate in sorted(plain, key=lambda g: (sorted(reach(g)), _alternatives(g))):
+        count = _alternatives(gate)
+        if not unions or size + count > UNION_ALTERNATIVES or reach(unions[-1][0]) != reach(gate):
+            unions.append([])
+            size = 0
+        unions[-1].append(gate)
+        size += count
+    return unions
 
 
 def _is_plain(gate: str, expr: pl.Expr) -> bool:

@@ -131,3 +131,17 @@ def test_a_pattern_the_automaton_does_not_read_reaches_every_line() -> None:
     ):
         with pytest.raises(_Unreadable):
             _automaton(pattern)
+
+
+def test_a_rule_moving_on_a_column_the_engine_fills_reads_every_shape() -> None:
+    from logwatch.engine import _gate_reach, _Needs
+
+    def quiet(state: dict[str, object]) -> bool:
+        return True
+
+    step = _Needs(
+        frozenset({"step"}), frozenset(), NONFINITE_GATE, quiet, valued=frozenset({"step"})
+    )
+    loss = _Needs(frozenset({"loss"}), frozenset(), "grad_norm", quiet, valued=frozenset({"loss"}))
+    assert _gate_reach([step])[NONFINITE_GATE] == ANY  # the engine forward-fills the step
+    assert _gate_reach([loss])["grad_norm"] == reached("grad_norm") & shapes_giving({"loss"})
