@@ -280,7 +280,6 @@ class Engine:
         frame: pl.DataFrame,
         computed: Iterable[str] | None = None,
         *,
-        plain_pairs: pl.Series | None = None,
         shapes: pl.Series | None = None,
     ) -> Prepared | None:
         """What `process` can use of a parsed batch that no engine state changes, computed
@@ -290,12 +289,11 @@ class Engine:
         hold rule's scored rows), or the error reading them raised (raised again, as the GPU
         rules' error, when they read them). `shapes`: each line's shape, where the parse
         knows it (`ParsedBlock.shapes`): gates and `ahead` columns are read only on the lines
-        where they can match; `plain_pairs` (else derived from `shapes`): which lines are known
-        to be plain-pairs lines (`gpu.frames.telemetry_rows`)."""
+        where they can match, and the GPU rows of plain-pairs lines are cut by position
+        (`gpu.frames.telemetry_rows`)."""
         if frame.is_empty():
             return None
-        if plain_pairs is None and shapes is not None:
-            plain_pairs = shapes.is_in(PLAIN_PAIRS_SHAPES).fill_null(False)
+        plain_pairs = None if shapes is None else shapes.is_in(PLAIN_PAIRS_SHAPES).fill_null(False)
         lines = ShapeRows(frame, shapes)
         hits = self._gate_scan.hits(frame, lines=lines)
         stepped = computed is not None and "step" not in computed

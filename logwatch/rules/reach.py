@@ -34,22 +34,15 @@ from re._constants import (  # type: ignore[import-not-found]  # stdlib, no stub
 )
 from typing import Any
 
-from logwatch.rules.gates import NEVER, Literal, required_literals
+from logwatch.rules.gates import _FOLDS, NEVER, Literal, required_literals
 from logwatch.shapes import SHAPES
 
 ANY = frozenset(range(len(SHAPES)))
 """Every shape: what a gate reaches when nothing can be said of it."""
 
-# The characters polars' case-insensitive match takes as one (simple case folding): an ASCII
-# letter's two cases, and the Kelvin sign with `k`, the long s with `s`.
-_FOLDED: dict[str, frozenset[str]] = {}
-for _lower in "abcdefghijklmnopqrstuvwxyz":
-    _FOLDED[_lower] = frozenset({_lower, _lower.upper()})
-_FOLDED["k"] |= {"\u212a"}
-_FOLDED["s"] |= {"\u017f"}
-for _chars in list(_FOLDED.values()):
-    for _char in _chars:
-        _FOLDED[_char] = _chars
+# Each character polars' case-insensitive match takes for an ASCII letter -> all of them
+# (`gates._FOLDS`: the letter's two cases, the Kelvin sign with `k`, the long s with `s`).
+_FOLDED = {char: frozenset(chars) for chars in _FOLDS.values() for char in chars}
 
 
 class _Unreadable(Exception):
@@ -59,12 +52,10 @@ class _Unreadable(Exception):
 @dataclass(slots=True)
 class _Automaton:
     """A pattern as a nondeterministic automaton: `edges[state]` are (characters, next state),
-    `empty[state]` the states reached with no character; `start` and `end`."""
+    `empty[state]` the states reached with no character; its texts start at state 0."""
 
     edges: list[list[tuple[frozenset[str], int]]]
     empty: list[list[int]]
-    start: int = 0
-    end: int = 0
     _closures: dict[int, frozenset[int]] = field(default_factory=dict)
     _follows: dict[str, frozenset[str]] | None = None
 
@@ -113,8 +104,7 @@ def _automaton(pattern: str) -> _Automaton:
     if str(items[0][1]) != "AT_BEGINNING" or str(items[-1][1]) != "AT_END":
         raise _Unreadable(pattern)
     auto = _Automaton([], [])
-    auto.start = auto.state()
-    auto.end = _sequence(auto, items[1:-1], auto.start)
+    _sequence(auto, items[1:-1], auto.state())
     return auto
 
 
@@ -161,7 +151,7 @@ def _item(auto: _Automaton, op: Any, av: Any, at: int) -> int:
         return end
     if op in (MAX_REPEAT, MIN_REPEAT):
         low, _high, sub = av
-        for _ in range(min(low, 1)):
+        if low:
             at = _sequence(auto, list(sub), at)
         # then any number more (a superset of at most `_high - low` more)
         loop = auto.state()
@@ -228,7 +218,7 @@ def holds(auto: _Automaton, lit: Literal) -> bool:
                 return length
         return 0
 
-    start = [(state, 0) for state in auto.closure(auto.start)]
+    start = [(state, 0) for state in auto.closure(0)]
     seen = set(start)
     todo = list(start)
     while todo:

@@ -150,41 +150,38 @@ class ShapeRows:
             found = self._read[key] = (keep.arg_true(), self._frame.select("text").filter(keep))
         return found
 
+    def _selected(
+        self, exprs: list[tuple[pl.Expr, frozenset[int]]]
+    ) -> list[tuple[pl.Series | None, pl.Series]]:
+        """Each expression (over `text`, with what it reaches) run on the lines it reads, one
+        select per set of lines: (those lines' rows, None for every line; its result), in
+        order."""
+        groups: dict[frozenset[int] | None, list[int]] = {}
+        for n, (_, reach) in enumerate(exprs):
+            groups.setdefault(self._key(reach), []).append(n)
+        found: dict[int, tuple[pl.Series | None, pl.Series]] = {}
+        for key, numbers in groups.items():
+            rows, lines = (None, self._frame) if key is None else self._lines(key)
+            selected = lines.select([exprs[n][0] for n in numbers]).get_columns()
+            found.update((n, (rows, out)) for n, out in zip(numbers, selected, strict=True))
+        return [found[n] for n in range(len(exprs))]
+
     def select(self, passes: list[tuple[pl.Expr, frozenset[int]]]) -> dict[str, pl.Series]:
         """Each pass (an aggregate over `text` giving a list of rows, and what it reaches): the
-        rows of the frame it gives, by its name; one select per set of lines."""
-        groups: dict[frozenset[int] | None, list[pl.Expr]] = {}
-        for expr, reach in passes:
-            groups.setdefault(self._key(reach), []).append(expr)
-        found: dict[str, pl.Series] = {}
-        for key, exprs in groups.items():
-            if key is None:
-                selected = self._frame.select(exprs)
-                found.update((name, selected.get_column(name)[0]) for name in selected.columns)
-                continue
-            rows, lines = self._lines(key)
-            selected = lines.select(exprs)
-            for name in selected.columns:
-                found[name] = rows.gather(selected.get_column(name)[0])
-        return found
+        rows of the frame it gives, by its name."""
+        return {
+            out.name: out[0] if rows is None else rows.gather(out[0])
+            for rows, out in self._selected(passes)
+        }
 
     def columns(self, columns: list[tuple[pl.Expr, frozenset[int]]]) -> pl.DataFrame:
         """Per-line boolean expressions over `text` (each with what it reaches), each false
-        wherever it cannot match and computed only where it can: one select per set of lines."""
-        groups: dict[frozenset[int] | None, list[int]] = {}
-        for n, (_, reach) in enumerate(columns):
-            groups.setdefault(self._key(reach), []).append(n)
-        found: dict[int, pl.Series] = {}
-        for key, numbers in groups.items():
-            exprs = [columns[n][0] for n in numbers]
-            if key is None:
-                found.update(zip(numbers, self._frame.select(exprs).get_columns(), strict=True))
-                continue
-            rows, lines = self._lines(key)
-            full = pl.repeat(False, self._frame.height, dtype=pl.Boolean, eager=True)
-            for n, values in zip(numbers, lines.select(exprs).get_columns(), strict=True):
-                found[n] = full.scatter(rows, values).alias(values.name)
-        return pl.DataFrame([found[n] for n in range(len(columns))])
+        wherever it cannot match and computed only where it can."""
+        full = pl.repeat(False, self._frame.height, dtype=pl.Boolean, eager=True)
+        return pl.DataFrame(
+            out if rows is None else full.scatter(rows, out).alias(out.name)
+            for rows, out in self._selected(columns)
+        )
 
 
 def _grouped(plain: list[str], reach: Callable[[str], frozenset[int]]) -> list[list[str]]:
