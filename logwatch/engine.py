@@ -17,7 +17,7 @@ from logwatch.alerts import FIRING, RESOLVED, AlertEvent
 from logwatch.gpu.frames import telemetry_rows
 from logwatch.lifecycle import Lifecycle
 from logwatch.parse import ALWAYS, SCHEMA, complete, shapes_giving
-from logwatch.redact import redact
+from logwatch.redact import MASK, redact
 from logwatch.rules.gpu import GpuRule, HoldRule, LogGpuRows, log_gpu_metrics, log_gpu_rows
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import (
@@ -120,9 +120,15 @@ _RUN_ID = re.compile(r"\brun[_ -]?(?:id|name)\s*[=:]\s*['\"]?([\w.:/@+-]{1,80})"
 
 
 def run_id(text: str) -> str | None:
-    """The run id a `run start:` line announces (`run_id=slammed4`, `run_name: exp-3`), or None."""
+    """The run id a `run start:` line announces (`run_id=slammed4`, `run_name: exp-3`), or None;
+    redacted like all log text (`[REDACTED]` for a token-shaped one)."""
     found = _RUN_ID.search(text)
-    return found[1] if found else None
+    if found is None:
+        return None
+    value = redact(found[1])
+    # A secret can reach past the id's characters (a registered one with a `=` or a space):
+    # an id that the whole line's redaction does not keep as it is goes whole.
+    return value if value in redact(text) else MASK
 
 
 STATS_COLUMNS = frozenset({"step", "loss", "q_hs", "run_start", "ts"})

@@ -9,9 +9,11 @@ import sys
 import pytest
 from click.testing import CliRunner
 
+from logwatch import redact as redact_module
 from logwatch.alerts import event_from_json
 from logwatch.cli import cli
-from logwatch.redact import MASK, redact
+from logwatch.engine import run_id
+from logwatch.redact import MASK, redact, register_secret
 from logwatch.sinks.slack import messages
 
 # A Python snippet run in a child process, so a regex that backtracks for hours can be killed.
@@ -119,3 +121,49 @@ def test_new_secret_shapes_never_reach_replay_output_or_slack(write_log) -> None
     posted = slack_text + json.dumps(blocks, ensure_ascii=False)
     for output in (text.stdout, text.stderr, jsonl.stdout, jsonl.stderr, posted):
         assert not [s for s in secrets if s in output]
+
+
+@pytest.mark.parametrize(
+    ("announced", "secret", "run"),
+    [
+        (GH_CLASSIC, GH_CLASSIC, MASK),  # a token as the run id
+        ("xoxb-1234-5678-AbCdEfGhIjKl", "xoxb-1234-5678-AbCdEfGhIjKl", MASK),
+        ("s3://ci:hunter2pw@bucket/exp-7", "hunter2pw", f"s3://ci:{MASK}@bucket/exp-7"),
+    ],
+)
+def test_run_ids_are_redacted_like_log_text(
+    write_log, announced: str, secret: str, run: str
+) -> None:  # type: ignore[no-untyped-def]
+    """A `run start:` line's run id is masked like the line: not in the alert's `run`, JSONL,
+    the text output or the Slack header and fallback text built from the events."""
+    path = write_log(
+        f"2026-11-28 14:00:00,000 INFO [train] run start: run_id={announced} pid=1 gpus=8\n"
+        "2026-11-28 14:00:01,000 INFO [train] step 1/10 | loss nan | grad_norm 1.0\n".encode()
+    )
+    runner = CliRunner()
+    text = runner.invoke(cli, ["replay", path])
+    jsonl = runner.invoke(cli, ["replay", path, "--format", "jsonl"])
+    (event,) = [event_from_json(json.loads(raw)) for raw in jsonl.stdout.splitlines()]
+    assert event.rule == "nan-loss" and event.run == run
+    slack_text, blocks = messages.firing_message(event.severity, [event], host="gpu-node-07")
+    assert f"run {run} (train.log)" in blocks[0]["text"]["text"]
+    posted = slack_text + json.dumps(blocks, ensure_ascii=False)
+    for output in (text.stdout, text.stderr, jsonl.stdout, jsonl.stderr, posted):
+        assert secret not in output
+
+
+def test_plain_run_ids_are_kept() -> None:
+    """Run ids that are no secret pass unchanged, even beside a secret on the same line."""
+    line = f"run start: run_id=llama-70b.lr3e-4 pid=1 token={GH_CLASSIC}"
+    assert run_id(line) == "llama-70b.lr3e-4"
+    assert run_id("run start: run_name: exp-3/seed@1") == "exp-3/seed@1"
+
+
+def test_run_id_that_is_the_head_of_a_longer_secret_is_masked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A registered secret reaching past the id's characters (`=`) masks the id whole, not
+    leaving its head."""
+    monkeypatch.setattr(redact_module, "_secrets", set())  # registered for this test only
+    register_secret("Q7r8s9t0u1v2=pad")
+    assert run_id("run start: run_id=Q7r8s9t0u1v2=pad pid=1") == MASK

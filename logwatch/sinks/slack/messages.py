@@ -10,6 +10,7 @@ from typing import Any
 
 from logwatch.alerts import AlertEvent, Severity
 from logwatch.durations import format_duration
+from logwatch.redact import redact
 
 HEADER_MAX = 150
 SECTION_MAX = 3000
@@ -72,42 +73,48 @@ def rule_names(events: Sequence[AlertEvent]) -> str:
     return " + ".join(dict.fromkeys(e.rule for e in events))
 
 
-def member_line(
-    event: AlertEvent,
-    *,
-    with_rule: bool = False,
-    headline: str = "",
-    ended: AlertEvent | None = None,
-) -> str:
+def member_line(event: AlertEvent, *, with_rule: bool = False, headline: str = "") -> str:
     """One alert of a group as a list item (naming its rule when the group has several; its
-    summary left out when it is the `headline` the message already shows); `ended`, the event
-    that resolved it while others of the group still fire, marks it as such."""
+    summary left out when it is the `headline` the message already shows)."""
     step = f" step {event.step}" if event.step is not None else ""
     source = escape(event.source)
     summary = f" — {escape(event.summary)}" if event.summary != headline else ""
     rule = f"*{escape(event.rule)}* " if with_rule else ""
-    mark = ""
-    if ended is not None:
-        mark = (
-            "⏹️ ended (run restarted): "
-            if ended.restarted
-            else f"✅ resolved at line {ended.line}: "
-        )
-    return cut(f"• {mark}{rule}`{source}`:{event.line}{step}{summary}", 600, "…")
+    return cut(f"• {rule}`{source}`:{event.line}{step}{summary}", 600, "…")
 
 
-def member_lines(
-    events: Sequence[AlertEvent], ended: Mapping[str, AlertEvent] | None = None
-) -> list[str]:
+def member_lines(events: Sequence[AlertEvent]) -> list[str]:
     """A group's alerts as list items; each names its rule when the group has several, none
-    repeats the headline summary (the first alert's), and those in `ended` (by fingerprint:
-    resolved while the rest still fire) say so."""
+    repeats the headline summary (the first alert's)."""
     several = len({e.rule for e in events}) > 1
     headline = events[0].summary
-    done = ended or {}
+    return [member_line(e, with_rule=several, headline=headline) for e in events]
+
+
+def ended_line(event: AlertEvent, ended: AlertEvent, *, with_rule: bool) -> str:
+    """A member that stopped firing while others of its group still fire, struck through:
+    `• ✅ ~nan-grad train.log:42 step 1200~ resolved at line 57`."""
+    step = f" step {event.step}" if event.step is not None else ""
+    rule = f"{event.rule} " if with_rule else ""
+    # Plain text inside the strike: no markup nested in it to depend on. A `~` of a file name
+    # would end the strike early, so it is shown as the look-alike U+223C.
+    struck = escape(f"{rule}{event.source}:{event.line}{step}").replace("~", "\u223c")
+    why = "⏹️ ~{}~ ended (run restarted)" if ended.restarted else "✅ ~{}~ resolved at line {}"
+    return cut("• " + why.format(struck, ended.line), 600, "…")
+
+
+def partly_lines(events: Sequence[AlertEvent], ended: Mapping[str, AlertEvent]) -> list[str]:
+    """A group some of whose alerts ended (by fingerprint): those still firing, then those that
+    no longer fire, struck through, each list under its own heading."""
+    live = [e for e in events if e.fingerprint not in ended]
+    done = [e for e in events if e.fingerprint in ended]
+    several = len({e.rule for e in events}) > 1
+    headline = live[0].summary if live else ""
     return [
-        member_line(e, with_rule=several, headline=headline, ended=done.get(e.fingerprint))
-        for e in events
+        f"*Still firing ({len(live)} of {len(events)}):*",
+        *(member_line(e, with_rule=several, headline=headline) for e in live),
+        f"*No longer firing ({len(done)}):*",
+        *(ended_line(e, ended[e.fingerprint], with_rule=several) for e in done),
     ]
 
 
@@ -142,16 +149,44 @@ def fix_sections(events: Sequence[AlertEvent]) -> list[Block]:
     return [section(f"*Fix:* {escape(fix)}") for fix in list(fixes)[:3]]
 
 
-def run_label(events: Sequence[AlertEvent], host: str | None = None) -> str:
-    """Where a group happened, for its header: `host · run slammed4 (train.log)` when the log
-    announced its run id, else `host · train.log` (or `host · N sources`)."""
+def where_parts(
+    events: Sequence[AlertEvent], host: str | None = None, env_run: str | None = None
+) -> tuple[str, str, str]:
+    """Where a group happened, for its header, as (before, file, after) so the file part can be
+    cut first: `host · run slammed4 (` `train.log` `)` when the log announced its run id (else
+    `env_run`, the run the environment of this process names), else `host · ` `train.log` ``
+    (or `N sources`). Run ids are redacted like log text."""
     sources = list(dict.fromkeys(e.source for e in events))
-    runs = list(dict.fromkeys(e.run for e in events if e.run))
     one = len(sources) == 1
     where = (PurePath(sources[0]).name or sources[0]) if one else f"{len(sources)} sources"
-    if len(runs) == 1:
-        where = f"run {runs[0]} ({where})"
-    return f"{host if host is not None else socket.gethostname()} · {where}"
+    place = f"{host if host is not None else socket.gethostname()} · "
+    run = group_run(events, env_run)
+    return (f"{place}run {run} (", where, ")") if run is not None else (place, where, "")
+
+
+def group_run(events: Sequence[AlertEvent], env_run: str | None) -> str | None:
+    """The one run a group's alerts belong to (the log's, else `env_run`), redacted; None when
+    there is none or several."""
+    runs = list(dict.fromkeys(run for e in events if (run := e.run or env_run)))
+    return redact(runs[0]) if len(runs) == 1 else None
+
+
+def title(
+    lead: str,
+    events: Sequence[AlertEvent],
+    *,
+    host: str | None,
+    env_run: str | None,
+    trail: str = "",
+) -> str:
+    """A header: `lead`, where the group happened, `trail`; within Slack's 150 characters by
+    cutting the file name first (the rule, host and run say more), then the end."""
+    before, file, after = where_parts(events, host, env_run)
+    before, after = lead + before, after + trail
+    room = HEADER_MAX - len(before) - len(after)
+    if len(file) > room:
+        file = cut(file, max(room, 1), "…")
+    return cut(before + file + after, HEADER_MAX, "…")
 
 
 def firing_message(
@@ -159,25 +194,33 @@ def firing_message(
     events: Sequence[AlertEvent],
     *,
     host: str | None = None,
+    env_run: str | None = None,
     ended: Mapping[str, AlertEvent] | None = None,
 ) -> tuple[str, list[Block]]:
     """The top-level message for a group of alerts (one rule, or several rules on one line);
-    its header names the host (default: this one) and the run. `ended`: members that resolved
-    while others still fire (the message is edited to show them; by fingerprint)."""
-    first = events[0]
+    its header names the host (default: this one) and the run (`env_run` when the log named
+    none). `ended`: members that resolved while others still fire (by fingerprint): the edited
+    message names only the rules still firing and lists the others struck through."""
+    done = ended or {}
+    live = [e for e in events if e.fingerprint not in done] or list(events)
+    first = live[0]
     icon = _ICON[severity]
-    rule, where = rule_names(events), _where(events)
-    title = f"{icon} FIRING {rule} ({severity.label}) — {run_label(events, host)}"
-    blocks = [header(title), section(f"*{escape(first.summary)}*")]
+    rule, where = rule_names(live), _where(events)
+    lead = f"{icon} FIRING {rule} ({severity.label}) — "
+    blocks = [header(title(lead, events, host=host, env_run=env_run))]
+    blocks.append(section(f"*{escape(first.summary)}*"))
     if first.text:
         blocks.append(section("```" + cut(escape(first.text), SECTION_MAX - 6) + "```"))
-    blocks += list_sections(member_lines(events, ended), BLOCKS_MAX - len(blocks) - 2)
+    lines = partly_lines(events, done) if done else member_lines(events)
+    blocks += list_sections(lines, BLOCKS_MAX - len(blocks) - 2)
     blocks += fix_sections(events)
-    still = len(events) - len(ended or {})
-    partly = f" · {still} of {len(events)} still firing" if ended else ""
-    blocks.append(context(f"first seen {when(first.ts)}{partly} · logwatch"))
+    partly = f" · {len(live)} of {len(events)} still firing" if done else ""
+    blocks.append(context(f"first seen {when(events[0].ts)}{partly} · logwatch"))
     # The fallback text is mrkdwn too (notifications, old clients): escaped like the blocks.
-    text = f"{icon} FIRING {escape(rule)} ({severity.label}) on {escape(where)}: {escape(first.summary)}"
+    text = (
+        f"{icon} FIRING {escape(rule)} ({severity.label}) on {escape(where)}"
+        f"{_run_note(events, env_run)}: {escape(first.summary)}"
+    )
     return cut(text, TEXT_MAX), blocks[:BLOCKS_MAX]
 
 
@@ -188,6 +231,7 @@ def resolved_message(
     *,
     restarted: bool = False,
     host: str | None = None,
+    env_run: str | None = None,
     moved: Mapping[str, str] | None = None,
 ) -> tuple[str, list[Block]]:
     """What the firing message becomes once every alert of its group resolved, or (`restarted`)
@@ -196,15 +240,25 @@ def resolved_message(
     rule, where = rule_names(events), _where(events)
     took = format_duration(firing_s)
     head = ENDED if restarted else "✅ RESOLVED"
-    title = f"{head} {rule} — {run_label(events, host)} (after {took})"
-    blocks = [header(title), section(f"~{escape(events[0].summary)}~")]
+    trail = f" (after {took})"
+    blocks = [header(title(f"{head} {rule} — ", events, host=host, env_run=env_run, trail=trail))]
+    blocks.append(section(f"~{escape(events[0].summary)}~"))
     fixes = fix_sections(events)
     blocks += list_sections(member_lines(events), BLOCKS_MAX - 3 - len(fixes))
     blocks += fixes
     blocks += [context(moved_line(moved))] if moved else []
     blocks.append(context(f"first seen {when(first_seen)} · logwatch"))
-    text = f"{head} {escape(rule)} on {escape(where)} after {took} (first seen {when(first_seen)})"
+    text = (
+        f"{head} {escape(rule)} on {escape(where)}{_run_note(events, env_run)} after {took} "
+        f"(first seen {when(first_seen)})"
+    )
     return cut(text, TEXT_MAX), blocks[:BLOCKS_MAX]
+
+
+def _run_note(events: Sequence[AlertEvent], env_run: str | None) -> str:
+    """` (run slammed4)` for a fallback text when the group has one run, else nothing."""
+    run = group_run(events, env_run)
+    return f" (run {escape(run)})" if run is not None else ""
 
 
 def moved_line(moved: Mapping[str, str]) -> str:

@@ -78,8 +78,10 @@ class Notifier:
         new_id: Callable[[], str] = lambda: secrets.token_hex(8),
         report: Callable[[str], None] = stderr_line,
         ignore_rules: frozenset[str] = frozenset(),
+        env_run: str | None = None,
     ) -> None:
         self.outbox, self.channel, self.settings, self.clock = outbox, channel, settings, clock
+        self.env_run = env_run  # the run this process's environment names, for logs naming none
         self.silences, self.new_id, self.report = silences, new_id, report
         self.ignore_rules = ignore_rules  # host notices the config keeps out of Slack
         self.state_path = state_dir / STATE_FILE if state_dir is not None else None
@@ -202,7 +204,10 @@ class Notifier:
         """Edit a group's message to mark the alerts that resolved while others still fire
         (an edit, so no ping: the thread reply and the channel hear of it when all resolved)."""
         text, blocks = messages.firing_message(
-            notice.severity, list(notice.members.values()), ended=notice.resolved
+            notice.severity,
+            list(notice.members.values()),
+            env_run=self.env_run,
+            ended=notice.resolved,
         )
         self._send(UPDATE, text, blocks, parent=notice.id, closes=False)
 
@@ -211,7 +216,12 @@ class Notifier:
         first = min((e.ts for e in notice.members.values() if e.ts is not None), default=None)
         restarted = all(e.restarted for e in notice.resolved.values())
         text, blocks = messages.resolved_message(
-            list(notice.members.values()), firing_s, first, restarted=restarted, moved=notice.moved
+            list(notice.members.values()),
+            firing_s,
+            first,
+            restarted=restarted,
+            env_run=self.env_run,
+            moved=notice.moved,
         )
         self._send(UPDATE, text, blocks, parent=notice.id)
         took = format_duration(firing_s)
@@ -252,7 +262,9 @@ class Notifier:
                 self.held[fp] = notice.members.pop(fp)
         if not notice.members:
             return
-        text, blocks = messages.firing_message(notice.severity, list(notice.members.values()))
+        text, blocks = messages.firing_message(
+            notice.severity, list(notice.members.values()), env_run=self.env_run
+        )
         self._send(POST, text, blocks, job_id=notice.id)
         notice.last_notified_s = self._now()
         self.posted[notice.id] = notice

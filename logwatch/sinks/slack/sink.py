@@ -15,6 +15,7 @@ from logwatch.alerts import FIRING, AlertEvent
 from logwatch.clock import Clock, SystemClock
 from logwatch.config import Config, SlackConfig
 from logwatch.errors import ConfigError
+from logwatch.hostinfo import environment_run
 from logwatch.redact import redact, stderr_line
 from logwatch.sinks.slack import messages
 from logwatch.sinks.slack.delivery import DEAD_LETTER, DeliveryPolicy, DeliveryWorker
@@ -135,6 +136,7 @@ def open_slack_sink(
         state_dir=state_dir,
         report=report,
         ignore_rules=slack_ignored_rules(config),
+        env_run=environment_run(),
     )
     return SlackSink(notifier, worker, spool, tick_s=tick_s, report=report)
 

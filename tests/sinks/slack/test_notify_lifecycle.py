@@ -255,7 +255,7 @@ def test_rules_firing_on_one_line_are_one_message(tmp_path: Path) -> None:
 
 def test_partly_resolved_incident_shows_which_rules_resolved(tmp_path: Path) -> None:
     """When one rule of an incident resolves and another still fires, the message is edited to
-    mark the resolved one (with its line) and says how many still fire; the other is unmarked."""
+    strike the resolved one (with its line) and list the other as still firing."""
     notifier, outbox, clock = make(tmp_path)
     notifier.emit(alert("nan-loss", line=42))
     notifier.emit(alert("nan-grad", line=42))
@@ -270,11 +270,12 @@ def test_partly_resolved_incident_shows_which_rules_resolved(tmp_path: Path) -> 
         for e in [b.get("text") or {}, *b.get("elements", [])]
         if "text" in e
     )
-    (grad,) = [line for line in body.splitlines() if "*nan-grad*" in line]
+    (grad,) = [line for line in body.splitlines() if "nan-grad" in line]
     (loss,) = [line for line in body.splitlines() if "*nan-loss*" in line]
-    assert "✅ resolved at line 57" in grad and "resolved" not in loss
-    assert "1 of 2 still firing" in body
-    assert "FIRING nan-loss + nan-grad" in update.text  # the incident is still open
+    assert grad.startswith("• ✅ ~nan-grad ") and grad.endswith("~ resolved at line 57")
+    assert "resolved" not in loss and "~" not in loss
+    assert "*Still firing (1 of 2):*" in body and "1 of 2 still firing" in body
+    assert update.text.startswith("🔴 FIRING nan-loss (critical)")  # the incident is still open
 
 
 def test_rules_on_different_lines_stay_separate_messages(tmp_path: Path) -> None:
