@@ -286,3 +286,31 @@ def test_rules_on_different_lines_stay_separate_messages(tmp_path: Path) -> None
     clock.advance(10)
     notifier.tick()
     assert outbox.kinds() == ["post", "post"]
+
+
+def test_incident_resolving_rule_by_rule_is_edited_each_time(tmp_path: Path) -> None:
+    """Three rules of one line resolving one by one: each edit strikes one more and names only
+    those still firing (the headline moves to one of them); the last is the RESOLVED edit."""
+    notifier, outbox, clock = make(tmp_path)
+    for rule in ("nan-loss", "nan-grad", "loss-spike"):
+        notifier.emit(alert(rule, line=42))
+    clock.advance(10)
+    notifier.tick()
+    notifier.emit(alert("nan-loss", status="resolved", line=50, at_s=30))
+    notifier.emit(alert("nan-grad", status="resolved", line=51, at_s=40))
+    assert outbox.kinds() == ["post", "update", "update"]
+    first, second = outbox.jobs[1], outbox.jobs[2]
+    assert first.blocks[0]["text"]["text"].startswith("🔴 FIRING nan-grad + loss-spike (critical)")
+    assert second.blocks[0]["text"]["text"].startswith("🔴 FIRING loss-spike (critical)")
+    assert second.blocks[1]["text"]["text"] == "*loss-spike firing in run/train.log*"
+    body = second.blocks[3]["text"]["text"].splitlines()
+    assert body[:2] == ["*Still firing (1 of 3):*", "• *loss-spike* `run/train.log`:42 step 1200"]
+    assert body[2:] == [
+        "*No longer firing (2):*",
+        "• ✅ ~nan-loss run/train.log:42 step 1200~ resolved at line 50",
+        "• ✅ ~nan-grad run/train.log:42 step 1200~ resolved at line 51",
+    ]
+    notifier.emit(alert("loss-spike", status="resolved", line=52, at_s=50))
+    assert outbox.kinds() == ["post", "update", "update", "update", "reply"]
+    assert outbox.jobs[3].text.startswith("✅ RESOLVED nan-loss + nan-grad + loss-spike on")
+    assert "~" not in outbox.jobs[3].blocks[2]["text"]["text"]  # nothing struck once all resolved
