@@ -34,6 +34,19 @@ from logwatch.rules.log import (
 from logwatch.rules.reach import ANY, reached
 from logwatch.rules.scan import GateScan, ShapeRows
 from logwatch.shapes import PLAIN_PAIRS_SHAPES
+from logwatch.statecheck import (
+    INT,
+    LIST,
+    NUMBER,
+    OBJECT,
+    STR,
+    TIME,
+    counts,
+    fields,
+    kind_of,
+    like,
+    optional,
+)
 
 ErrorHandler = Callable[[str, str, Exception], None]
 """Called as (rule id, source, exception) when a rule raises; the engine goes on without it."""
@@ -655,19 +668,31 @@ class Engine:
         }
 
     def import_state(self, source: str, data: Mapping[str, Any]) -> None:
-        """Restore what `export_state` saved; ValueError (and no change) on malformed data."""
+        """Restore what `export_state` saved; ValueError (and no change) on malformed data:
+        every field is checked against its schema here, none fails at its first use."""
+        what = f"engine state of {source}"
+        fields(data, _STATE_FIELDS, what, optional_fields={"run_id": optional(STR)})
+        # every stat is optional: a checkpoint older than one of them lacks it
+        stats = fields(data["stats"], {}, f"{what}: stats", optional_fields=_STATS_FIELDS)
+        rule_states = data["rule_states"]
+        fresh = {spec.id: spec.rule.initial_state() for spec in self.rules}
+        for rule_id, rule_state in rule_states.items():
+            kind_of(rule_state, OBJECT, f"{what}: rule {rule_id}")
+            if rule_id in fresh:
+                like(rule_state, fresh[rule_id], f"{what}: rule {rule_id}")
         try:
-            stats = dict(data["stats"])
-            fired = Counter({str(k): int(v) for k, v in dict(stats.pop("fired")).items()})
+            fired = Counter(counts(stats.get("fired", {}), f"{what}: stats.fired"))
+            known = {name: stats[name] for name in _STATS_FIELDS if name in stats}
+            known.pop("fired", None)
             restored = SourceState(
-                rule_states={str(k): dict(v) for k, v in dict(data["rule_states"]).items()},
-                last_step=None if data["last_step"] is None else int(data["last_step"]),
-                stats=SourceStats(**stats, fired=fired),
-                run_id=None if data.get("run_id") is None else str(data["run_id"]),
+                rule_states={str(k): dict(v) for k, v in rule_states.items()},
+                last_step=data["last_step"],
+                stats=SourceStats(**known, fired=fired),
+                run_id=data.get("run_id"),
             )
-            restored.alerts.import_json(data["active"])
+            restored.alerts.import_json(kind_of(data["active"], LIST, f"{what}: active"))
         except (KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"malformed engine state for {source}: {exc!r}") from None
+            raise ValueError(f"malformed {what}: {exc!r}") from None
         self.sources[source] = restored
 
     def rehearse(
@@ -692,6 +717,24 @@ class Engine:
     def run_all(self, frames: Iterable[pl.DataFrame]) -> list[AlertEvent]:
         """Evaluate a sequence of batches; convenience for tests and small inputs."""
         return [event for frame in frames for event in self.process(frame)]
+
+
+_STATS_FIELDS = {
+    "lines": INT,
+    "steps_seen": INT,
+    "first_step": optional(INT),
+    "last_step": optional(INT),
+    "last_loss": optional(NUMBER),
+    "q_hs_min": optional(INT),
+    "q_hs_max": optional(INT),
+    "runs": INT,
+    "fired": OBJECT,
+    "first_ts": optional(TIME),
+    "last_ts": optional(TIME),
+    "throughput_median": optional(NUMBER),
+}
+"""A checkpoint's `SourceStats`: what `import_state` accepts (`export_state` writes them all)."""
+_STATE_FIELDS = {"rule_states": OBJECT, "last_step": optional(INT), "active": LIST, "stats": OBJECT}
 
 
 def _unreported(rule_id: str, source: str, exc: Exception) -> None:
