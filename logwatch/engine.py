@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import polars as pl
 
@@ -50,6 +50,8 @@ from logwatch.statecheck import (
 
 ErrorHandler = Callable[[str, str, Exception], None]
 """Called as (rule id, source, exception) when a rule raises; the engine goes on without it."""
+
+_T = TypeVar("_T")
 
 Step = Callable[[dict[str, Any]], tuple[list[Transition], dict[str, Any]]]
 """One rule step on its state: (transitions, new state)."""
@@ -360,7 +362,7 @@ class Engine:
             if restarted_at is not None:
                 events.extend(self._restart(source, state, segment, restarted_at))
             if segment.item(0, "run_start"):
-                state.run_id = run_id(segment.item(0, "text"))
+                state.run_id = masked(run_id(segment.item(0, "text")))
             events.extend(self._evaluate(source, state, segment, done, prepared))
         return events
 
@@ -591,7 +593,7 @@ class Engine:
             summary="",
             fix=spec.fix,
             text=redact(row["text"]),
-            labels=dict(transition.labels),
+            labels=masked(dict(transition.labels)),
             run=state.run_id,
             runbook_url=spec.runbook_url,
         )
@@ -660,7 +662,7 @@ class Engine:
         stats = {name: getattr(state.stats, name) for name in SourceStats.__slots__}
         stats["fired"] = dict(state.stats.fired)
         return {
-            "rule_states": state.rule_states,
+            "rule_states": masked(state.rule_states),  # a rule may keep a line (classify)
             "last_step": state.last_step,
             "active": state.alerts.export_json(),
             "stats": stats,
@@ -735,6 +737,19 @@ _STATS_FIELDS = {
 }
 """A checkpoint's `SourceStats`: what `import_state` accepts (`export_state` writes them all)."""
 _STATE_FIELDS = {"rule_states": OBJECT, "last_step": optional(INT), "active": LIST, "stats": OBJECT}
+
+
+def masked(value: _T) -> _T:
+    """`value` with every string in it (through dicts and lists) redacted as the sinks redact
+    log text: what the engine keeps of a log's text (run ids, labels, rule states) goes to the
+    alerts and the state directory only through here (or, for a line's text, `redact`)."""
+    if isinstance(value, str):
+        return cast(_T, redact(value))
+    if isinstance(value, dict):
+        return cast(_T, {key: masked(item) for key, item in value.items()})
+    if isinstance(value, list):
+        return cast(_T, [masked(item) for item in value])
+    return value
 
 
 def _unreported(rule_id: str, source: str, exc: Exception) -> None:
