@@ -12,6 +12,8 @@ from datetime import datetime
 from enum import IntEnum, StrEnum
 from typing import Any
 
+from logwatch.statecheck import ANY, INT, OBJECT, STR, TIME, fields, optional
+
 # What json.dumps(ensure_ascii=False) leaves raw but a terminal acts on: DEL, C1, bidi controls.
 _C1 = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -140,29 +142,53 @@ def json_number(value: float | None) -> float | str | None:
 
 
 def event_from_json(data: Mapping[str, Any]) -> AlertEvent:
-    """The inverse of `AlertEvent.to_json` (checkpoints); ValueError on a malformed object."""
-    try:
-        value = data["value"]
-        ts = data["ts"]
-        return AlertEvent(
-            rule=str(data["rule"]),
-            severity=Severity.parse(str(data["severity"])),
-            status=Status(data["status"]),
-            source=str(data["source"]),
-            line=int(data["line"]),
-            ts=datetime.fromisoformat(ts) if ts is not None else None,
-            step=None if data["step"] is None else int(data["step"]),
-            value=None if value is None else float(value),
-            summary=str(data["summary"]),
-            fix=str(data.get("fix", "")),
-            text=str(data.get("text", "")),
-            labels={str(k): str(v) for k, v in dict(data.get("labels", {})).items()},
-            reason=_reason(data.get("reason")),
-            run=None if data.get("run") is None else str(data["run"]),
-            runbook_url=str(data.get("runbook_url") or ""),
-        )
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"malformed alert event: {exc!r}") from None
+    """The inverse of `AlertEvent.to_json` (checkpoints, spools); ValueError naming the field
+    on a malformed object (every field is checked here, not at its first use)."""
+    fields(data, _EVENT_FIELDS, "alert event", optional_fields=_EVENT_OPTIONAL)
+    labels = data.get("labels", {})
+    if not all(isinstance(value, str) for value in labels.values()):
+        raise ValueError(f"alert event: 'labels' must map names to strings, got {labels!r}")
+    value, ts = data["value"], data["ts"]
+    if isinstance(value, str) and value not in ("nan", "inf", "-inf"):
+        raise ValueError(f"alert event: 'value' must be a number, got {value!r}")
+    return AlertEvent(
+        rule=data["rule"],
+        severity=Severity.parse(data["severity"]),
+        status=Status(data["status"]),
+        source=data["source"],
+        line=data["line"],
+        ts=datetime.fromisoformat(ts) if ts is not None else None,
+        step=data["step"],
+        value=None if value is None else float(value),
+        summary=data["summary"],
+        fix=data.get("fix", ""),
+        text=data.get("text", ""),
+        labels=dict(labels),
+        reason=_reason(data.get("reason")),
+        run=data.get("run"),
+        runbook_url=data.get("runbook_url") or "",
+    )
+
+
+_EVENT_FIELDS = {
+    "rule": STR,
+    "severity": STR,
+    "status": STR,
+    "source": STR,
+    "line": INT,
+    "ts": optional(TIME),
+    "step": optional(INT),
+    "value": optional(ANY),
+    "summary": STR,
+}
+_EVENT_OPTIONAL = {
+    "fix": STR,
+    "text": STR,
+    "labels": OBJECT,
+    "reason": optional(STR),
+    "run": optional(STR),
+    "runbook_url": optional(STR),
+}
 
 
 def _reason(raw: Any) -> EndReason | None:

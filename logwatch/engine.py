@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import polars as pl
 
@@ -34,9 +34,24 @@ from logwatch.rules.log import (
 from logwatch.rules.reach import ANY, reached
 from logwatch.rules.scan import GateScan, ShapeRows
 from logwatch.shapes import PLAIN_PAIRS_SHAPES
+from logwatch.statecheck import (
+    INT,
+    LIST,
+    NUMBER,
+    OBJECT,
+    STR,
+    TIME,
+    counts,
+    fields,
+    kind_of,
+    like,
+    optional,
+)
 
 ErrorHandler = Callable[[str, str, Exception], None]
 """Called as (rule id, source, exception) when a rule raises; the engine goes on without it."""
+
+_T = TypeVar("_T")
 
 Step = Callable[[dict[str, Any]], tuple[list[Transition], dict[str, Any]]]
 """One rule step on its state: (transitions, new state)."""
@@ -353,7 +368,7 @@ class Engine:
             if restarted_at is not None:
                 events.extend(self._restart(source, state, segment, restarted_at))
             if segment.item(0, "run_start"):
-                state.run_id = run_id(segment.item(0, "text"))
+                state.run_id = masked(run_id(segment.item(0, "text")))
             events.extend(self._evaluate(source, state, segment, done, prepared))
         return events
 
@@ -584,7 +599,7 @@ class Engine:
             summary="",
             fix=spec.fix,
             text=redact(row["text"]),
-            labels=dict(transition.labels),
+            labels=masked(dict(transition.labels)),
             run=state.run_id,
             runbook_url=spec.runbook_url,
         )
@@ -653,7 +668,7 @@ class Engine:
         stats = {name: getattr(state.stats, name) for name in SourceStats.__slots__}
         stats["fired"] = dict(state.stats.fired)
         return {
-            "rule_states": state.rule_states,
+            "rule_states": masked(state.rule_states),  # a rule may keep a line (classify)
             "last_step": state.last_step,
             "active": state.alerts.export_json(),
             "stats": stats,
@@ -661,19 +676,31 @@ class Engine:
         }
 
     def import_state(self, source: str, data: Mapping[str, Any]) -> None:
-        """Restore what `export_state` saved; ValueError (and no change) on malformed data."""
+        """Restore what `export_state` saved; ValueError (and no change) on malformed data:
+        every field is checked against its schema here, none fails at its first use."""
+        what = f"engine state of {source}"
+        fields(data, _STATE_FIELDS, what, optional_fields={"run_id": optional(STR)})
+        # every stat is optional: a checkpoint older than one of them lacks it
+        stats = fields(data["stats"], {}, f"{what}: stats", optional_fields=_STATS_FIELDS)
+        rule_states = data["rule_states"]
+        fresh = {spec.id: spec.rule.initial_state() for spec in self.rules}
+        for rule_id, rule_state in rule_states.items():
+            kind_of(rule_state, OBJECT, f"{what}: rule {rule_id}")
+            if rule_id in fresh:
+                like(rule_state, fresh[rule_id], f"{what}: rule {rule_id}")
         try:
-            stats = dict(data["stats"])
-            fired = Counter({str(k): int(v) for k, v in dict(stats.pop("fired")).items()})
+            fired = Counter(counts(stats.get("fired", {}), f"{what}: stats.fired"))
+            known = {name: stats[name] for name in _STATS_FIELDS if name in stats}
+            known.pop("fired", None)
             restored = SourceState(
-                rule_states={str(k): dict(v) for k, v in dict(data["rule_states"]).items()},
-                last_step=None if data["last_step"] is None else int(data["last_step"]),
-                stats=SourceStats(**stats, fired=fired),
-                run_id=None if data.get("run_id") is None else str(data["run_id"]),
+                rule_states={str(k): dict(v) for k, v in rule_states.items()},
+                last_step=data["last_step"],
+                stats=SourceStats(**known, fired=fired),
+                run_id=data.get("run_id"),
             )
-            restored.alerts.import_json(data["active"])
+            restored.alerts.import_json(kind_of(data["active"], LIST, f"{what}: active"))
         except (KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"malformed engine state for {source}: {exc!r}") from None
+            raise ValueError(f"malformed {what}: {exc!r}") from None
         self.sources[source] = restored
 
     def rehearse(
@@ -698,6 +725,37 @@ class Engine:
     def run_all(self, frames: Iterable[pl.DataFrame]) -> list[AlertEvent]:
         """Evaluate a sequence of batches; convenience for tests and small inputs."""
         return [event for frame in frames for event in self.process(frame)]
+
+
+_STATS_FIELDS = {
+    "lines": INT,
+    "steps_seen": INT,
+    "first_step": optional(INT),
+    "last_step": optional(INT),
+    "last_loss": optional(NUMBER),
+    "q_hs_min": optional(INT),
+    "q_hs_max": optional(INT),
+    "runs": INT,
+    "fired": OBJECT,
+    "first_ts": optional(TIME),
+    "last_ts": optional(TIME),
+    "throughput_median": optional(NUMBER),
+}
+"""A checkpoint's `SourceStats`: what `import_state` accepts (`export_state` writes them all)."""
+_STATE_FIELDS = {"rule_states": OBJECT, "last_step": optional(INT), "active": LIST, "stats": OBJECT}
+
+
+def masked(value: _T) -> _T:
+    """`value` with every string in it (through dicts and lists) redacted as the sinks redact
+    log text: what the engine keeps of a log's text (run ids, labels, rule states) goes to the
+    alerts and the state directory only through here (or, for a line's text, `redact`)."""
+    if isinstance(value, str):
+        return cast(_T, redact(value))
+    if isinstance(value, dict):
+        return cast(_T, {key: masked(item) for key, item in value.items()})
+    if isinstance(value, list):
+        return cast(_T, [masked(item) for item in value])
+    return value
 
 
 def _unreported(rule_id: str, source: str, exc: Exception) -> None:

@@ -28,12 +28,17 @@ from logwatch.drivers.delta import DeltaTracker, apply_deltas
 from logwatch.drivers.statesafe import RealStateFS, StateFS, secure_state_dir, write_failure
 from logwatch.errors import StateError
 from logwatch.sources.follow import Position
+from logwatch.statecheck import INT, LIST, OBJECT, fields
 
 VERSION = 1
 CHECKPOINT = "checkpoint.json"
 JOURNAL = "emitted.log"
 DELTA = "checkpoint.delta"
 LOCK = "lock"
+
+
+_FIELDS = {"files": LIST, "sources": OBJECT}
+_OPTIONAL = {"extras": OBJECT, "seq": INT}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +63,8 @@ class Checkpoint:
         """Parse a checkpoint file's object; ValueError saying what is wrong."""
         if not isinstance(data, dict) or data.get("version") != VERSION:
             raise ValueError(f"not a version-{VERSION} logwatch checkpoint")
-        files, sources = data.get("files"), data.get("sources")
-        if not isinstance(files, list) or not isinstance(sources, dict):
-            raise ValueError("'files' must be a list and 'sources' an object")
-        extras = data.get("extras", {})
-        if not isinstance(extras, dict):
-            raise ValueError("'extras' must be an object")
+        fields(data, _FIELDS, "checkpoint", optional_fields=_OPTIONAL)
+        files, sources, extras = data["files"], data["sources"], data.get("extras", {})
         return cls([Position.from_json(item) for item in files], sources, extras)
 
 
@@ -174,7 +175,10 @@ class StateDir:
                 "starting without it (the next checkpoint replaces it)"
             )
             return
-        self.status(f"{file}: corrupt checkpoint ({why}); moved to {aside}, starting without it")
+        self.status(
+            f"{file}: corrupt checkpoint ({why}); moved to {aside} (nothing to do unless you want "
+            "to look at it), starting without it as on a first start"
+        )
 
     def save(self, checkpoint: Checkpoint) -> bool:
         """Record the checkpoint durably (a delta line of what changed, or the whole of it

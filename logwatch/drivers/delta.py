@@ -14,6 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from logwatch.statecheck import INT, LIST, OBJECT, fields, is_kind
+
 if TYPE_CHECKING:
     from logwatch.drivers.checkpoint import Checkpoint
 
@@ -64,6 +66,10 @@ def _texts(checkpoint: Checkpoint) -> tuple[dict[str, str], dict[str, str]]:
     return files, sources
 
 
+_RECORD = {"seq": INT, "files": OBJECT, "gone": LIST, "sources": OBJECT, "gone_sources": LIST}
+_EXTRAS = {"extras": OBJECT}
+
+
 def apply_deltas(base: Any, raw: bytes) -> Any:
     """The base checkpoint object with the delta lines numbered above its `seq` applied."""
     if not isinstance(base, dict) or not isinstance(base.get("files"), list):
@@ -72,17 +78,22 @@ def apply_deltas(base: Any, raw: bytes) -> Any:
     if not entries_ok or not isinstance(base.get("sources"), dict):
         return base
     seq = base.get("seq", 0)
+    if not is_kind(seq, INT):
+        return base  # Checkpoint.from_json's caller says what is wrong with it
     files = {_key(e): e for e in base["files"]}
     sources, extras = dict(base["sources"]), base.get("extras", {})
     for line in raw.splitlines():
         try:
-            record = json.loads(line)
-            if not isinstance(record, dict) or not record["seq"] > seq:
-                continue
-            changed_files, changed_sources = dict(record["files"]), dict(record["sources"])
-            gone, gone_sources = list(record["gone"]), list(record["gone_sources"])
-        except (ValueError, KeyError, TypeError):
-            continue  # a torn last line: the crash came mid-append
+            record = fields(json.loads(line), _RECORD, "delta line", optional_fields=_EXTRAS)
+            names = [*record["gone"], *record["gone_sources"]]
+            if not all(isinstance(name, str) for name in names):
+                raise ValueError("delta line: 'gone' and 'gone_sources' must list names")
+        except ValueError:
+            continue  # a torn last line (the crash came mid-append), or not one of ours
+        if not record["seq"] > seq:
+            continue
+        changed_files, changed_sources = dict(record["files"]), dict(record["sources"])
+        gone, gone_sources = list(record["gone"]), list(record["gone_sources"])
         files.update(changed_files)
         sources.update(changed_sources)
         for key in gone:

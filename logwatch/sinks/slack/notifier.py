@@ -31,6 +31,7 @@ from logwatch.redact import stderr_line
 from logwatch.sinks.slack import messages
 from logwatch.sinks.slack.silences import SilenceStore
 from logwatch.sinks.slack.spool import POST, REPLY, UPDATE, Job
+from logwatch.statecheck import LIST, NUMBER, OBJECT, STR, fields
 
 STATE_FILE = "notify-state.json"
 EVENTS_FILE = "notify-events.jsonl"
@@ -353,7 +354,11 @@ class Notifier:
             self._replay_journal()
             return
         try:
-            data = json.loads(self.state_path.read_text(encoding="utf-8"))
+            data = fields(
+                json.loads(self.state_path.read_text(encoding="utf-8")),
+                {"firing": LIST, "held": LIST, "pending": LIST, "posted": LIST},
+                "notify state",
+            )
             firing = {e.fingerprint: e for e in map(event_from_json, data["firing"])}
             held = {fp: firing[fp] for fp in data["held"] if fp in firing}
             pending = {n.id: n for n in map(_notice_from_json, data["pending"])}
@@ -443,7 +448,19 @@ def _notice_json(notice: Notice) -> dict[str, Any]:
     }
 
 
+_NOTICE_FIELDS = {
+    "id": STR,
+    "rule": STR,
+    "severity": STR,
+    "opened_s": NUMBER,
+    "last_notified_s": NUMBER,
+    "members": LIST,
+    "resolved": LIST,
+}
+
+
 def _notice_from_json(data: dict[str, Any]) -> Notice:
+    fields(data, _NOTICE_FIELDS, "Slack notice", optional_fields={"moved": OBJECT})
     members: Sequence[AlertEvent] = [event_from_json(e) for e in data["members"]]
     resolved: Sequence[AlertEvent] = [event_from_json(e) for e in data["resolved"]]
     moved = data.get("moved", {})  # absent in states saved before renames were kept
