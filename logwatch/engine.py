@@ -202,7 +202,9 @@ class Engine:
     (`every_column` what a live driver parses for its small batches); a rule behind a gate (a
     literal outside of which it cannot move while quiet) gets its columns computed on a batch
     only when its gate matches there or it is not quiet.
-    `stats=False`: keep only line and run counts (`replay --format jsonl` shows no summary)."""
+    `stats=False`: keep only line and run counts (`replay --format jsonl` shows no summary).
+    `on_error` hears of a rule that raised (it is off for that source from then on);
+    `on_warning` of lines read otherwise than written (`DataWarning`), once per source and kind."""
 
     def __init__(
         self,
