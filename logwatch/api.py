@@ -13,7 +13,7 @@ from pathlib import Path
 from logwatch.alerts import AlertEvent
 from logwatch.drivers.replay import ReplayOptions, ReplayResult
 from logwatch.drivers.replay import replay as _replay
-from logwatch.engine import ErrorHandler
+from logwatch.engine import ErrorHandler, WarningHandler
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir
 from logwatch.rules.loader import load_rules as _load_packs
 from logwatch.sources.framing import DEFAULT_MAX_LINE_BYTES
@@ -35,9 +35,11 @@ def replay(
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     on_event: Callable[[AlertEvent], None] | None = None,
     on_error: ErrorHandler | None = None,
+    on_warning: WarningHandler | None = None,
 ) -> ReplayResult:
     """Run `rules` (default: the built-in packs) over finished logs, one source per path, as
-    `logwatch replay` does; `on_event` sees each event as it is found."""
+    `logwatch replay` does; `on_event` sees each event as it is found, `on_warning` each
+    `DataWarning` (a value read as missing, said once per file and kind)."""
     many = [paths] if isinstance(paths, str | os.PathLike) else paths
     names = [os.fspath(path) for path in many]
     return _replay(
@@ -46,4 +48,5 @@ def replay(
         options=ReplayOptions(max_line_bytes=max_line_bytes),
         on_event=on_event,
         on_error=on_error,
+        on_warning=on_warning,
     )

@@ -32,6 +32,7 @@ from logwatch.sources.framing import DEFAULT_MAX_LINE_BYTES
 # before it reads a byte (tests/test_cli_startup.py lists what replay must not load).
 if TYPE_CHECKING:
     from logwatch.drivers.export import FrameExport
+    from logwatch.engine import DataWarning
 
 SEVERITIES = click.Choice([s.label for s in Severity], case_sensitive=False)
 
@@ -47,6 +48,10 @@ def _warn_rule_error(rule: str, source: str, exc: Exception) -> None:
         f"rule {rule!r} failed on {source} and is off for it: "
         f"{type(exc).__name__}: {exc} (report this with the log line that triggered it)"
     )
+
+
+def _warn_data(warning: DataWarning) -> None:
+    _status_line(str(warning))
 
 
 class _Progress:
@@ -285,6 +290,7 @@ def replay_cmd(
             progress=progress,
             on_event=on_event,
             on_error=_warn_rule_error,
+            on_warning=_warn_data,
             window=window,
             on_frame=_frame_hooks(export, timeline.add_frame if timeline is not None else None),
         )
@@ -404,6 +410,7 @@ def report_cmd(
         options=ReplayOptions(max_line_bytes=max_line_bytes),
         window=window,
         on_error=_warn_rule_error,
+        on_warning=_warn_data,
     )
     size = report.write(output)
     click.echo(

@@ -14,7 +14,7 @@ from typing import Any, TypeVar, cast
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED, AlertEvent
-from logwatch.gpu.frames import telemetry_rows
+from logwatch.gpu.frames import DroppedPair, read_telemetry_rows
 from logwatch.lifecycle import Lifecycle
 from logwatch.parse import ALWAYS, SCHEMA, complete, shapes_giving
 from logwatch.redact import MASK, redact
@@ -55,6 +55,23 @@ _T = TypeVar("_T")
 
 Step = Callable[[dict[str, Any]], tuple[list[Transition], dict[str, Any]]]
 """One rule step on its state: (transitions, new state)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DataWarning:
+    """Something in a source's lines the rules could not read as written, and what was made of
+    it (a snapshot value no GPU column holds: read as missing). Said once per source and kind."""
+
+    source: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line}: {self.message}"
+
+
+WarningHandler = Callable[[DataWarning], None]
+"""Called with each data warning, in line order, once per source and kind."""
 
 
 @dataclass(slots=True)
@@ -206,7 +223,9 @@ class Engine:
     (`every_column` what a live driver parses for its small batches); a rule behind a gate (a
     literal outside of which it cannot move while quiet) gets its columns computed on a batch
     only when its gate matches there or it is not quiet.
-    `stats=False`: keep only line and run counts (`replay --format jsonl` shows no summary)."""
+    `stats=False`: keep only line and run counts (`replay --format jsonl` shows no summary).
+    `on_error` hears of a rule that raised (it is off for that source from then on);
+    `on_warning` of lines read otherwise than written (`DataWarning`), once per source and kind."""
 
     def __init__(
         self,
@@ -214,6 +233,7 @@ class Engine:
         on_error: ErrorHandler | None = None,
         *,
         stats: bool = True,
+        on_warning: WarningHandler | None = None,
     ) -> None:
         self.rules = list(rules)
         self._stats = stats
@@ -235,6 +255,8 @@ class Engine:
         self.sources: dict[str, SourceState] = {}
         self._on_error = on_error
         self._failed: set[tuple[str, str]] = set()
+        self._on_warning = on_warning
+        self._warned: set[tuple[str, str]] = set()  # (source, kind) of the warnings said
         # Protocol isinstance checks are slow: which rules move with the wall clock (ticks are
         # hot, and the tail driver asks per followed file) is known once, here.
         self.wallclock_rules = [s for s in self.rules if isinstance(s.rule, WallClockRule)]
@@ -326,8 +348,8 @@ class Engine:
         if not self._log_gpu or _LazyGpuFrame(frame).empty():
             return ready(None, None)
         try:
-            found = telemetry_rows(frame, self._gpu_metrics, plain_pairs=plain_pairs)
-            rows = LogGpuRows(found, self._gpu_metrics)
+            found = read_telemetry_rows(frame, self._gpu_metrics, plain_pairs=plain_pairs)
+            rows = LogGpuRows(found.rows, self._gpu_metrics, found.dropped)
         except Exception as exc:  # the rules that read these rows report it, in order
             return ready(None, exc)
         for rule in self._log_holds:
@@ -398,6 +420,7 @@ class Engine:
             return
         self.sources[new] = state
         self._failed |= {(rule, new) for rule, source in self._failed if source == old}
+        self._warned |= {(new, kind) for source, kind in self._warned if source == old}
         state.alerts.move(new)
 
     def _evaluate(
@@ -445,7 +468,8 @@ class Engine:
         elif gates:
             scanned = self._gate_scan.hits(frame, gates)
             opened |= {gate: not lines.is_empty() for gate, lines in scanned.items()}
-        gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics, empty=live.gpu_empty)
+        warn = partial(self._warn_dropped, source, frame)
+        gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics, live.gpu_empty, warn)
         for order, spec in enumerate(self.rules):
             needs = self._needs[order]
             if order in quiet and not opened[cast(str, needs.gate)]:
@@ -466,7 +490,7 @@ class Engine:
                 if "step" in missing:
                     frame = _filled_step(frame, prior)
                 done |= missing
-                gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics)
+                gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics, said=warn)
             seen = frame  # with the columns computed ahead for this rule
             ahead = prepared.ahead if prepared is not None else live.ahead
             if needs.ahead and ahead is not None:
@@ -526,6 +550,18 @@ class Engine:
         calm = {o for o, hit in zip(streaks, found[len(gates) :], strict=False) if not hit}
         gpu_empty = not found[-1] if self._log_gpu else None
         return _LiveChecks(opened, frozenset(calm), gpu_empty, ahead)
+
+    def _warn_dropped(
+        self, source: str, frame: pl.DataFrame, dropped: Sequence[DroppedPair]
+    ) -> None:
+        """Say each snapshot pair of `frame` the GPU rows left out, once per source and kind."""
+        for pair in dropped:
+            if (source, pair.kind) in self._warned:
+                continue
+            self._warned.add((source, pair.kind))
+            if self._on_warning is not None:
+                line = int(frame.item(pair.row, "line"))
+                self._on_warning(DataWarning(source, line, pair.message))
 
     def _rule_state(self, spec: RuleSpec, state: SourceState) -> dict[str, Any]:
         """A rule's state as its step receives it (`_guarded`)."""
@@ -711,16 +747,18 @@ class Engine:
         few typical lines so that its first alert does not pay polars' one-time costs."""
         sources: set[str] = set()
         on_error, self._on_error = self._on_error, _unreported
+        on_warning, self._on_warning = self._on_warning, None
         try:
             for frame in frames:
                 if frame.height:
                     sources.add(frame.get_column("source")[0])
                     self.process(frame, columns)
         finally:
-            self._on_error = on_error
+            self._on_error, self._on_warning = on_error, on_warning
             for source in sources:
                 self.sources.pop(source, None)
             self._failed = {failed for failed in self._failed if failed[1] not in sources}
+            self._warned = {warned for warned in self._warned if warned[0] not in sources}
 
     def run_all(self, frames: Iterable[pl.DataFrame]) -> list[AlertEvent]:
         """Evaluate a sequence of batches; convenience for tests and small inputs."""
@@ -884,9 +922,10 @@ def _step_filled(frame: pl.DataFrame) -> bool:
 
 class _LazyGpuFrame:
     """The GPU rows of one log batch, read on first use (or taken from `prepared`) and shared
-    by that batch's GPU rules; `empty`, when known, whether the batch has no GPU keys."""
+    by that batch's GPU rules; `empty`, when known, whether the batch has no GPU keys; `said`
+    is handed the snapshot pairs the rows left out, when they are first read."""
 
-    __slots__ = ("_empty", "_frame", "_metrics", "_prepared", "_rows")
+    __slots__ = ("_empty", "_frame", "_metrics", "_prepared", "_rows", "_said")
 
     def __init__(
         self,
@@ -894,12 +933,14 @@ class _LazyGpuFrame:
         prepared: Prepared | None = None,
         metrics: frozenset[str] | None = None,
         empty: bool | None = None,
+        said: Callable[[Sequence[DroppedPair]], None] | None = None,
     ) -> None:
         self._frame = frame
         self._prepared = prepared
         self._metrics = metrics  # the snapshot metrics its rules read (None: all)
         self._rows: LogGpuRows | None = None
         self._empty: bool | None = empty
+        self._said = said
 
     def rows(self) -> LogGpuRows:
         """The batch's GPU rows (`log_gpu_rows`), read once."""
@@ -911,6 +952,8 @@ class _LazyGpuFrame:
                 self._rows = ready.gpu_rows
             else:
                 self._rows = log_gpu_rows(self._frame, self._metrics)
+            if self._rows.dropped and self._said is not None:
+                self._said(self._rows.dropped)
         return self._rows
 
     def get(self) -> pl.DataFrame:

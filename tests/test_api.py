@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -248,3 +249,20 @@ def test_events_jsonl_round_trips_through_json() -> None:
     """Every event's JSON is strict JSON (no NaN literal), as the frame's source."""
     for event in logwatch.replay(NAN_LOG).events:
         json.loads(event.to_jsonl())
+
+
+def test_replay_hands_each_data_warning_to_on_warning(tmp_path: Path) -> None:
+    """`logwatch.replay(..., on_warning=...)` gets the value read as missing as a
+    `DataWarning` with its source and line, once, and no rule is switched off."""
+    log = tmp_path / "train.log"
+    log.write_text(
+        "2026-11-28 14:00:00,000 INFO [wandb] snapshot step=1 gpu/0/mem_total_gb=inf\n"
+        "2026-11-28 14:00:01,000 INFO [wandb] snapshot step=2 gpu/0/mem_total_gb=nan\n"
+    )
+    warnings: list[Any] = []
+    errors: list[str] = []
+    logwatch.replay(log, on_warning=warnings.append, on_error=lambda rule, *_: errors.append(rule))
+    assert [(w.source, w.line, w.message.split(";")[0]) for w in warnings] == [
+        (str(log), 1, "snapshot value gpu/0/mem_total_gb=inf is not a number a GPU column can hold")
+    ]
+    assert errors == []

@@ -273,3 +273,37 @@ def test_ordinary_token_settings_are_left_alone(write_log, text: str) -> None:  
     """Redaction masks credentials, not tokenizer settings or words."""
     out = run("replay", write_log(text.encode() + b"\nloss=nan\n"), "--format", "jsonl")[1]
     assert "[REDACTED]" not in out
+
+
+GPU_NAN_LOG = b"".join(
+    [
+        b"2026-11-28 14:00:00,002 INFO [wandb] snapshot step=150 gpu/0/util=98 gpu/0/mem_gb=nan"
+        b" gpu/0/power_w=611 gpu/0/temp_c=67\n",
+        b"2026-11-28 14:00:05,117 INFO [train] step 151/200000 | loss 3.4812 | acc 0.271\n",
+        *(
+            f"2026-11-28 14:{m:02d}:00,000 INFO [wandb] snapshot step={m} gpu/0/util=98"
+            f" gpu/0/mem_gb=nan gpu/0/temp_c=90\n".encode()
+            for m in range(1, 5)
+        ),
+    ]
+)
+
+
+@pytest.mark.parametrize("fmt", ["text", "jsonl"])
+def test_a_gpu_value_no_column_holds_is_one_stderr_line_and_the_rules_stay_on(  # type: ignore[no-untyped-def]
+    write_log, fmt: str
+) -> None:
+    """`mem_gb=nan` in snapshots is said once on stderr with its file and line (never in
+    JSONL's stdout), no GPU rule is switched off, and gpu-hot still fires on line 5."""
+    path = write_log(GPU_NAN_LOG)
+    code, out, err = run("replay", path, "--format", fmt)
+    assert code == 0
+    assert err == (
+        f"logwatch: {path}:1: snapshot value gpu/0/mem_gb=nan is not a number a GPU column can"
+        " hold; read as missing (later such values not repeated)\n"
+    )
+    if fmt == "jsonl":
+        events = [json.loads(line) for line in out.splitlines()]
+        assert [(e["rule"], e["status"], e["line"]) for e in events] == [("gpu-hot", "firing", 5)]
+    else:
+        assert f"gpu-hot              {path}:5" in out

@@ -120,18 +120,23 @@ def test_gpu_rules_are_recognised_by_the_protocol() -> None:
     ]
 
 
-def _replayed(tmp_path: Any, lines: list[str], workers: int) -> tuple[list[Any], list[str]]:
-    """Events and rule errors of a replay with the built-in rules."""
+def _replayed(
+    tmp_path: Any, lines: list[str], workers: int, warnings: list[str] | None = None
+) -> tuple[list[Any], list[str]]:
+    """Events and rule errors of a replay with the built-in rules (its data warnings, each
+    without the folder, go to `warnings`)."""
     from logwatch.drivers.replay import ReplayOptions, replay
 
     log = tmp_path / f"w{workers}.log"
     log.write_text("\n".join(lines) + "\n")
     errors: list[str] = []
+    said = [] if warnings is None else warnings
     result = replay(
         [str(log)],
         logwatch.load_rules(),
         options=ReplayOptions(workers=workers, block_bytes=256),
         on_error=lambda rule, source, exc: errors.append(f"{rule}: {exc}"),
+        on_warning=lambda warning: said.append(str(warning).removeprefix(f"{tmp_path}/")),
     )
     return [(e.rule, e.status, e.line) for e in result.events], errors
 
@@ -172,19 +177,46 @@ def test_prepare_scores_the_gpu_hold_rules_ahead(monkeypatch: pytest.MonkeyPatch
     assert ahead == direct
 
 
-def test_a_broken_snapshot_read_ahead_is_each_gpu_rules_error_as_before(tmp_path: Any) -> None:
-    """A snapshot the GPU rows cannot be read from (a NaN memory size) is reported as the GPU
-    rules' error, once each, as when the engine reads the rows itself; the other rules go on."""
-    lines = [
-        "2026-11-28 14:00:00,000 INFO [wandb] snapshot step=1 gpu/0/util=50 gpu/0/mem_gb=nan",
-        "2026-11-28 14:00:01,000 INFO [train] step 2/9 | loss nan",
-    ]
-    events_ahead, ahead = _replayed(tmp_path, lines, workers=2)
-    events_itself, itself = _replayed(tmp_path, lines, workers=1)
-    assert ahead == itself
-    assert {error.split(":")[0] for error in ahead} >= {"gpu-idle", "gpu-hot"}
+BROKEN = [
+    "2026-11-28 14:00:00,000 INFO [wandb] snapshot step=1 gpu/0/util=50 gpu/0/mem_gb=nan"
+    " gpu/0/mem_total_gb=80 gpu/0/temp_c=60",
+    "2026-11-28 14:00:01,000 INFO [train] step 2/9 | loss nan",
+    *(
+        f"2026-11-28 14:{minute:02d}:00,000 INFO [wandb] snapshot step={minute} gpu/0/util=1"
+        f" gpu/0/mem_gb=79.9 gpu/0/mem_total_gb={total} gpu/0/temp_c=90"
+        f" gpu/99999999999999999999/util={minute}"
+        for minute, total in zip(range(1, 9), ["80", "inf", *["80"] * 6], strict=True)
+    ),
+]
+"""A NaN memory size on line 1 (inf on line 4), an index past Int64 from line 3 on, and
+every GPU rule's condition holding from line 3 (util 1%, memory 99.9%, 90 C)."""
+
+
+def test_a_value_no_gpu_column_holds_is_said_once_and_the_gpu_rules_go_on(tmp_path: Any) -> None:
+    """A snapshot value a GPU column cannot hold (NaN GiB) is read as missing and a key whose
+    index no GPU has is dropped, each said once with its file and line, read ahead on the
+    parse threads or not: every GPU rule stays on and fires later, and no rule fails."""
+    said_ahead: list[str] = []
+    said_itself: list[str] = []
+    events_ahead, ahead = _replayed(tmp_path, BROKEN, workers=2, warnings=said_ahead)
+    events_itself, itself = _replayed(tmp_path, BROKEN, workers=1, warnings=said_itself)
+    assert ahead == itself == []
     assert events_ahead == events_itself
-    assert ("nan-loss", FIRING, 2) in events_ahead
+    assert {(rule, line) for rule, status, line in events_ahead if status == FIRING} == {
+        ("nan-loss", 2),
+        ("gpu-memory-high", 5),
+        ("gpu-hot", 5),
+        ("gpu-idle", 8),
+    }
+    assert [said.removeprefix("w2") for said in said_ahead] == [
+        ".log:1: snapshot value gpu/0/mem_gb=nan is not a number a GPU column can hold;"
+        " read as missing (later such values not repeated)",
+        ".log:3: snapshot key gpu/99999999999999999999/util=1 has a GPU index no GPU has;"
+        " dropped (later such keys not repeated)",
+    ]
+    assert [said.removeprefix("w1") for said in said_itself] == [
+        said.removeprefix("w2") for said in said_ahead
+    ]
 
 
 def test_a_log_batch_reads_only_the_snapshot_metrics_its_gpu_rules_use() -> None:
@@ -199,3 +231,38 @@ def test_a_log_batch_reads_only_the_snapshot_metrics_its_gpu_rules_use() -> None
     assert prepared is not None and prepared.gpu_rows is not None
     read = set(prepared.gpu_rows.narrow.get_column("metric").cast(pl.String))
     assert read == {"util", "temp_c", "mem_gb"}
+
+
+def test_data_warnings_are_said_once_per_source_and_kind_in_any_batches() -> None:
+    """Batch by batch (as tail feeds the engine), each source is told once of a value read as
+    missing and once of a dropped key, at the first line that had one; a rehearsal says
+    nothing and uses up nothing, and a renamed source keeps what was said to it."""
+    said: list[str] = []
+    engine = Engine(logwatch.load_rules(), on_warning=lambda warning: said.append(str(warning)))
+    nan = "2026-11-28 14:00:00,000 INFO [wandb] snapshot step=1 gpu/0/mem_gb=nan gpu/0/util=50"
+    inf = "2026-11-28 14:00:05,000 INFO [wandb] snapshot step=2 gpu/1/mem_total_gb=inf"
+    index = "2026-11-28 14:00:09,000 INFO [wandb] snapshot step=3 gpu/99999999999999999999/util=1"
+    engine.rehearse([batch([nan, index])])
+    assert said == []
+    for line, text in enumerate([nan, inf, index, nan, index], start=1):
+        engine.process(batch([text], first_line=line))
+    engine.process(parse_lines(pl.Series([inf]), source="t.log", first_line=7))
+    engine.rename_source("s.log", "s.log.1")
+    engine.process(parse_lines(pl.Series([nan]), source="s.log.1", first_line=9))
+    value = "snapshot value {} is not a number a GPU column can hold; read as missing"
+    assert [text.split(" (later")[0] for text in said] == [
+        "s.log:1: " + value.format("gpu/0/mem_gb=nan"),
+        "s.log:3: snapshot key gpu/99999999999999999999/util=1 has a GPU index no GPU has; dropped",
+        "t.log:7: " + value.format("gpu/1/mem_total_gb=inf"),
+    ]
+
+
+def test_a_dropped_pair_is_not_said_when_no_gpu_rule_reads_its_metric() -> None:
+    """Rules that read utilization only are not told of a NaN memory size: nothing they read
+    was lost (the rows for them do not read memory at all)."""
+    said: list[str] = []
+    idle = [spec for spec in logwatch.load_rules() if spec.id == "gpu-idle"]
+    engine = Engine(idle, on_warning=lambda warning: said.append(str(warning)))
+    line = "2026-11-28 14:00:00,000 INFO [wandb] snapshot step=1 gpu/0/mem_gb=nan gpu/0/util=5"
+    engine.process(batch([line]))
+    assert said == []

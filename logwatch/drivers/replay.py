@@ -15,7 +15,7 @@ import polars as pl
 
 from logwatch.alerts import AlertEvent, json_number, still_firing
 from logwatch.drivers.window import Window
-from logwatch.engine import Engine, ErrorHandler, Prepared, SourceStats
+from logwatch.engine import Engine, ErrorHandler, Prepared, SourceStats, WarningHandler
 from logwatch.errors import InputError
 from logwatch.parse import SCHEMA, parse_block
 from logwatch.rules.loader import RuleSpec
@@ -317,11 +317,13 @@ def replay(
     on_error: ErrorHandler | None = None,
     window: Window | None = None,
     on_frame: FrameHook | None = None,
+    on_warning: WarningHandler | None = None,
 ) -> ReplayResult:
     """Replay files one after another through one engine; each file is its own source.
-    `window`: only the lines between `--since` and `--until`; `on_frame` sees each block."""
+    `window`: only the lines between `--since` and `--until`; `on_frame` sees each block;
+    `on_warning` each data warning (`DataWarning`: what was read otherwise than written)."""
     check_readable(paths)
-    engine = Engine(rules, on_error=on_error, stats=options.stats)
+    engine = Engine(rules, on_error=on_error, stats=options.stats, on_warning=on_warning)
     events: list[AlertEvent] = []
     for path in paths:
         blocks = replay_file(

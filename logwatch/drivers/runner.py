@@ -13,7 +13,7 @@ from types import FrameType
 
 from logwatch.drivers.plugins import TailPlugin
 from logwatch.drivers.tail import Status, TailDriver, TailOptions
-from logwatch.engine import Engine
+from logwatch.engine import DataWarning, Engine
 from logwatch.errors import InputError
 from logwatch.rules.loader import RuleSpec
 from logwatch.sinks.base import Sink
@@ -35,6 +35,16 @@ def rule_error_reporter(status: Status) -> Callable[[str, str, Exception], None]
             )
 
     return on_error
+
+
+def data_warning_reporter(status: Status) -> Callable[[DataWarning], None]:
+    """An engine warning handler that says each data warning on `status` (the engine says
+    each once per source and kind)."""
+
+    def on_warning(warning: DataWarning) -> None:
+        status(str(warning))
+
+    return on_warning
 
 
 def check_patterns(patterns: Sequence[str]) -> None:
@@ -70,7 +80,9 @@ def tail_driver(
 ) -> TailDriver:
     """The driver `tail` and `top` run: one engine whose rule errors are said once, the sinks
     behind one FanOut whose failures are said on `status`."""
-    engine = Engine(rules, on_error=rule_error_reporter(status))
+    engine = Engine(
+        rules, on_error=rule_error_reporter(status), on_warning=data_warning_reporter(status)
+    )
     sink = FanOut(sinks, report=status)
     return TailDriver(
         patterns,

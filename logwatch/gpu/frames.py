@@ -4,6 +4,7 @@ own telemetry snapshots, and the as-of join of log frames with GPU frames."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -100,7 +101,8 @@ def telemetry_to_gpu_frame(frame: pl.DataFrame, *, row_column: str | None = None
         .unnest("telemetry")
         .with_columns(pl.col("key").str.extract_groups(r"^gpu/(\d+)/(\w+)$").alias("_k"))
         .with_columns(
-            pl.col("_k").struct.field("1").cast(pl.Int64).alias("gpu"),
+            # an index no Int64 holds names no GPU: its keys are dropped (`read_telemetry_rows`)
+            pl.col("_k").struct.field("1").cast(pl.Int64, strict=False).alias("gpu"),
             pl.col("_k").struct.field("2").alias("metric"),
         )
         .filter(pl.col("gpu").is_not_null() & pl.col("metric").is_in(list(_LOG_METRICS)))
@@ -120,7 +122,8 @@ def _as_gpu_frame(
     wide: pl.DataFrame, row_column: str | None, *, ordered: bool = False
 ) -> pl.DataFrame:
     """Rows of (`_log_row`, ts, gpu, some metric columns) in the GPU frame's schema, sorted
-    (by `row_column` and gpu, else by ts and gpu; `ordered`: by `_log_row` and gpu already)."""
+    (by `row_column` and gpu, else by ts and gpu; `ordered`: by `_log_row` and gpu already).
+    A value its column cannot hold (NaN GiB as bytes) is read as missing."""
     if wide.is_empty():
         return pl.DataFrame(
             schema={**GPU_SCHEMA, **({row_column: pl.UInt32()} if row_column else {})}
@@ -129,7 +132,9 @@ def _as_gpu_frame(
     extra = [pl.col("_log_row").alias(row_column)] if row_column else []
     framed = out.select(
         *[
-            pl.col(name).cast(dtype) if name in out.columns else pl.lit(None, dtype).alias(name)
+            pl.col(name).cast(dtype, strict=False)
+            if name in out.columns
+            else pl.lit(None, dtype).alias(name)
             for name, dtype in GPU_SCHEMA.items()
         ],
         *extra,
@@ -166,9 +171,43 @@ METRIC = pl.Enum(list(_LOG_METRICS))
 """The snapshot metrics (`gpu/<i>/<metric>`) a GPU frame reads, in `telemetry_rows`' order."""
 LOG_METRIC_OF: dict[str, str] = {column: key for key, (column, _) in _LOG_METRICS.items()}
 """GPU frame column -> the snapshot key it is read from."""
-_INTEGER_METRICS = {
-    key: column for key, (column, _) in _LOG_METRICS.items() if GPU_SCHEMA[column].is_integer()
+_INTEGER_METRICS = frozenset(
+    key for key, (column, _) in _LOG_METRICS.items() if GPU_SCHEMA[column].is_integer()
+)
+"""The snapshot metrics read into integer columns (bytes): a value may be past what they hold."""
+
+_DROPPED = {
+    "value": "snapshot value {pair} is not a number a GPU column can hold; read as missing"
+    " (later such values not repeated)",
+    "index": "snapshot key {pair} has a GPU index no GPU has; dropped"
+    " (later such keys not repeated)",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedPair:
+    """A snapshot `gpu/<i>/<metric>=<number>` pair the GPU rows could not take: a value its
+    column cannot hold (`mem_gb=nan`, `mem_gb=1e30`: no Int64 of bytes), read as missing, or
+    an index no Int64 holds (`gpu/99999999999999999999/util=1`), dropped. `row`: its line's
+    row in the batch."""
+
+    kind: str  # "value" or "index"
+    row: int
+    pair: str
+
+    @property
+    def message(self) -> str:
+        """What a user is told, once per source and kind (without the file and line)."""
+        return _DROPPED[self.kind].format(pair=self.pair)
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetryRows:
+    """`read_telemetry_rows`' answer: the narrow rows, and the first pair of each kind that
+    they leave out (in line order; none when they leave none)."""
+
+    rows: pl.DataFrame
+    dropped: tuple[DroppedPair, ...] = ()
 
 
 def telemetry_rows(
@@ -177,21 +216,30 @@ def telemetry_rows(
     *,
     plain_pairs: pl.Series | None = None,
 ) -> pl.DataFrame:
+    """The batch's GPU snapshot keys, narrow (`read_telemetry_rows`, without what it left out)."""
+    return read_telemetry_rows(frame, metrics, plain_pairs=plain_pairs).rows
+
+
+def read_telemetry_rows(
+    frame: pl.DataFrame,
+    metrics: Collection[str] | None = None,
+    *,
+    plain_pairs: pl.Series | None = None,
+) -> TelemetryRows:
     """The batch's GPU snapshot keys, narrow: one row per (`_log_row`, gpu, metric) with `ts`
     and the `value` in its GPU-frame unit, ordered by (`_log_row`, gpu, metric).
 
     Reads only `text` (or `PAIRS_COLUMN`), `snapshot` and `ts`; gives the values
     `telemetry_to_gpu_frame` gives (a key said twice on a line: its last value), without a
     pivot. `metric` is a `METRIC` enum. With `metrics` (snapshot keys, `log_gpu_metrics`),
-    only the rows of those; a batch the wide path fails on fails all the same. Lines of plain
-    pairs (`PLAIN_PAIRS_LINE`) are cut by position (`_plain_rows`); the others read the pairs
-    as the parser does (`_general_rows`). `plain_pairs`: per row of `frame`, true where its
-    line is known to be a plain-pairs line (`ParsedBlock.plain_pairs`): only the other lines
-    are matched.
+    only the rows of those. A value its column cannot hold is read as missing (null) and a
+    key whose index no Int64 holds is dropped, as the wide path reads them: the first of
+    each, if any, is in `dropped`. Lines of plain pairs (`PLAIN_PAIRS_LINE`) are cut by
+    position (`_plain_rows`); the others read the pairs as the parser does (`_general_rows`).
+    `plain_pairs`: per row of `frame`, true where its line is known to be a plain-pairs line
+    (`ParsedBlock.plain_pairs`): only the other lines are matched.
     """
-    wanted = None if metrics is None else frozenset(metrics)
-    # integer metrics are read even when not wanted: a value they cannot hold fails the batch
-    kept = None if wanted is None else (wanted | set(_INTEGER_METRICS)) & set(_LOG_METRICS)
+    kept = None if metrics is None else frozenset(metrics) & set(_LOG_METRICS)
     read = [name for name in ("text", PAIRS_COLUMN) if name in frame.columns]
     snapshots = (
         frame.select("ts", *read, "snapshot")
@@ -201,16 +249,34 @@ def telemetry_rows(
     snapshots = snapshots.with_columns(_plain(snapshots, read, frame.height, plain_pairs))
     fast = _plain_rows(snapshots.filter(pl.col("_plain")), kept)
     rest = snapshots.filter(~pl.col("_plain"))
-    if fast is None:  # a key the general path may refuse: every line takes it
-        rows, rest = _checked(_general_rows(snapshots)), snapshots
+    lost = None
+    if fast is None:  # a key the general path must read: every line takes it
+        rows, lost = _general_rows(snapshots, kept)
     elif rest.is_empty():
-        rows = _checked(fast)
+        rows = fast
     else:
-        merged = pl.concat([fast, _general_rows(rest)]).sort("_log_row", maintain_order=True)
-        rows = _checked(merged)
-    if wanted is None or (kept == wanted and rest.is_empty()):
-        return rows
-    return rows.filter(pl.col("metric").is_in(list(wanted)))
+        general, lost = _general_rows(rest, kept)
+        rows = pl.concat([fast, general]).sort("_log_row", maintain_order=True)
+    return _held(frame, rows, lost, check=kept is None or bool(kept & _INTEGER_METRICS))
+
+
+def _held(
+    frame: pl.DataFrame, narrow: pl.DataFrame, lost: DroppedPair | None, *, check: bool = True
+) -> TelemetryRows:
+    """`narrow` (of `frame`'s lines) with each value its column cannot hold (an integer
+    column's NaN, inf, or a number past Int64 once in bytes) read as missing, as the wide
+    path's cast reads it, and what was left out: `lost` (a dropped key) and the first such
+    value. `check`: whether `narrow` may hold integer metrics."""
+    dropped = [] if lost is None else [lost]
+    if check:
+        value = pl.col("value")
+        integer = pl.col("metric").is_in(list(_INTEGER_METRICS))
+        unheld = integer & value.is_not_null() & value.cast(pl.Int64, strict=False).is_null()
+        found = narrow.select(unheld.arg_true().first()).item()
+        if found is not None:
+            narrow = narrow.with_columns(pl.when(unheld).then(None).otherwise(value).alias("value"))
+            dropped.append(_unheld_pair(frame, narrow, found))
+    return TelemetryRows(narrow, tuple(sorted(dropped, key=lambda pair: pair.row)))
 
 
 def _plain(
@@ -320,28 +386,35 @@ def _after(keyed: tuple[pl.Expr, ...]) -> list[pl.Expr]:
     return out
 
 
-def _general_rows(snapshots: pl.DataFrame) -> pl.DataFrame:
-    """The GPU rows of snapshot lines (`_log_row`, ts, `text` or `PAIRS_COLUMN`), read from
-    the pairs the parser reads (`telemetry_pairs`)."""
+def _general_rows(
+    snapshots: pl.DataFrame, kept: frozenset[str] | None
+) -> tuple[pl.DataFrame, DroppedPair | None]:
+    """The GPU rows of snapshot lines (`_log_row`, ts, `text` or `PAIRS_COLUMN`) of `kept`
+    metrics (None: all), read from the pairs the parser reads (`telemetry_pairs`), and the
+    first of their keys whose all-digit index no Int64 holds (those are dropped)."""
     cut = _cut(_gpu_pairs(snapshots))
-    known = pl.col("metric").is_in(list(_LOG_METRICS))
-    _check_odd_indexes(cut.filter(~known.fill_null(False)))
-    index = pl.when(pl.col("_index").str.contains(r"^\d+$")).then(pl.col("_index"))
+    known = pl.col("metric").is_in(list(_LOG_METRICS if kept is None else kept))
+    digits = pl.col("_index").str.contains(r"^\d+$")
+    index = pl.when(digits).then(pl.col("_index")).cast(pl.Int64, strict=False)
+    indexed = cut.filter(known.fill_null(False)).with_columns(index.alias("gpu"))
+    lost = indexed.filter(pl.col("gpu").is_null() & digits).head(1)
     mem = pl.col("metric").is_in([k for k, (_, scale) in _LOG_METRICS.items() if scale != 1.0])
     value = pl.col("value").cast(pl.Float64, strict=False)
     narrow = (
-        cut.filter(known)
+        indexed.filter(pl.col("gpu").is_not_null())
         .select(
             "_log_row",
             "ts",
-            index.cast(pl.Int64).alias("gpu"),
+            "gpu",
             pl.col("metric").cast(METRIC),
             pl.when(mem).then(value * float(GIB)).otherwise(value).alias("value"),
         )
-        .filter(pl.col("gpu").is_not_null())
         .sort("_log_row", "gpu", "metric", maintain_order=True)
     )
-    return _last_of_each_key(narrow)
+    dropped = None
+    if lost.height:
+        dropped = DroppedPair("index", int(lost.item(0, "_log_row")), str(lost.item(0, "_p")))
+    return _last_of_each_key(narrow), dropped
 
 
 def _last_of_each_key(rows: pl.DataFrame) -> pl.DataFrame:
@@ -350,13 +423,20 @@ def _last_of_each_key(rows: pl.DataFrame) -> pl.DataFrame:
     return rows.filter(pl.any_horizontal([c != c.shift(-1) for c in keyed]).fill_null(True))
 
 
-def _checked(narrow: pl.DataFrame) -> pl.DataFrame:
-    """`narrow`, raising where the wide path raises: it casts every value to its column's type
-    at once, so a value an integer column cannot hold (mem_gb=nan) fails the whole batch."""
-    for name, column in _INTEGER_METRICS.items():
-        values = narrow.filter(pl.col("metric") == name).get_column("value")
-        values.alias(column).cast(GPU_SCHEMA[column])
-    return narrow
+def _unheld_pair(frame: pl.DataFrame, narrow: pl.DataFrame, at: int) -> DroppedPair:
+    """The pair of the value `_held` reads as missing at row `at` of `narrow`: the last pair
+    of its line with its index and metric, as the parser reads the line's pairs."""
+    row, gpu = narrow.item(at, "_log_row"), narrow.item(at, "gpu")
+    metric = str(narrow.item(at, "metric"))
+    given = PAIRS_COLUMN in frame.columns
+    said = pl.col(PAIRS_COLUMN) if given else telemetry_pairs()
+    pairs: list[str] = frame.slice(row, 1).select(said).item().to_list()
+    for pair in reversed(pairs):
+        key = pair.partition("=")[0].split("/")
+        index = key[1] if len(key) == 3 and key[0] == "gpu" and key[2] == metric else ""
+        if index.isascii() and index.isdigit() and int(index) == gpu:
+            return DroppedPair("value", row, pair)
+    return DroppedPair("value", row, f"gpu/{gpu}/{metric}")
 
 
 def _gpu_pairs(snapshots: pl.DataFrame) -> pl.DataFrame:
@@ -383,13 +463,6 @@ def _cut(pairs: pl.DataFrame) -> pl.DataFrame:
         key.struct.field("field_2").alias("metric"),
         pl.col("_kv").struct.field("field_1").alias("value"),
     )
-
-
-def _check_odd_indexes(pairs: pl.DataFrame) -> None:
-    """Raise where the wide path raises on a GPU key of an unknown metric: an index that is
-    digits but no Int64 (`gpu/99999999999999999999/x=1`)."""
-    if not pairs.is_empty():
-        pairs.select(pl.col("_p").str.extract(r"^gpu/(\d+)/\w+=", 1).cast(pl.Int64))
 
 
 def narrow_to_gpu_frame(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay
 from logwatch.drivers.window import Window
-from logwatch.engine import ErrorHandler
+from logwatch.engine import ErrorHandler, WarningHandler
 from logwatch.errors import InputError
 from logwatch.report.charts import all_charts, axis_for, place
 from logwatch.report.collect import Collector
@@ -45,6 +45,7 @@ def build_report(
     options: ReplayOptions | None = None,
     window: Window | None = None,
     on_error: ErrorHandler | None = None,
+    on_warning: WarningHandler | None = None,
 ) -> Report:
     """Replay `paths` once and draw what they say; several files share one time axis, ordered
     by their first timestamp (argument order where a file has none)."""
@@ -56,6 +57,7 @@ def build_report(
         window=window,
         on_frame=collector,
         on_error=on_error,
+        on_warning=on_warning,
     )
     names = [p for p in dict.fromkeys(paths) if p in result.stats]
     time = all(result.stats[p].first_ts is not None for p in names) and bool(names)

@@ -23,9 +23,10 @@ from logwatch.alerts import FIRING, RESOLVED
 from logwatch.gpu.frames import (
     GPU_SCHEMA,
     LOG_METRIC_OF,
+    DroppedPair,
     narrow_metrics,
     narrow_to_gpu_frame,
-    telemetry_rows,
+    read_telemetry_rows,
 )
 from logwatch.rules.log import Needs, RuleType, Transition
 from logwatch.rules.params import Columns, Kind, Param
@@ -192,13 +193,20 @@ def _log_metrics(condition: pl.Expr, value: pl.Expr | None) -> frozenset[str] | 
 
 class LogGpuRows:
     """The GPU rows of one log batch, narrow (`telemetry_rows`, maybe of some `metrics` only),
-    and the GPU frames of the metric sets its rules read, each built once."""
+    and the GPU frames of the metric sets its rules read, each built once. `dropped`: the
+    first snapshot pair of each kind the rows left out (`read_telemetry_rows`)."""
 
-    __slots__ = ("_frames", "_present", "_scored", "metrics", "narrow")
+    __slots__ = ("_frames", "_present", "_scored", "dropped", "metrics", "narrow")
 
-    def __init__(self, narrow: pl.DataFrame, metrics: frozenset[str] | None = None) -> None:
+    def __init__(
+        self,
+        narrow: pl.DataFrame,
+        metrics: frozenset[str] | None = None,
+        dropped: tuple[DroppedPair, ...] = (),
+    ) -> None:
         self.narrow = narrow
         self.metrics = metrics
+        self.dropped = dropped
         self._frames: dict[frozenset[str] | None, pl.DataFrame] = {}
         self._present: list[str] | None = None
         self._scored: dict[int, pl.DataFrame] = {}
@@ -233,7 +241,8 @@ class LogGpuRows:
 def log_gpu_rows(frame: pl.DataFrame, metrics: frozenset[str] | None = None) -> LogGpuRows:
     """A log batch's `gpu/<i>/...` snapshot keys, read once for all its GPU rules (the engine
     builds it once per batch); with `metrics` (`log_gpu_metrics`), only those metrics."""
-    return LogGpuRows(telemetry_rows(frame, metrics), metrics)
+    read = read_telemetry_rows(frame, metrics)
+    return LogGpuRows(read.rows, metrics, read.dropped)
 
 
 def log_gpu_metrics(rules: Iterable[object]) -> frozenset[str] | None:

@@ -13,8 +13,11 @@ import pytest
 
 from logwatch.drivers.plugins import Plugin
 from logwatch.drivers.replay import replay
+from logwatch.drivers.runner import tail_driver
+from logwatch.drivers.tail import TailOptions
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.rules.log import Transition
+from logwatch.sinks.base import ListSink
 from logwatch.testing import recording_spec, running
 from tests.conftest import SAMPLES, sample_logs
 from tests.tailkit import BUILTIN, Tail, numbered
@@ -243,3 +246,30 @@ def test_a_failing_sink_is_reported_per_alert_and_others_still_get_them(tmp_path
     assert said[0].startswith("sink BrokenSink did not take nan-loss firing (")
     assert said[0].endswith(":1): OSError: destination unreachable")
     assert said[2].endswith("(failure 3 of this kind)")
+
+
+def test_a_gpu_value_no_column_holds_is_said_once_and_gpu_rules_stay_on(tmp_path: Path) -> None:
+    """Tailed as `logwatch tail` wires it (`tail_driver`), snapshot lines with `mem_gb=nan`
+    batch after batch give one status line with the file and the first such line; no GPU
+    rule is switched off, so gpu-hot fires on line 3 (90 C for 2m)."""
+    status: list[str] = []
+    sink = ListSink()
+    log = tmp_path / "train.log"
+    driver = tail_driver(
+        [str(tmp_path / "*.log")],
+        BUILTIN,
+        [sink],
+        state_dir=tmp_path / "state",
+        options=TailOptions(),
+        status=status.append,
+    )
+    snapshot = "2026-11-28 14:{:02d}:00,000 INFO [wandb] snapshot step={} gpu/0/mem_gb={} gpu/0/temp_c=90\n"
+    with running(driver), open(log, "a", buffering=1) as out:
+        for minute, mem in enumerate(["nan", "inf", "nan", "-nan"]):
+            out.write(snapshot.format(minute, minute, mem))
+            driver.sync()
+    assert [line for line in status if "snapshot" in line or "failed on" in line] == [
+        f"{log}:1: snapshot value gpu/0/mem_gb=nan is not a number a GPU column can hold;"
+        " read as missing (later such values not repeated)"
+    ]
+    assert [(e.line, e.rule, e.status) for e in sink.events] == [(3, "gpu-hot", "firing")]

@@ -1,6 +1,6 @@
 """`telemetry_rows` cuts the GPU keys of plain snapshot lines by position: on generated lines,
-plain or not, it gives exactly the rows (or the error) of the general path, which reads the
-pairs the parser reads."""
+plain or not, it gives exactly the rows (and the pairs left out) of the general path, which
+reads the pairs the parser reads."""
 
 from __future__ import annotations
 
@@ -14,8 +14,11 @@ from hypothesis import strategies as st
 from logwatch.gpu import frames
 from logwatch.gpu.frames import (
     PLAIN_PAIRS_LINE,
+    DroppedPair,
+    TelemetryRows,
     gpu_key_count,
     narrow_to_gpu_frame,
+    read_telemetry_rows,
     telemetry_rows,
 )
 from logwatch.gpu.frames import telemetry_to_gpu_frame as wide_gpu_frame
@@ -27,7 +30,7 @@ from logwatch.shapes import SHAPES
 
 METRICS = ["util", "mem_gb", "mem_total_gb", "power_w", "power_limit_w", "temp_c"]
 PLAIN_VALUES = ["0", "90", "70.7", "007", "-0", "-3.25", "1.50", "99999999999", "85"]
-ODD_VALUES = ["nan", "NaN", "-inf", "1e1", "6.7E+00", ".5", "+4", "5x", "1."]
+ODD_VALUES = ["nan", "NaN", "-inf", "1e1", "6.7E+00", ".5", "+4", "5x", "1.", "1e30", "INF", ""]
 OTHER_KEYS = [
     "prof/target_fwd_ms=212.4",
     "cuda/alloc_gb=61.2",
@@ -45,6 +48,8 @@ OTHER_KEYS = [
     "gpu/9999999999999999999/util=1",
     "gpu/99999999999999999999/fan=1",
     "gpu/0000000000000000001/util=1",
+    "gpu/99999999999999999999/mem_gb=1",
+    "gpu/\u0663/util=5",
 ]
 
 (SNAPSHOT,) = [shape for shape in SHAPES if shape.name == "dflash-snapshot"]
@@ -104,38 +109,31 @@ def _parse(lines: list[str]) -> pl.DataFrame:
     return parse_lines(pl.Series(lines, dtype=pl.String), source="s.log", first_line=1)
 
 
-def _general(frame: pl.DataFrame) -> pl.DataFrame:
+def _general(frame: pl.DataFrame, metrics: set[str] | None = None) -> TelemetryRows:
     """The general path on every snapshot line (what `telemetry_rows` did before the cut)."""
     snapshots = (
         frame.select("ts", "text", "snapshot")
         .with_row_index("_log_row")
         .filter(pl.col("snapshot").fill_null(False))
     )
-    return frames._checked(frames._general_rows(snapshots))
+    kept = None if metrics is None else frozenset(metrics) & set(METRICS)
+    return frames._held(frame, *frames._general_rows(snapshots, kept))
 
 
-def _outcome(read: object, frame: pl.DataFrame) -> pl.DataFrame | str:
-    """The rows `read` gives, or the kind of error it raised."""
-    assert callable(read)
-    try:
-        rows = read(frame)
-    except pl.exceptions.PolarsError as exc:
-        return type(exc).__name__
-    assert isinstance(rows, pl.DataFrame)
-    return rows
+def _same(fast: TelemetryRows, general: TelemetryRows) -> None:
+    """The same rows (values, order, dtypes) and the same pairs left out."""
+    assert fast.rows.schema == general.rows.schema
+    assert fast.rows.equals(general.rows)
+    assert fast.dropped == general.dropped
 
 
 @settings(max_examples=150, deadline=None)
 @given(_lines())
 def test_plain_lines_cut_by_position_give_the_general_paths_rows(lines: list[str]) -> None:
-    """Rows (values, order, dtypes, last of a key said twice) or error are the general path's."""
+    """Rows (values, order, dtypes, last of a key said twice) and the pairs left out (a value
+    no GPU column holds, an index past Int64) are the general path's."""
     frame = _parse(lines)
-    fast, general = _outcome(telemetry_rows, frame), _outcome(_general, frame)
-    if isinstance(fast, str) or isinstance(general, str):
-        assert fast == general
-        return
-    assert fast.schema == general.schema
-    assert fast.equals(general)
+    _same(read_telemetry_rows(frame), _general(frame))
 
 
 def test_the_generated_lines_take_both_paths() -> None:
@@ -180,16 +178,24 @@ def test_plain_and_general_lines_in_one_batch_keep_file_order() -> None:
 
 
 @pytest.mark.parametrize(
-    "pair", ["gpu/99999999999999999999/util=1", "gpu/99999999999999999999/fan=1"]
+    ("pair", "dropped"),
+    [
+        ("gpu/99999999999999999999/util=1", "gpu/99999999999999999999/util=1"),
+        ("gpu/9223372036854775808/temp_c=90", "gpu/9223372036854775808/temp_c=90"),
+        ("gpu/99999999999999999999/fan=1", None),  # no metric a GPU rule reads: nothing lost
+    ],
 )
-def test_an_index_past_int64_on_a_plain_line_fails_as_on_any_line(pair: str) -> None:
-    """A plain line's GPU index no Int64 holds fails the batch, as the general path does."""
+def test_an_index_past_int64_on_a_plain_line_is_dropped_as_on_any_line(
+    pair: str, dropped: str | None
+) -> None:
+    """A plain line's GPU index no Int64 holds drops that key alone, as the general path
+    does, and is said (when its metric is one a GPU frame reads); the line's other keys stay."""
     frame = _parse([f"2026-11-01 00:00:00,000 INFO [wandb] snapshot step=1 {pair} gpu/1/util=3"])
     assert re.search(PLAIN_PAIRS_LINE, frame.get_column("text")[0])
-    with pytest.raises(pl.exceptions.PolarsError):
-        _general(frame)
-    with pytest.raises(pl.exceptions.PolarsError):
-        telemetry_rows(frame)
+    read = read_telemetry_rows(frame)
+    _same(read, _general(frame))
+    assert read.rows.select("gpu", "value").rows() == [(1, 3.0)]
+    assert read.dropped == (() if dropped is None else (DroppedPair("index", 0, dropped),))
 
 
 @settings(max_examples=80, deadline=None)
@@ -197,15 +203,13 @@ def test_an_index_past_int64_on_a_plain_line_fails_as_on_any_line(pair: str) -> 
 def test_rows_of_some_metrics_are_those_of_all_filtered(
     lines: list[str], metrics: set[str]
 ) -> None:
-    """Asked for some metrics, the rows are all rows of those metrics; a batch that fails
-    for all metrics (NaN GiB, an index past Int64) fails for any."""
+    """Asked for some metrics, the rows are all rows of those metrics, and the pairs left out
+    are those of those metrics (NaN GiB said only when memory is asked for)."""
     frame = _parse(lines)
-    some = _outcome(lambda f: telemetry_rows(f, metrics), frame)
-    every = _outcome(telemetry_rows, frame)
-    if isinstance(some, str) or isinstance(every, str):
-        assert some == every
-        return
-    assert some.equals(every.filter(pl.col("metric").is_in(sorted(metrics))))
+    some = read_telemetry_rows(frame, metrics)
+    every = telemetry_rows(frame)
+    assert some.rows.equals(every.filter(pl.col("metric").is_in(sorted(metrics))))
+    _same(some, _general(frame, metrics))
 
 
 def test_the_builtin_rules_read_four_metrics_and_rows_read_for_them_refuse_others() -> None:
@@ -264,7 +268,8 @@ def test_every_dflash_snapshot_shape_line_is_a_plain_line(lines: list[str]) -> N
 TEMPLATE_EXTRA_KEYS = ["prof/x_ms", "cuda/alloc_gb", "gpu/0/fan", "gpu/01/util", "gpu/x/util"]
 LONG_INDEX_KEYS = ["gpu/0000000000000000001/util", "gpu/9999999999999999999/temp_c"]
 SEQUENCE_VALUES = [value for value in PLAIN_VALUES if value != "99999999999"]
-"""Values every GPU column holds: a batch of them fails only where a line is changed."""
+"""Values every GPU column holds: a batch of them leaves a value out only where a line is
+changed."""
 CHANGES = ["none"] * 20 + ["missing", "extra", "replaced", "other gpu", "swap", "twice"]
 CHANGES += ["odd value", "long index"]
 
@@ -358,18 +363,10 @@ def test_lines_of_repeated_key_sequences_give_the_general_paths_rows(
     lines: list[str], metrics: set[str] | None
 ) -> None:
     """Lines that repeat a few key sequences, some changed (a key missing, added, replaced,
-    moved or said twice, an odd value, a long index), give the general path's rows or error, for all
-    metrics or some."""
+    moved or said twice, an odd value, a long index), give the general path's rows and pairs
+    left out, for all metrics or some."""
     frame = _parse(lines)
-    fast = _outcome(lambda f: telemetry_rows(f, metrics), frame)
-    general = _outcome(_general, frame)
-    if isinstance(fast, str) or isinstance(general, str):
-        assert fast == general
-        return
-    if metrics is not None:
-        general = general.filter(pl.col("metric").is_in(sorted(metrics)))
-    assert fast.schema == general.schema
-    assert fast.equals(general)
+    _same(read_telemetry_rows(frame, metrics), _general(frame, metrics))
 
 
 def test_lines_of_a_batchs_first_key_sequences_are_cut_by_their_templates() -> None:

@@ -45,11 +45,12 @@ RULES: dict[str, HoldRule] = {**BUILTIN, **EXTRA}
 
 
 def _value(metric: str) -> st.SearchStrategy[str]:
-    """Values around each built-in threshold, in the spellings the parser reads."""
+    """Values around each built-in threshold, in the spellings the parser reads, and some no
+    GPU column holds (NaN or inf GiB, GiB past Int64 once in bytes) or none has (`-1`)."""
     numbers = {
-        "util": st.sampled_from(["3", "9", "10", "50", "97", "nan", "1e1"]),
-        "mem_gb": st.sampled_from(["70.0", "79.5", "80", "2"]),
-        "mem_total_gb": st.sampled_from(["80", "81.5"]),
+        "util": st.sampled_from(["3", "9", "10", "50", "97", "nan", "1e1", "1e30"]),
+        "mem_gb": st.sampled_from(["70.0", "79.5", "80", "2", "nan", "-inf", "1e30", "-1"]),
+        "mem_total_gb": st.sampled_from(["80", "81.5", "inf", "99999999999", ""]),
         "temp_c": st.sampled_from(["60", "84.9", "85", "90", "inf", "-inf"]),
     }
     return numbers.get(metric, st.sampled_from(["300", "700.5", ".5"]))
@@ -78,6 +79,9 @@ def _pair(draw: st.DrawFn, gpus: int) -> str:
                 "gpu/x/util=5",
                 "gpu/2=7",
                 "gpu/0/util=5x",
+                "gpu/99999999999999999999/util=1",
+                "gpu/9223372036854775808/mem_gb=80",
+                "gpu/000000000000000000001/temp_c=90",
             ]
         )
     )
@@ -225,17 +229,62 @@ def test_rules_read_only_their_own_metrics() -> None:
 
 
 @pytest.mark.parametrize(
-    "pair",
-    ["gpu/0/mem_gb=nan", "gpu/0/mem_total_gb=inf", "gpu/99999999999999999999/util=1"],
+    ("pair", "kind", "row"),
+    [
+        ("gpu/0/mem_gb=nan", "value", (0, None, None)),
+        ("gpu/0/mem_gb=-nan", "value", (0, None, None)),
+        ("gpu/0/mem_total_gb=inf", "value", (0, None, None)),
+        ("gpu/0/mem_gb=-inf", "value", (0, None, None)),
+        ("gpu/0/mem_gb=1e30", "value", (0, None, None)),
+        ("gpu/00/mem_total_gb=99999999999", "value", (0, None, None)),
+        ("gpu/0/mem_total_gb=8589934592", "value", (0, None, None)),  # 2**63 bytes
+        ("gpu/99999999999999999999/util=1", "index", None),
+        ("gpu/9223372036854775808/mem_gb=1", "index", None),
+        ("gpu/\u0663/util=5", "index", None),  # a digit, but no ASCII one
+    ],
 )
-def test_keys_the_wide_path_cannot_read_fail_the_narrow_one_too(pair: str) -> None:
-    """A key the wide frame cannot hold (NaN GiB as bytes, an index past Int64) fails both
-    paths (the engine reports it as that rule's error), not one alone."""
+def test_a_value_no_gpu_column_holds_is_missing_on_both_paths(
+    pair: str, kind: str, row: tuple[int, None, None] | None
+) -> None:
+    """A value the wide frame cannot hold (NaN or inf GiB as bytes, GiB past Int64) is read as
+    missing, a key whose index no Int64 holds is dropped, on both paths alike; the line's
+    other keys stay, and the first such pair is named with its kind (for the engine to say)."""
     frame = _parse([f"2026-11-01 00:00:00,000 snapshot {pair} gpu/1/util=3"], 1)
-    with pytest.raises(pl.exceptions.PolarsError):
-        telemetry_to_gpu_frame(frame)
-    with pytest.raises(pl.exceptions.PolarsError):
-        telemetry_rows(frame)
+    read = log_gpu_rows(frame)
+    wide = telemetry_to_gpu_frame(frame, row_column="_row")
+    assert narrow_to_gpu_frame(read.narrow, row_column="_row").equals(wide)
+    gpus = wide.select("gpu", "util_gpu", "mem_used_bytes", "mem_total_bytes").rows()
+    assert gpus == [(1, 3.0, None, None)] if row is None else [row, (1, 3.0, None, None)]
+    assert [(d.kind, d.row, d.pair) for d in read.dropped] == [(kind, 0, pair)]
+
+
+@pytest.mark.parametrize(
+    ("pair", "read"),
+    [
+        ("gpu/0/mem_gb=-1", (0, None, -(1 << 30), None)),  # held: no GPU has it, but no loss
+        ("gpu/0/mem_gb=0", (0, None, 0, None)),
+        # just under what an Int64 of bytes holds (2**33 GiB is past it)
+        ("gpu/0/mem_total_gb=8589934591.5", (0, None, None, int(8589934591.5 * (1 << 30)))),
+        ("gpu/000000000000000000000/util=7", (0, 7.0, None, None)),  # leading zeros: GPU 0
+        ("gpu/0/util=1e30", (0, 1e30, None, None)),  # a float column holds it
+        ("gpu/0/util=nan", (0, math.nan, None, None)),
+        ("gpu/0/mem_gb=", None),  # no number: no pair
+    ],
+)
+def test_values_gpu_columns_hold_are_read_and_not_said(
+    pair: str, read: tuple[int, float | None, int | None, int | None] | None
+) -> None:
+    """Values the columns hold stay as read (a negative size, the largest GiB an Int64 of
+    bytes holds, an index spelled with leading zeros, NaN utilization) and nothing is said;
+    an empty value is no pair at all."""
+    frame = _parse([f"2026-11-01 00:00:00,000 snapshot {pair} gpu/1/util=3"], 1)
+    rows = log_gpu_rows(frame)
+    wide = telemetry_to_gpu_frame(frame, row_column="_row")
+    assert narrow_to_gpu_frame(rows.narrow, row_column="_row").equals(wide)
+    gpus = wide.select("gpu", "util_gpu", "mem_used_bytes", "mem_total_bytes").rows()
+    other = (1, 3.0, None, None)
+    assert repr(gpus) == repr([other] if read is None else [read, other])
+    assert rows.dropped == ()
 
 
 def test_a_batch_where_nothing_holds_keeps_the_state_exact() -> None:
