@@ -48,7 +48,11 @@ def test_real_excerpts(tmp_path: Path, case: dict[str, Any]) -> None:
     got = events_of(path, case["rule"])
     assert [f"{e.line} {e.status}" for e in got] == case["expect"]
     for key, value in case.get("labels", {}).items():
-        assert got[0].labels[key] == value
+        assert got[0].labels.get(key) == value
+    for key in case.get("no_labels", []):
+        assert key not in got[0].labels
+    if "summary" in case:
+        assert got[0].summary == case["summary"]
 
 
 @pytest.mark.parametrize(
