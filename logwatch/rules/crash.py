@@ -62,7 +62,11 @@ _SIGNALLED = (
     r"|illegal instruction|terminated)(?: \(core dumped\))?"
 )
 _SHELL_LEAD = r"(?:\S+: line \d+:\s+\d+\s+|\[\d+\][+-]?\s+(?:\d+\s+)?|zsh: )"
-_SHELL = rf"^(?:{_SHELL_LEAD}(?P<sig>{_SIGNALLED})(?:\s.*)?|(?P<sig2>{_SIGNALLED})\s*)$"
+_SHELL = (
+    rf"^(?:{_SHELL_LEAD}(?P<sig>{_SIGNALLED})(?:\s.*)?|(?P<sig2>{_SIGNALLED})\s*)$"
+    # glued onto the progress bar it cut: `11/56 [00:02<00:08,  5.02it/s]Segmentation fault`
+    rf"|(?:it/s|s/it)\](?P<sig3>{_SIGNALLED})\s*$"
+)
 # 128 + the signal: the exit code the shell gives a process that signal ended, and its name.
 _SIGNALS = {
     "killed": (137, "SIGKILL: the OOM killer?"),
@@ -238,7 +242,7 @@ def _classified(frame: pl.DataFrame, open_before: Mapping[str, int]) -> pl.DataF
             pl.any_horizontal(pl.col("text").str.contains(p) for p, _, _ in _DECIDING).alias(
                 "_deciding"
             ),
-            pl.any_horizontal(pl.col("_msg").str.contains(p) for p in _ENDED).alias("_ended"),
+            pl.any_horizontal(_unmarked().str.contains(p) for p in _ENDED).alias("_ended"),
         )
         .with_columns(first_pass.cast(pl.Int8).alias("_first"))
         .with_columns(
@@ -266,6 +270,11 @@ def _classified(frame: pl.DataFrame, open_before: Mapping[str, int]) -> pl.DataF
             _next(pl.col("_progress")).alias("_next_any"),
         )
     )
+
+
+def _unmarked() -> pl.Expr:
+    """The line without its rank prefix and the markdown a paste wraps it in (`**Killed**`)."""
+    return pl.col("_msg").str.replace(_MARKUP, "").str.replace(r"[\s*_`]+$", "")
 
 
 def _next(condition: pl.Expr) -> pl.Expr:
@@ -397,7 +406,8 @@ def _labels(
 def _fire(row: int, alive: list[dict[str, Any]], deciding: Mapping[str, Any]) -> Transition:
     """The alert at a deciding line, naming the earliest pending exception if there is one."""
     text = str(deciding["text"])
-    rank, code, ended = _ended_by(str(deciding["_msg"])) if deciding["_ended"] else (None,) * 3
+    unmarked = re.sub(r"[\s*_`]+$", "", re.sub(_MARKUP, "", str(deciding["_msg"])))
+    rank, code, ended = _ended_by(unmarked) if deciding["_ended"] else (None, None, None)
     for pattern, rank_group, code_group in _DECIDING:
         found = pl.Series([text]).str.extract_groups(pattern)[0]
         if found is None or all(v is None for v in found.values()):
@@ -422,11 +432,11 @@ def _ended_by(message: str) -> tuple[str | None, int | None, str | None]:
     """A line saying the process ended: the rank it names, the exit code, and what ended it
     (`killed (SIGKILL: the OOM killer?)`, `exit code 139 (SIGSEGV)`)."""
     for pattern in _ENDED:
-        found = re.match(pattern, message)
+        found = re.search(pattern, message)
         if found is None:
             continue
         groups = found.groupdict()
-        words = groups.get("sig") or groups.get("sig2")
+        words = groups.get("sig") or groups.get("sig2") or groups.get("sig3")
         if words:
             name = words.lower().removesuffix(" (core dumped)")
             code, signal = _SIGNALS[name]
