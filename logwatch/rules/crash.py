@@ -34,7 +34,7 @@ from logwatch.rules.params import Kind, Param
 CRASH_HINT = (
     r"most recent call last|File \"|Error|Exception|Interrupt|ChildFailedError|exitcode|SIGKILL"
     r"|exits with return code|(?i:killed|segmentation fault|aborted|bus error|terminated)"
-    r"|Floating point exception|Illegal instruction|exit code|Exited with"
+    r"|Floating point exception|Illegal instruction|exit code|Exited with|\(local_rank"
 )
 _PREFIX = r"^\s*(?:\[(?:rank|default)\d+\]:\s?|\[\d+,mpirank:\d+[^\]]*\]<std(?:out|err)>:\s?|\d+: )"
 _HEADER = "Traceback (most recent call last)"
