@@ -6,14 +6,22 @@ until something decides:
 - a line that only a dead run prints: torch elastic's `failed (exitcode: N) local_rank: R`,
   the Root Cause block of its `ChildFailedError` summary (`rank : N (local_rank: ...)`,
   `exitcode : -9 (pid: ...)`), `Signals.SIGKILL`, DeepSpeed's launcher `exits with return code
-  = N` (N != 0): the alert fires at that line (a `ChildFailedError` traceback that the log ends
-  on is a pending exception like any other);
+  = N` (N != 0); the shell's `Killed`, `Segmentation fault (core dumped)`, ... (`_SHELL`),
+  PyCharm's `Process finished with exit code N` (N != 0), srun's `task N: Killed`: the alert
+  fires at that line, with the exit code as its value and, for the shell's words, what ended
+  the run (`ended`);
 - training progress (a loss, grad norm or throughput) from the same rank, or from a line
   without a rank: the traceback was survived, it is dropped;
 - the end of the input (`replay`: the file ends after it) or, live, `quiet_after` of wall time
   with no new line (`tail`): the alert fires at the exception line.
+Pending too: the exception line after frames whose header the excerpt lacks, one in markdown
+bold or a rich box's, and an exception logged at ERROR outside any traceback. A log that ends
+inside a traceback (its header seen, no exception line yet) fires the same way at its header,
+`ended` naming its last frame. A logged stack (`Stack (most recent call last)`) and frames with
+no header and no exception line are not a traceback.
 The rank named is the first (earliest) pending exception's `[rankN]:` prefix, else the rank the
-deciding line names (elastic's local rank, or its Root Cause rank). Fires once per run.
+deciding line names (elastic's local rank, its Root Cause rank, srun's task); no label where
+none is known. Fires once per run.
 """
 
 from __future__ import annotations
