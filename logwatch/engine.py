@@ -47,6 +47,7 @@ from logwatch.statecheck import (
     like,
     optional,
 )
+from logwatch.template import fill
 
 ErrorHandler = Callable[[str, str, Exception], None]
 """Called as (rule id, source, exception) when a rule raises; the engine goes on without it."""
@@ -1038,22 +1039,10 @@ def format_value(value: Any) -> str:
 
 
 class LabelText(str):
-    """`{labels}` in a summary renders every label; `{labels.gpu}` one of them ('?' if absent)."""
-
-    labels: Mapping[str, str]
+    """`{labels}` in a summary renders every label (`{labels.gpu}` is one of them)."""
 
     def __new__(cls, labels: Mapping[str, str]) -> LabelText:
-        text = super().__new__(cls, ", ".join(f"{k}={v}" for k, v in labels.items()))
-        text.labels = dict(labels)
-        return text
-
-    def __getattr__(self, name: str) -> str:
-        return self.labels.get(name, "?")
-
-
-class _Fields(dict[str, str]):
-    def __missing__(self, key: str) -> str:
-        return "?"
+        return super().__new__(cls, ", ".join(f"{k}={v}" for k, v in labels.items()))
 
 
 def render_summary(
@@ -1063,21 +1052,26 @@ def render_summary(
     *,
     value_format: Callable[[Any], str] = format_value,
 ) -> str:
-    """The rule's summary template (or its resolved one) filled from the event and its row."""
-    fields = _Fields({name: format_value(value) for name, value in row.items()})
-    fields.update({name: format_value(value) for name, value in spec.params.items()})
+    """The rule's summary template (or its resolved one) filled from the event and its row; a
+    placeholder with no value shows `?`, or leaves out the `[?...]` clause it is in."""
+    fields: dict[str, Any] = {name: _shown(value) for name, value in row.items()}
+    fields.update({name: _shown(value) for name, value in spec.params.items()})
     fields.update(
         rule=spec.id,
         severity=spec.severity.label,
         source=event.source,
         line=str(event.line),
-        step=format_value(event.step),
-        value=value_format(event.value),
+        step=_shown(event.step),
+        value=None if event.value is None else value_format(event.value),
         labels=LabelText(event.labels),
         message=log_message(str(row.get("text") or "")),
     )
     template = spec.resolved_summary if event.status == RESOLVED else spec.summary
-    return template.format_map(fields)
+    return fill(template, fields, event.labels)
+
+
+def _shown(value: Any) -> str | None:
+    return None if value is None else format_value(value)
 
 
 _LOG_PREFIX = re.compile(

@@ -144,6 +144,12 @@ BROKEN_PACKS = [
         8,
         "'count' must be of type int",
     ),
+    (
+        '[[rule]]\nid = "x"\ntype = "nonfinite"\nseverity = "warning"\n'
+        'summary = "loss {value}[? at step {step}"\ncolumn = "loss"\n',
+        5,
+        "an optional clause '[?' in summary 'loss {value}[? at step {step}' is not closed by ']'",
+    ),
 ]
 
 

@@ -6,18 +6,27 @@ until something decides:
 - a line that only a dead run prints: torch elastic's `failed (exitcode: N) local_rank: R`,
   the Root Cause block of its `ChildFailedError` summary (`rank : N (local_rank: ...)`,
   `exitcode : -9 (pid: ...)`), `Signals.SIGKILL`, DeepSpeed's launcher `exits with return code
-  = N` (N != 0): the alert fires at that line (a `ChildFailedError` traceback that the log ends
-  on is a pending exception like any other);
+  = N` (N != 0); the shell's `Killed`, `Segmentation fault (core dumped)`, ... (`_SHELL`),
+  PyCharm's `Process finished with exit code N` (N != 0), srun's `task N: Killed`: the alert
+  fires at that line, with the exit code as its value and, for the shell's words, what ended
+  the run (`ended`);
 - training progress (a loss, grad norm or throughput) from the same rank, or from a line
   without a rank: the traceback was survived, it is dropped;
 - the end of the input (`replay`: the file ends after it) or, live, `quiet_after` of wall time
   with no new line (`tail`): the alert fires at the exception line.
+Pending too: the exception line after frames whose header the excerpt lacks, one in markdown
+bold or a rich box's, and an exception logged at ERROR outside any traceback. A log that ends
+inside a traceback (its header seen, no exception line yet) fires the same way at its header,
+`ended` naming its last frame. A logged stack (`Stack (most recent call last)`) and frames with
+no header and no exception line are not a traceback.
 The rank named is the first (earliest) pending exception's `[rankN]:` prefix, else the rank the
-deciding line names (elastic's local rank, or its Root Cause rank). Fires once per run.
+deciding line names (elastic's local rank, its Root Cause rank, srun's task); no label where
+none is known. Fires once per run.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,14 +40,52 @@ from logwatch.rules.log import Needs, Rule, RuleType, Transition, replace_state
 from logwatch.rules.params import Kind, Param
 
 CRASH_HINT = (
-    r"Traceback \(most recent call last\)|ChildFailedError|exitcode|SIGKILL|exits with return code"
+    r"most recent call last|File \"|Error|Exception|Interrupt|ChildFailedError|exitcode|SIGKILL"
+    r"|exits with return code|(?i:killed|segmentation fault|aborted|bus error|terminated)"
+    r"|Floating point exception|Illegal instruction|exit code|Exited with|\(local_rank"
 )
 _PREFIX = r"^\s*(?:\[(?:rank|default)\d+\]:\s?|\[\d+,mpirank:\d+[^\]]*\]<std(?:out|err)>:\s?|\d+: )"
 _HEADER = "Traceback (most recent call last)"
+_STACK = "Stack (most recent call last)"  # logging's stack_info: a stack, no exception
 _GLUED_HEADER = r"\[rank(\d+)\]:\s?Traceback \(most recent"
+# A frame (`  File "x.py", line 3, in f`; loguru marks the failing one `> File`), or a line of a
+# rich traceback box: the body of a traceback, however indented.
+_FRAME = r'^\s*(?:>\s*)?File "[^"]*", line \d+'
+_BODY = r"^(?:\s|$|[\u2500-\u257f])|" + _FRAME
 # The last line of a Python traceback: `RuntimeError: ...`, `torch.OutOfMemoryError: ...`,
 # `KeyboardInterrupt`. A progress line (`steps: 80 loss: 1.2`) is not one.
 _EXCEPTION = r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::|$)"
+# An exception named as such (`RuntimeError:`, `torch.OutOfMemoryError:`, `KeyboardInterrupt`),
+# anywhere in a line a logger or a user decorated: `ERROR ... RuntimeError: ...`, `**...**`.
+_NAMED = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)\b(?::|\s*$)"
+_NAMED_IN = r"(?:^|[^\w.])" + _NAMED
+_MARKUP = r"^[\s>*_`]+"  # markdown quoting, bold, code around a pasted line
+_LOGGED_ERROR = r"\b(?:ERROR|CRITICAL|FATAL)\b|^E\d{4} "
+# Traceback markers per line: the state a line leaves its rank's stream in (null: unchanged).
+_CLOSED, _OPEN, _IN_STACK, _HEADLESS = 0, 1, 2, 3
+# The shell's own report of how a process ended: bash `./run.sh: line 5: 4242 Killed  python
+# train.py` or a bare `Killed`, job control `[1]+  Killed ...`, zsh `zsh: killed  python ...`.
+_SIGNALLED = (
+    r"(?i:killed|segmentation fault|aborted|bus error|floating point exception"
+    r"|illegal instruction|terminated)(?: \(core dumped\))?"
+)
+_SHELL_LEAD = r"(?:\S+: line \d+:\s+\d+\s+|\[\d+\][+-]?\s+(?:\d+\s+)?|zsh: )"
+_SHELL = (
+    rf"^(?:{_SHELL_LEAD}(?P<sig>{_SIGNALLED})(?:\s.*)?|(?P<sig2>{_SIGNALLED})\s*)$"
+    # glued onto the progress bar it cut: `11/56 [00:02<00:08,  5.02it/s]Segmentation fault`
+    rf"|(?:it/s|s/it)\](?P<sig3>{_SIGNALLED})\s*$"
+)
+# 128 + the signal: the exit code the shell gives a process that signal ended, and its name.
+_SIGNALS = {
+    "killed": (137, "SIGKILL: the OOM killer?"),
+    "segmentation fault": (139, "SIGSEGV"),
+    "aborted": (134, "SIGABRT"),
+    "bus error": (135, "SIGBUS"),
+    "floating point exception": (136, "SIGFPE"),
+    "illegal instruction": (132, "SIGILL"),
+    "terminated": (143, "SIGTERM"),
+}
+_CODES = {code: name for code, name in _SIGNALS.values()} | {130: "SIGINT"}
 # (pattern, capture of the rank or None, capture of the exit code or None)
 _DECIDING: tuple[tuple[str, int | None, int | None], ...] = (
     (r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)", 2, 1),  # torch elastic agent
@@ -48,6 +95,15 @@ _DECIDING: tuple[tuple[str, int | None, int | None], ...] = (
     # DeepSpeed's launcher names the rank in the command it ran
     (r"--local_rank=(\d+).*exits with return code = (-?[1-9]\d*)", 1, 2),
     (r"exits with return code = (-?[1-9]\d*)", None, 1),
+)
+# Lines the shell, an IDE or SLURM print once the process has ended, over the line without its
+# rank prefix; named groups: `sig` (the signal's words), `code` (the exit code), `rank`.
+_ENDED = (
+    _SHELL,
+    r"^Process finished with exit code (?P<code>-?[1-9]\d*)",  # PyCharm / IntelliJ
+    # srun: error: node12: task 3: Killed / srun: error: node12: task 3: Exited with exit code 1
+    r"^srun: error: \S+: tasks? (?P<rank>\d+)[^:]*: (?:Exited with exit code (?P<code>[1-9]\d*)|"
+    rf"(?P<sig>{_SIGNALLED}))",
 )
 _EXCEPTION_CHARS = 200
 _READ = ("line", "ts", "step", "text", "rank", "loss", "grad_norm", "throughput")
@@ -62,7 +118,7 @@ class CrashRule:
     @property
     def needs(self) -> Needs:
         """What a pending exception records and progress reads; a quiet rule moves only on a
-        traceback header or a deciding line."""
+        traceback's line, an exception's or a deciding line."""
         return Needs(frozenset(_READ), CRASH_HINT)
 
     def quiet(self, state: dict[str, Any]) -> bool:
@@ -70,7 +126,7 @@ class CrashRule:
         return bool(state["fired"]) or (not any(state["open"].values()) and not state["pending"])
 
     def initial_state(self) -> dict[str, Any]:
-        return {"open": {}, "pending": [], "fired": False, "last_s": None}
+        return {"open": {}, "opened": {}, "pending": [], "fired": False, "last_s": None}
 
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]
@@ -81,13 +137,18 @@ class CrashRule:
             return [], state
         rows = _classified(frame, state["open"])
         pending = _pending(rows, state["pending"])
-        deciding = rows.filter(pl.col("_deciding"))
-        new_state = {**state, "open": _still_open(rows, state["open"])}
+        deciding = rows.filter(pl.col("_deciding") | pl.col("_ended"))
+        still_open = _still_open(rows, state["open"])
+        new_state = {
+            **state,
+            "open": still_open,
+            "opened": _opened(rows, state.get("opened", {}), still_open),
+        }
         if not deciding.is_empty():
             first = deciding.row(0, named=True)
             alive = [p for p in pending if p["at"] < first["_row"] and _alive(p, first["_row"])]
             fired = _fire(first["_row"], alive, first)
-            return [fired], {**new_state, "pending": [], "fired": True}
+            return [fired], {**new_state, "pending": [], "opened": {}, "fired": True}
         survivors = [_stored(p) for p in pending if p["cleared"] is None]
         latest: dict[str, dict[str, Any]] = {}
         for p in survivors:  # one per rank: its latest exception (a chained traceback's last)
@@ -95,34 +156,79 @@ class CrashRule:
         return [], {**new_state, "pending": sorted(latest.values(), key=lambda p: p["line"])}
 
     def finish(self, state: dict[str, Any]) -> tuple[list[Transition], dict[str, Any]]:
-        """At the end of the input: a pending exception ended the log, so the run died."""
-        if state["fired"] or not state["pending"]:
-            return [], state
-        return [_fire_pending(state["pending"])], replace_state(state, pending=[], fired=True)
+        """At the end of the input: a pending exception, or a traceback cut off before its
+        exception line, ended the log, so the run died."""
+        return _decide(state)
 
     def tick(
         self, state: dict[str, Any], now_s: float, arrived: bool
     ) -> tuple[list[Transition], dict[str, Any]]:
-        """Live: a pending exception followed by `quiet_after_s` of silence ended the log."""
+        """Live: a pending exception or an open traceback followed by `quiet_after_s` of silence
+        ended the log."""
         if arrived or state["last_s"] is None:
             return [], replace_state(state, last_s=now_s)
-        if state["fired"] or not state["pending"] or now_s - state["last_s"] < self.quiet_after_s:
+        if now_s - state["last_s"] < self.quiet_after_s:
             return [], state
-        return [_fire_pending(state["pending"])], replace_state(state, pending=[], fired=True)
+        return _decide(state)
 
 
-def _classified(frame: pl.DataFrame, open_before: Mapping[str, bool]) -> pl.DataFrame:
-    """Every row with its rank key, whether it is progress, a deciding line, or the final
-    exception line of a traceback (the first unindented line after `Traceback ...`)."""
+def _decide(state: dict[str, Any]) -> tuple[list[Transition], dict[str, Any]]:
+    """Nothing follows: fire at the earliest pending exception, else at the earliest traceback
+    the log ends inside of."""
+    if state["fired"]:
+        return [], state
+    if state["pending"]:
+        first = min(state["pending"], key=lambda p: p["line"])
+        labels = _labels(first, None, None)
+    elif state.get("opened"):
+        first = min(state["opened"].values(), key=lambda p: p["line"])
+        where = f", at {first['frame']}" if first["frame"] else ""
+        labels = _labels(first, None, None, ended=f"the log ends inside a traceback{where}")
+    else:
+        return [], state
+    ts = datetime.fromisoformat(first["ts"]) if first["ts"] else None
+    fields = {"line": first["line"], "ts": ts, "step": first["step"], "text": first["text"]}
+    fired = Transition(row=0, status=FIRING, value=None, labels=labels, fields=fields)
+    return [fired], replace_state(state, pending=[], opened={}, fired=True)
+
+
+def _classified(frame: pl.DataFrame, open_before: Mapping[str, int]) -> pl.DataFrame:
+    """Every row with its rank key, whether it is progress, a deciding line, a line saying the
+    process ended, or an exception line: a traceback's last line (its first unindented line),
+    or a line a logger or a user decorated that names an exception."""
     msg = (
         pl.col("text")
         .str.replace(_PREFIX, "")
         .str.replace(r"^.*\[rank\d+\]:\s?(Traceback \(most)", "$1")
     )
-    marker = pl.when(pl.col("_header")).then(True).when(pl.col("_body")).then(None).otherwise(False)
-    known = pl.col("_rk").replace_strict(dict(open_before), default=False, return_dtype=pl.Boolean)
+    plain = pl.col("_msg").str.replace(_MARKUP, "")
+    first_pass = (
+        pl.when(pl.col("_header"))
+        .then(_OPEN)
+        .when(pl.col("_msg").str.contains(_STACK, literal=True))
+        .then(_IN_STACK)
+        .when(pl.col("_body"))
+        .then(None)
+        .otherwise(_CLOSED)
+    )
+    known = pl.col("_rk").replace_strict(
+        {rank: int(marker) for rank, marker in open_before.items()},
+        default=_CLOSED,
+        return_dtype=pl.Int8,
+    )
+
+    def before(marker: str) -> pl.Expr:
+        return pl.col(marker).shift(1).forward_fill().over("_rk").fill_null(known)
+
     progress = pl.any_horizontal(
         pl.col(name).is_not_null() for name in ("loss", "grad_norm", "throughput")
+    )
+    named = pl.col("_msg").str.contains(_NAMED_IN)
+    in_traceback = pl.col("_before").is_in([_OPEN, _HEADLESS]) & (
+        (pl.col("_before") == _OPEN) & plain.str.contains(_EXCEPTION) | named
+    )
+    decorated = named & (
+        pl.col("_msg").str.contains(_LOGGED_ERROR) | pl.col("_msg").str.contains(r"^\s*[*_`]")
     )
     return (
         frame.select(*_READ)
@@ -139,22 +245,34 @@ def _classified(frame: pl.DataFrame, open_before: Mapping[str, bool]) -> pl.Data
         )
         .with_columns(
             pl.col("_msg").str.contains(_HEADER, literal=True).alias("_header"),
-            pl.col("_msg").str.contains(r"^(?:\s|$)").alias("_body"),
+            pl.col("_msg").str.contains(_BODY).alias("_body"),
+            pl.col("_msg").str.contains(_FRAME).alias("_frame"),
             pl.any_horizontal(pl.col("text").str.contains(p) for p, _, _ in _DECIDING).alias(
                 "_deciding"
             ),
+            pl.any_horizontal(_unmarked().str.contains(p) for p in _ENDED).alias("_ended"),
         )
-        .with_columns(marker.alias("_marker"))
+        .with_columns(first_pass.cast(pl.Int8).alias("_first"))
         .with_columns(
-            pl.col("_marker").shift(1).forward_fill().over("_rk").fill_null(known).alias("_open")
+            # frames with no header before them (an excerpt that starts at its frames)
+            pl.when(pl.col("_frame") & (before("_first") == _CLOSED))
+            .then(pl.lit(_HEADLESS, dtype=pl.Int8))
+            .otherwise(pl.col("_first"))
+            .alias("_marker")
         )
+        .with_columns(before("_marker").alias("_before"))
         .with_columns(
             (
                 ~pl.col("_header")
                 & ~pl.col("_body")
-                & pl.col("_open")
-                & pl.col("_msg").str.contains(_EXCEPTION)
+                & ~pl.col("_progress")
+                & (in_traceback | decorated)
             ).alias("_exception"),
+            pl.when(named & ~plain.str.contains(_EXCEPTION))
+            .then(pl.col("_msg").str.extract("(" + _NAMED + ".*)", 1))
+            .otherwise(plain)
+            .str.replace_all("**", "", literal=True)
+            .alias("_exception_text"),
             _next(pl.col("_progress")).over("_rk").alias("_next_same"),
             _next(pl.col("_progress") & pl.col("rank").is_null()).alias("_next_unranked"),
             _next(pl.col("_progress")).alias("_next_any"),
@@ -162,21 +280,69 @@ def _classified(frame: pl.DataFrame, open_before: Mapping[str, bool]) -> pl.Data
     )
 
 
+def _unmarked() -> pl.Expr:
+    """The line without its rank prefix and the markdown a paste wraps it in (`**Killed**`)."""
+    return pl.col("_msg").str.replace(_MARKUP, "").str.replace(r"[\s*_`]+$", "")
+
+
 def _next(condition: pl.Expr) -> pl.Expr:
     """The index of the first later row meeting `condition` (null when none in the batch)."""
     return pl.when(condition).then(pl.col("_row")).shift(-1).backward_fill()
 
 
-def _still_open(rows: pl.DataFrame, before: Mapping[str, bool]) -> dict[str, bool]:
-    """Per rank: is a traceback still open (a header seen, no unindented line since)?"""
+def _still_open(rows: pl.DataFrame, before: Mapping[str, int]) -> dict[str, int]:
+    """Per rank: the traceback it is inside of (a header or frames seen, no unindented line
+    since; or a logged stack), as its marker; ranks outside of one are left out."""
     last = (
         rows.filter(pl.col("_marker").is_not_null()).group_by("_rk").agg(pl.col("_marker").last())
     )
-    opened = {
-        **before,
+    markers = {
+        **{rank: int(marker) for rank, marker in before.items()},
         **dict(zip(last.get_column("_rk"), last.get_column("_marker"), strict=True)),
     }
-    return {rank: True for rank, is_open in opened.items() if is_open}
+    return {rank: marker for rank, marker in markers.items() if marker != _CLOSED}
+
+
+def _opened(
+    rows: pl.DataFrame, carried: Mapping[str, dict[str, Any]], still_open: Mapping[str, int]
+) -> dict[str, dict[str, Any]]:
+    """Per rank inside a traceback that has its header: where it began and its last frame so
+    far, unless a later progress line (the rank's or an unranked one) says the run went on."""
+    out: dict[str, dict[str, Any]] = {}
+    for rank, marker in still_open.items():
+        if marker != _OPEN:
+            continue
+        own = rows.filter(pl.col("_rk") == rank)
+        headers = own.filter(pl.col("_header"))
+        if headers.is_empty():
+            if rank not in carried:
+                continue
+            entry, since = dict(carried[rank]), -1
+        else:
+            header = headers.row(-1, named=True)
+            entry, since = _record(header, rank), header["_row"]
+        frames = own.filter(pl.col("_frame") & (pl.col("_row") > since))
+        if not frames.is_empty():
+            entry["frame"] = redact(str(frames.row(-1, named=True)["_msg"]).strip())
+        later = rows.filter(pl.col("_progress") & (pl.col("_row") > since))
+        if rank != "-1":
+            later = later.filter(pl.col("rank").is_null())
+        if later.is_empty():
+            out[rank] = entry
+    return out
+
+
+def _record(row: Mapping[str, Any], rank: str) -> dict[str, Any]:
+    """What a decision after the row's batch needs of it (JSON-able)."""
+    ts = row["ts"].isoformat() if row["ts"] is not None else None
+    return {
+        "rank": rank,
+        "line": row["line"],
+        "ts": ts,
+        "step": row["step"],
+        "text": row["text"],
+        "frame": None,
+    }
 
 
 def _pending(rows: pl.DataFrame, carried: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -205,7 +371,7 @@ def _pending(rows: pl.DataFrame, carried: list[dict[str, Any]]) -> list[dict[str
                 "ts": ts,
                 "step": r["step"],
                 "text": r["text"],
-                "exception": _exception_text(r["_msg"]),
+                "exception": _exception_text(r["_exception_text"]),
                 "at": r["_row"],
                 "cleared": cleared,
             }
@@ -230,20 +396,26 @@ def _exception_text(message: str) -> str:
     return text if len(text) <= _EXCEPTION_CHARS else text[: _EXCEPTION_CHARS - 1] + "…"
 
 
-def _labels(first: Mapping[str, Any] | None, rank: str | None, fallback: str) -> dict[str, str]:
+def _labels(
+    first: Mapping[str, Any] | None,
+    rank: str | None,
+    fallback: str | None,
+    ended: str | None = None,
+) -> dict[str, str]:
+    """The alert's labels: the failing rank where one is known, the exception where there is
+    one, and what ended the run where no exception says it."""
     if first is not None and first["rank"] != "-1":
         rank = first["rank"]
-    return {
-        "rank": rank if rank is not None else "?",
-        "exception": first["exception"] if first is not None else fallback,
-    }
+    exception = first.get("exception") if first is not None else fallback
+    labels = {"rank": rank, "exception": exception, "ended": ended}
+    return {name: value for name, value in labels.items() if value is not None}
 
 
 def _fire(row: int, alive: list[dict[str, Any]], deciding: Mapping[str, Any]) -> Transition:
     """The alert at a deciding line, naming the earliest pending exception if there is one."""
     text = str(deciding["text"])
-    rank: str | None = None
-    code: float | None = None
+    unmarked = re.sub(r"[\s*_`]+$", "", re.sub(_MARKUP, "", str(deciding["_msg"])))
+    rank, code, ended = _ended_by(unmarked) if deciding["_ended"] else (None, None, None)
     for pattern, rank_group, code_group in _DECIDING:
         found = pl.Series([text]).str.extract_groups(pattern)[0]
         if found is None or all(v is None for v in found.values()):
@@ -251,25 +423,40 @@ def _fire(row: int, alive: list[dict[str, Any]], deciding: Mapping[str, Any]) ->
         if rank_group is not None and rank is None:
             rank = found[str(rank_group)]
         if code_group is not None and code is None:
-            code = float(found[str(code_group)])
+            code = int(found[str(code_group)])
     first = min(alive, key=lambda p: p["line"]) if alive else None
-    fallback = (
-        f"exit code {int(code)} (no traceback of it in this log)"
-        if code is not None
-        else _exception_text(str(deciding["_msg"]))
-    )
-    labels = _labels(first, rank, fallback)
-    return Transition(row=row, status=FIRING, value=code, labels=labels)
+    if ended is not None:
+        fallback = None
+    elif code is not None:
+        fallback = f"exit code {code} (no traceback of it in this log)"
+    else:
+        fallback = _exception_text(str(deciding["_msg"]))
+    labels = _labels(first, rank, fallback, ended)
+    value = None if code is None else float(code)
+    return Transition(row=row, status=FIRING, value=value, labels=labels)
 
 
-def _fire_pending(pending: list[dict[str, Any]]) -> Transition:
-    """The alert at the earliest pending exception's own line (decided after its batch)."""
-    first = min(pending, key=lambda p: p["line"])
-    ts = datetime.fromisoformat(first["ts"]) if first["ts"] else None
-    fields = {"line": first["line"], "ts": ts, "step": first["step"], "text": first["text"]}
-    return Transition(
-        row=0, status=FIRING, value=None, labels=_labels(first, None, ""), fields=fields
-    )
+def _ended_by(message: str) -> tuple[str | None, int | None, str | None]:
+    """A line saying the process ended: the rank it names, the exit code, and what ended it
+    (`killed (SIGKILL: the OOM killer?)`, `exit code 139 (SIGSEGV)`)."""
+    for pattern in _ENDED:
+        found = re.search(pattern, message)
+        if found is None:
+            continue
+        groups = found.groupdict()
+        words = groups.get("sig") or groups.get("sig2") or groups.get("sig3")
+        if words:
+            name = words.lower().removesuffix(" (core dumped)")
+            code, signal = _SIGNALS[name]
+            return groups.get("rank"), code, f"{name} ({signal})"
+        code = int(groups["code"])
+        signal_name = _CODES.get(code)
+        return (
+            groups.get("rank"),
+            code,
+            f"exit code {code}" + (f" ({signal_name})" if signal_name else ""),
+        )
+    return None, None, None
 
 
 def _build_crash(params: Mapping[str, Any]) -> Rule:

@@ -24,6 +24,7 @@ from logwatch.rules.params import (
     polars_regex_checks_later,
 )
 from logwatch.rules.registry import RULE_TYPES
+from logwatch.template import pieces
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 TEMPLATE_FIELDS = frozenset(
@@ -377,6 +378,7 @@ class _Blame:
 def _template_fields(template: str, params: set[str]) -> frozenset[str]:
     """The placeholders of a summary template; ValueError for one logwatch cannot fill."""
     names = set()
+    pieces(template)  # a ValueError that says what is wrong with a clause
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as exc:

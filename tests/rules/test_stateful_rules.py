@@ -48,7 +48,11 @@ def test_real_excerpts(tmp_path: Path, case: dict[str, Any]) -> None:
     got = events_of(path, case["rule"])
     assert [f"{e.line} {e.status}" for e in got] == case["expect"]
     for key, value in case.get("labels", {}).items():
-        assert got[0].labels[key] == value
+        assert got[0].labels.get(key) == value
+    for key in case.get("no_labels", []):
+        assert key not in got[0].labels
+    if "summary" in case:
+        assert got[0].summary == case["summary"]
 
 
 @pytest.mark.parametrize(
@@ -137,6 +141,70 @@ def test_live_crash_fires_after_quiet_after_without_new_lines() -> None:
     assert [(e.rule, e.line, e.labels["exception"]) for e in fired] == [
         ("run-crashed", 3, "KeyError: 'labels'")
     ]
+
+
+def _live(lines: list[str]) -> tuple[Engine, list[AlertEvent]]:
+    """An engine fed `lines` as one live batch, and the run-crashed events of that batch."""
+    frame = parse_lines(pl.Series(lines), source="t.log", first_line=1, default_year=2026)
+    engine = Engine(RULES)
+    return engine, [e for e in engine.process(frame) if e.rule == "run-crashed"]
+
+
+def test_live_log_cut_inside_a_traceback_fires_after_quiet_after() -> None:
+    """Live, a traceback with no exception line yet is undecided until `quiet_after` (2m) of
+    silence; then it fires at its header, naming its last frame."""
+    lines = [
+        "step 5 | loss 2.0",
+        "Traceback (most recent call last):",
+        '  File "train.py", line 88, in <module>',
+    ]
+    engine, batch = _live(lines)
+    assert batch == []
+    start = datetime(2026, 1, 1, 12, 0, 0)
+    assert engine.tick("t.log", start, arrived=True, line=3) == []
+    assert engine.tick("t.log", start + timedelta(seconds=119), arrived=False, line=3) == []
+    fired = engine.tick("t.log", start + timedelta(seconds=121), arrived=False, line=3)
+    assert [(e.rule, e.line, e.step) for e in fired] == [("run-crashed", 2, 5)]
+    assert fired[0].labels == {
+        "ended": 'the log ends inside a traceback, at File "train.py", line 88, in <module>'
+    }
+
+
+def test_live_traceback_that_goes_on_is_not_decided_by_a_pause() -> None:
+    """The exception line arriving after a pause shorter than quiet_after replaces the cut."""
+    engine, _ = _live(["step 5 | loss 2.0", "Traceback (most recent call last):"])
+    start = datetime(2026, 1, 1, 12, 0, 0)
+    engine.tick("t.log", start, arrived=True, line=2)
+    assert engine.tick("t.log", start + timedelta(seconds=60), arrived=False, line=2) == []
+    more = ['  File "train.py", line 88, in <module>', "KeyError: 'labels'"]
+    frame = parse_lines(pl.Series(more), source="t.log", first_line=3, default_year=2026)
+    assert [e for e in engine.process(frame) if e.rule == "run-crashed"] == []
+    engine.tick("t.log", start + timedelta(seconds=61), arrived=True, line=4)
+    fired = engine.tick("t.log", start + timedelta(seconds=182), arrived=False, line=4)
+    assert [(e.line, e.labels) for e in fired] == [(4, {"exception": "KeyError: 'labels'"})]
+
+
+def test_live_killed_fires_at_its_line_without_waiting() -> None:
+    """The shell's `Killed` says the process is gone: live, it fires at once, no tick needed."""
+    _, batch = _live(["step 5 | loss 2.0", "./run.sh: line 5: 4242 Killed    python train.py"])
+    assert [(e.line, e.value, e.labels) for e in batch] == [
+        (2, 137.0, {"ended": "killed (SIGKILL: the OOM killer?)"})
+    ]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [c for c in CORPUS if c["rule"] == "run-crashed" and c["expect"]],
+    ids=lambda c: c["source"][:50],
+)
+@pytest.mark.parametrize("block_bytes", [1, 7])
+def test_crash_excerpts_give_the_same_events_in_any_split(
+    tmp_path: Path, case: dict[str, Any], block_bytes: int
+) -> None:
+    """Each run-crashed excerpt gives the same events in blocks of 1 and 7 bytes as whole."""
+    path = write(tmp_path, case["input"].strip("\n").split("\n"))
+    whole = [e.to_json() for e in events_of(path, "run-crashed")]
+    assert [e.to_json() for e in events_of(path, "run-crashed", block_bytes)] == whole
 
 
 def test_loss_spike_fires_and_resolves_on_the_sample() -> None:

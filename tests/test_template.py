@@ -1,0 +1,46 @@
+"""Summary templates: `[?...]` clauses are left out when a placeholder in them has no value."""
+
+from __future__ import annotations
+
+import pytest
+
+from logwatch.template import fill, pieces
+
+CRASHED = (
+    "the run crashed[? at step {step}] (line {line})[?: rank {labels.rank} failed first]"
+    "[? with {labels.exception}]"
+)
+
+
+def test_a_clause_with_every_value_shows_without_its_brackets() -> None:
+    """Known step and rank: the clauses read as plain text."""
+    got = fill(CRASHED, {"step": "80", "line": "28"}, {"rank": "3", "exception": "KeyError: 'x'"})
+    assert got == "the run crashed at step 80 (line 28): rank 3 failed first with KeyError: 'x'"
+
+
+def test_a_clause_with_a_missing_value_is_left_out() -> None:
+    """No step (None), no rank label: neither `step ?` nor `rank ?`, the rest as written."""
+    got = fill(CRASHED, {"step": None, "line": "5"}, {"exception": "KeyError: 'x'"})
+    assert got == "the run crashed (line 5) with KeyError: 'x'"
+
+
+def test_an_empty_value_counts_as_none_only_inside_a_clause() -> None:
+    """An empty text drops a clause; outside one it shows as it is, as before."""
+    assert fill("a[? b={x}] c={x}", {"x": ""}, {}) == "a c="
+
+
+def test_outside_a_clause_a_missing_value_still_shows_a_question_mark() -> None:
+    """A template that names a value without a clause keeps saying it is unknown."""
+    assert fill("step {step}, gpu {labels.gpu}", {"step": None}, {}) == "step ?, gpu ?"
+
+
+def test_brackets_that_open_no_clause_stay_literal() -> None:
+    """`[rank 3]` in a user's summary is text, not a clause."""
+    assert fill("[rank {labels.rank}] [x]", {}, {"rank": "3"}) == "[rank 3] [x]"
+
+
+@pytest.mark.parametrize("template", ["a [?b {step}", "a [?b [?c]]", "[?a [?b] c]"])
+def test_an_unclosed_or_nested_clause_is_an_error(template: str) -> None:
+    """The loader reports it (ValueError with the template), instead of printing `[?`."""
+    with pytest.raises(ValueError, match="optional clause"):
+        pieces(template)
