@@ -334,3 +334,16 @@ def test_calibration_before_first_progress_does_not_count(tmp_path: Path) -> Non
         for k in range(32, 16, -1)
     ] + ["steps: 10 loss: 2.29"]
     assert events_of(write(tmp_path, lines), "loss-scale-overflow") == []
+
+
+def test_an_extreme_factor_of_one_or_less_is_refused(tmp_path: Path) -> None:
+    """`extreme = 0.5` would fire on every loss: a one-line error naming the rule and the fix."""
+    log = write(tmp_path, ["step 1 | loss 2.0"])
+    config = tmp_path / "logwatch.toml"
+    config.write_text("[rules.loss-spike]\nextreme = 0.5\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["replay", str(log), "--config", str(config)])
+    assert result.exit_code == 2
+    assert result.output.endswith(
+        "rule 'loss-spike': extreme must be over 1 (x the median) or 0 to turn it off, got 0.5\n"
+    )
+    assert len(result.output.splitlines()) == 1
