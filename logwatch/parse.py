@@ -287,27 +287,40 @@ def _generic_loss() -> pl.Expr:
 
 # Throughput, in the units trainers print it. A cheap literal test picks the lines first: `/s`
 # (`9.80it/s`, `samples/sec: 233.5`, `tok/s 49791`), `s/it`, `PerSec`, `per_second`, torchtitan's
-# `tps`. Then a keyed rate (`tps: 1,321`), else a rate with its unit after it (tqdm's `9.80it/s`),
-# else tqdm's `4.12s/it` when slow, inverted. Three patterns, each starting or ending in a
-# literal the regex engine searches for fast (one alternation of the three is 5x slower).
-THROUGHPUT_HINT = r"/s|s/it|PerSec|_per_sec|tps"
+# `tps`, fairseq's `wps`, and the per-iteration durations. Then a keyed rate (`tps: 1,321`,
+# `wps=18515`), else a rate with its unit after it (tqdm's `9.80it/s`), else a duration per
+# iteration, inverted: tqdm's `4.12s/it` when slow, `speed: 0.1788s/iter` (Informer and the
+# Time-Series-Library), TF-slim's `(1.174 sec/step)`, Megatron's `elapsed time per iteration
+# (ms): 3512.7`, NiftyNet's `loss=0.35 (3.94s)` (a duration in brackets ending a loss line).
+# Each pattern starts or ends in a literal the regex engine searches for fast (one alternation
+# of them all is 5x slower).
+THROUGHPUT_HINT = r"/s|s/it|PerSec|_per_sec|tps|wps|s / it|sec/step|s\)"
 _COUNT = r"(\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?)"  # `1,321` (torchtitan) is 1321
 _RATE_KEY = (
-    r"(?-u:\b)(?:CurrSamplesPerSec|tokens?(?:/s(?:ec)?|_per_sec(?:ond)?)|toks?/s(?:ec)?|tps"
-    r"|samples(?:/s(?:ec)?|_per_sec(?:ond)?)|it/s)['\"]?\s*[=:]?\s*" + _COUNT
+    r"(?-u:\b)(?:CurrSamplesPerSec|tokens?(?:/s(?:ec)?|_per_sec(?:ond)?)|toks?/s(?:ec)?|tps|wps"
+    r"|samples(?:/s(?:ec)?|_per_sec(?:ond)?)|it/s)['\"]?\s*[=:]?\s*['\"]?" + _COUNT
 )
-_RATE_AFTER = _COUNT + r"\s*(?:it|tok|toks|tokens|samples)/s(?-u:\b)"
-_SECONDS_PER_IT = _COUNT + r"\s*s/it(?-u:\b)"
+_RATE_AFTER = _COUNT + r"\s*(?:it|iter|tok|toks|tokens|samples)/s(?-u:\b)"
+_SECONDS_PER_IT = _COUNT + r"\s*s(?:ec)?\s*/\s*(?:it(?:er)?|step)(?-u:\b)"
+_MS_PER_IT = r"elapsed time per iteration \(ms\):\s*" + _COUNT
+# the bracketed duration must end the line and follow a loss: `(10.94)` after fairseq's loss is
+# its running average, `Saved checkpoint (3.9s)` is no iteration
+_SECONDS_AFTER_LOSS = r"(?i:loss)[^()]*\(" + _COUNT + r"\s*s\)\s*$"
 
 
 def _throughput() -> pl.Expr:
-    """Work per second: a keyed rate, else a rate with its unit after it, else 1 / `s/it`."""
+    """Work per second: a keyed rate, else a rate with its unit after it, else 1 / the
+    duration of an iteration."""
 
     def rate(pattern: str) -> pl.Expr:
         found = pl.col("text").str.extract(pattern, 1).str.replace_all(",", "", literal=True)
         return found.cast(pl.Float64, strict=False)
 
-    return pl.coalesce(rate(_RATE_KEY), rate(_RATE_AFTER), 1.0 / rate(_SECONDS_PER_IT))
+    durations = (rate(_SECONDS_PER_IT), rate(_MS_PER_IT) / 1000.0, rate(_SECONDS_AFTER_LOSS))
+    inverted = (pl.when(s > 0).then(1.0 / s) for s in durations)  # `0.0000s/iter` says nothing
+    found = pl.coalesce(rate(_RATE_KEY), rate(_RATE_AFTER), *inverted)
+    # fairseq's validation pass prints its own `wps`: not the training's pace
+    return pl.when(~pl.col("text").str.contains("valid on '", literal=True)).then(found)
 
 
 def _q_hsb() -> pl.Expr:

@@ -4,13 +4,15 @@ at any cut of the input into batches."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
 from logwatch.rules.anomaly import PAUSE_PATTERN, DropRule, SpikeRule
-from logwatch.rules.log import NonFiniteRule, StreakRule, Transition
+from logwatch.rules.log import NonFiniteRule, Override, StreakRule, Transition
 
 
 def _transitions(events: pl.DataFrame, value_column: str | None) -> list[Transition]:
@@ -94,7 +96,7 @@ def _with_fields(
     out = []
     for t in transitions:
         extra = {name: fields.get_column(name)[t.row] for name in fields.columns}
-        out.append(Transition(rows[t.row], t.status, t.value, fields=extra))
+        out.append(replace(t, row=rows[t.row], fields=extra))
     return out
 
 
@@ -116,6 +118,10 @@ def spike(
     )
     history = pl.DataFrame({"_x": series}).with_columns(
         pl.col("_x").rolling_median(rule.window, min_samples=5).shift(1).alias("_median"),
+        pl.col("_x")
+        .rolling_median(rule.window, min_samples=rule.extreme_after)
+        .shift(1)
+        .alias("_base"),
         pl.int_range(0, pl.len()).alias("_i"),
     )
     fresh = (pl.col("_x") - pl.col("_median")).abs()
@@ -129,16 +135,30 @@ def spike(
         .with_columns(
             pl.col("_dev").rolling_median(rule.window, min_samples=5).shift(1).alias("_mad")
         )
-        .with_columns(band.alias("band"))
+        .with_columns(band.alias("_band"), (rule.extreme * pl.col("_base")).alias("_limit"))
         .with_columns(
-            ((pl.col("_i") >= rule.window) & (pl.col("_x") > pl.col("band")))
+            ((pl.col("_i") >= rule.window) & (pl.col("_x") > pl.col("_band")))
             .fill_null(False)
-            .alias("_high")
+            .alias("_banded"),
+            ((rule.extreme > 0) & (pl.col("_base") > 0) & (pl.col("_x") >= pl.col("_limit")))
+            .fill_null(False)
+            .alias("_extreme"),
         )
+        .with_columns((pl.col("_banded") | pl.col("_extreme")).alias("_high"))
         .slice(len(tail))
     )
     found, streak_state = streak(_HIGH, scored, state["streak"])
-    fields = scored.select(pl.col("_median").alias("median"), "band")
+    override = Override(summary=rule.extreme_summary)
+    banded = scored.get_column("_banded")
+    found = [
+        t if t.status != FIRING or banded[t.row] else replace(t, override=override) for t in found
+    ]
+    full = pl.col("_i") >= rule.window
+    limit = pl.when((rule.extreme > 0) & (pl.col("_base") > 0)).then(pl.col("_limit"))
+    fields = scored.select(
+        pl.when(full).then("_median").otherwise("_base").alias("median"),
+        pl.when(full).then(pl.min_horizontal("_band", limit)).otherwise(limit).alias("band"),
+    )
     new_state = {
         "values": history.get_column("_x").tail(rule.window).to_list(),
         "deviations": deviation.tail(rule.window).to_list(),
@@ -149,7 +169,8 @@ def spike(
 
 def _window_stats(x: pl.Series, at: pl.Series, window: int) -> pl.DataFrame:
     spans = pl.DataFrame({"_i": at.cast(pl.Int64).unique(maintain_order=True)})
-    flat = spans.with_columns(pl.int_ranges(pl.col("_i") - window, pl.col("_i")).alias("_j"))
+    start = pl.max_horizontal(pl.col("_i") - window, pl.lit(0, dtype=pl.Int64))
+    flat = spans.with_columns(pl.int_ranges(start, pl.col("_i")).alias("_j"))
     flat = flat.explode("_j")
     flat = flat.with_columns(x.gather(flat.get_column("_j")).alias("_v"))
     median = pl.col("_v").median()
@@ -193,6 +214,10 @@ def drop(
         .with_columns(pl.col("text").str.contains(PAUSE_PATTERN).alias("_pause"))
         .filter(pl.col(rule.column).is_not_null() | pl.col("_pause"))
     )
+    if not state["seen"]:  # pauses before the first report ever are no one's
+        marked = marked.filter((pl.col(rule.column).is_not_null() & ~pl.col("_pause")).cum_max())
+        if marked.is_empty():
+            return [], state
     skip = pl.col("_pause").shift(1, fill_value=state["skip"] and state["seen"])
     kept = marked.with_columns(skip.alias("_skip")).filter(
         pl.col(rule.column).is_not_null() & ~pl.col("_pause") & ~pl.col("_skip")
@@ -205,14 +230,18 @@ def drop(
         [pl.Series(tail, dtype=pl.Float64), kept.get_column(rule.column).cast(pl.Float64)]
     )
     first, size = len(tail), kept.height
+    ratio = 1 / rule.extreme if rule.extreme > 0 else 0.0
     highest = x.rolling_max(rule.window).shift(1)
-    candidates = (x < rule.fraction * highest).fill_null(False).slice(first).arg_true().cast(
-        pl.Int64
-    ) + first
+    early = x.rolling_max(rule.window, min_samples=rule.extreme_after).shift(1)
+    candidates = (
+        (x < rule.fraction * highest).fill_null(False) | (x < ratio * early).fill_null(False)
+    ).slice(first).arg_true().cast(pl.Int64) + first
     carried = int(state["streak"]["run"]) > 0
     near = _near(candidates, first, size, carried)
-    judged = _judged(x, first, near.filter(near >= rule.window), rule.window)
-    judged = judged.with_columns((pl.col("_x") < rule.fraction * pl.col("median")).alias("_low"))
+    judged = _judged(x, first, near.filter(near >= rule.extreme_after), rule.window)
+    full_low = (pl.col("_i") >= rule.window) & (pl.col("_x") < rule.fraction * pl.col("median"))
+    extreme_low = (rule.extreme > 0) & (pl.col("_x") < pl.col("median") * ratio)
+    judged = judged.with_columns((full_low | extreme_low).alias("_low"))
     low = pl.repeat(False, size, eager=True).scatter(
         judged.filter(pl.col("_low")).get_column("_p"), True
     )
@@ -232,3 +261,45 @@ def drop(
         Transition(rows[t.row], t.status, t.value, fields={"median": medians.get(t.row)})
         for t in found
     ], new_state
+
+
+Step = Callable[[pl.DataFrame, dict[str, Any]], tuple[list[Transition], dict[str, Any]]]
+
+
+def ranked(
+    step: Step,
+    frame: pl.DataFrame,
+    state: dict[str, Any],
+    *,
+    column: str,
+    initial: dict[str, Any],
+    firing: Callable[[dict[str, Any]], bool],
+    pauses: list[bool] | None = None,
+) -> tuple[list[Transition], dict[str, Any]]:
+    """A history rule kept per rank, the slow way: each rank's rows (and every pause row) run
+    through `step` on that rank's state, row by row in Python; the alert is on while some rank
+    is `firing`."""
+    ranks = dict(state["ranks"])
+    values = frame.get_column(column).to_list()
+    names = ["-1" if r is None else str(r) for r in frame.get_column("rank").to_list()]
+    paused = pauses or [False] * frame.height
+    own = {n for n, v, p in zip(names, values, paused, strict=True) if v is not None and not p}
+    stepped = [*ranks, *sorted(own - set(ranks), key=names.index)]
+    before = sum(firing(s) for s in ranks.values())
+    found: list[Transition] = []
+    for name in stepped:
+        rows = [
+            i
+            for i in range(frame.height)
+            if paused[i] or (names[i] == name and values[i] is not None)
+        ]
+        if name not in own and not any(paused):
+            continue
+        moved, ranks[name] = step(frame[rows], ranks.get(name, initial))
+        found.extend(replace(t, row=rows[t.row]) for t in moved)
+    bad, out = before, []
+    for t in sorted(found, key=lambda t: t.row):
+        bad += 1 if t.status == FIRING else -1
+        if bad == (1 if t.status == FIRING else 0):
+            out.append(t)
+    return out, {"ranks": ranks}

@@ -4,29 +4,47 @@ batches, each gives the transitions and the end state of its logic without the e
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from stateful_reference import spike, streak
+from stateful_reference import ranked, spike, streak
 
 from logwatch.rules.anomaly import SpikeRule
-from logwatch.rules.log import StreakRule
+from logwatch.rules.log import StreakRule, Transition
 
 # Mostly a flat loss (the exit's case), with noise, spikes, NaN and gaps now and then.
 VALUES = st.lists(
     st.sampled_from(
-        [2.0, 2.01, 1.99, 2.02, 2.0, 1.98, 2.0, 2.01] * 8 + [40.0, None, float("nan"), 0.7, 2.9]
+        [2.0, 2.01, 1.99, 2.02, 2.0, 1.98, 2.0, 2.01] * 8
+        + [40.0, 400.0, None, float("nan"), 0.7, 2.9]
     ),
     min_size=1,
     max_size=300,
 )
 
 
-def _batches(values: list[float | None], cuts: list[int]) -> list[pl.DataFrame]:
-    frame = pl.DataFrame({"loss": values}, schema={"loss": pl.Float64})
+def _batches(
+    values: list[float | None], cuts: list[int], ranks: list[int | None] | None = None
+) -> list[pl.DataFrame]:
+    frame = pl.DataFrame(
+        {"loss": values, "rank": ranks or [None] * len(values)},
+        schema={"loss": pl.Float64, "rank": pl.Int64},
+    )
     bounds = sorted({0, frame.height, *(c % frame.height for c in cuts)})
     return [frame.slice(a, b - a) for a, b in itertools.pairwise(bounds)]
+
+
+def _spike_reference(
+    rule: SpikeRule, frame: pl.DataFrame, state: dict[str, Any]
+) -> tuple[list[Transition], dict[str, Any]]:
+    def step(part: pl.DataFrame, rank: dict[str, Any]) -> tuple[list[Transition], dict[str, Any]]:
+        return spike(rule, part, rank)
+
+    initial = {"values": [], "deviations": [], "streak": {"run": 0}}
+    firing = lambda rank: rank["streak"]["run"] > 0  # noqa: E731 (a one-line predicate)
+    return ranked(step, frame, state, column="loss", initial=initial, firing=firing)
 
 
 @settings(max_examples=300, deadline=None)
@@ -35,19 +53,36 @@ def _batches(values: list[float | None], cuts: list[int]) -> list[pl.DataFrame]:
     st.lists(st.integers(0, 300), max_size=5),
     st.sampled_from([5, 10, 30]),
     st.booleans(),
+    st.sampled_from([(0.0, 3), (100.0, 3), (10.0, 1), (1.05, 5)]),
+    st.lists(st.sampled_from([None, 0, 1, 7]), max_size=300),
 )
 def test_spike_early_exit_matches_the_full_logic(
-    values: list[float | None], cuts: list[int], window: int, singles: bool
+    values: list[float | None],
+    cuts: list[int],
+    window: int,
+    singles: bool,
+    extreme: tuple[float, int],
+    ranks: list[int | None],
 ) -> None:
-    """Flat, noisy and spiking losses, any batch cut or a line a batch (live): same
-    transitions, same state."""
-    rule = SpikeRule(column="loss", window=window, k=6.0, min_rise=0.1)
+    """Flat, noisy and spiking losses of one rank or several, with or without the extreme
+    limit, any batch cut or a line a batch (live): same transitions, same state."""
+    factor, after = extreme
+    rule = SpikeRule(
+        column="loss",
+        window=window,
+        k=6.0,
+        min_rise=0.1,
+        extreme=factor,
+        extreme_after=after,
+        extreme_summary="leapt",
+    )
     state = ref = rule.initial_state()
     cut = list(range(len(values))) if singles else cuts
-    for batch in _batches(values, cut):
+    ranks = (ranks * len(values))[: len(values)] if ranks else None
+    for batch in _batches(values, cut, ranks):
         found, state = rule.evaluate(batch, state)
-        expected, ref = spike(rule, batch, ref)
-        assert found == expected
+        expected, ref = _spike_reference(rule, batch, ref)
+        assert repr(found) == repr(expected)  # repr: a NaN field equals itself there
         assert state == ref
 
 

@@ -5,13 +5,14 @@ medians), same state after every batch."""
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from stateful_reference import drop, nonfinite
+from stateful_reference import drop, nonfinite, ranked
 
-from logwatch.rules.anomaly import DropRule
+from logwatch.rules.anomaly import PAUSE_PATTERN, DropRule
 from logwatch.rules.log import NonFiniteRule, Transition
 
 
@@ -29,9 +30,23 @@ def _same(found: list[Transition], expected: list[Transition]) -> None:
 
 
 # A steady rate with slowdowns, a zero and an overflowed (inf) rate; None: a line without one.
-RATES = st.sampled_from([1000.0] * 6 + [990.0, 1010.0, 400.0, 300.0, 0.0, float("inf"), None])
+RATES = st.sampled_from([1000.0] * 6 + [990.0, 1010.0, 400.0, 300.0, 50.0, 0.0, float("inf"), None])
 # A report, a pause (checkpoint save, evaluation), or another line.
 LINES = st.lists(st.tuples(RATES, st.sampled_from(["step", "step", "step", "saving checkpoint"])))
+
+
+def _drop_reference(
+    rule: DropRule, frame: pl.DataFrame, state: dict[str, Any]
+) -> tuple[list[Transition], dict[str, Any]]:
+    def step(part: pl.DataFrame, rank: dict[str, Any]) -> tuple[list[Transition], dict[str, Any]]:
+        return drop(rule, part, rank)
+
+    initial = {"values": [], "seen": False, "skip": False, "streak": {"run": 0}}
+    pauses = frame.get_column("text").str.contains(PAUSE_PATTERN).to_list()
+    firing = lambda rank: rank["streak"]["run"] >= rule.count  # noqa: E731 (a one-line predicate)
+    return ranked(
+        step, frame, state, column="throughput", initial=initial, firing=firing, pauses=pauses
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -39,25 +54,42 @@ LINES = st.lists(st.tuples(RATES, st.sampled_from(["step", "step", "step", "savi
     LINES.filter(bool),
     st.lists(st.integers(0, 400), max_size=6),
     st.booleans(),
-    st.sampled_from([(5, 0.5, 1), (5, 0.5, 3), (8, 0.35, 2), (5, -0.5, 1)]),
+    st.sampled_from(
+        [
+            (5, 0.5, 1, 0.0),
+            (5, 0.5, 3, 10.0),
+            (8, 0.35, 2, 2.0),
+            (5, -0.5, 1, 0.0),
+            (8, 0.5, 1, 3.0),
+        ]
+    ),
+    st.lists(st.sampled_from([None, 0, 1, 5]), max_size=40),
 )
 def test_drop_matches_its_reference(
     lines: list[tuple[float | None, str]],
     cuts: list[int],
     singles: bool,
-    params: tuple[int, float, int],
+    params: tuple[int, float, int, float],
+    ranks: list[int | None],
 ) -> None:
-    """Rates with pauses between, any batch cut or 1-line batches: same transitions, same state."""
-    window, fraction, count = params
-    rule = DropRule(column="throughput", window=window, fraction=fraction, count=count)
+    """Rates of one rank or several with pauses between, with or without the extreme limit,
+    any batch cut or 1-line batches: same transitions, same state."""
+    window, fraction, count, extreme = params
+    rule = DropRule(
+        column="throughput", window=window, fraction=fraction, count=count, extreme=extreme
+    )
     frame = pl.DataFrame(
-        {"throughput": [r for r, _ in lines], "text": [t for _, t in lines]},
-        schema={"throughput": pl.Float64, "text": pl.String},
+        {
+            "throughput": [r for r, _ in lines],
+            "text": [t for _, t in lines],
+            "rank": (ranks * len(lines))[: len(lines)] if ranks else [None] * len(lines),
+        },
+        schema={"throughput": pl.Float64, "text": pl.String, "rank": pl.Int64},
     )
     state = ref = rule.initial_state()
     for a, b in _cuts(frame.height, cuts, singles):
         found, state = rule.evaluate(frame.slice(a, b - a), state)
-        expected, ref = drop(rule, frame.slice(a, b - a), ref)
+        expected, ref = _drop_reference(rule, frame.slice(a, b - a), ref)
         _same(found, expected)
         assert state == ref
 

@@ -248,10 +248,97 @@ def test_flat_loss_needs_min_rise(tmp_path: Path) -> None:
     assert [(e.step, e.status) for e in got] == [(42, "firing"), (43, "resolved")]
 
 
-def test_no_spike_before_a_full_window(tmp_path: Path) -> None:
-    """Early steps (fewer than `window` losses before them) never fire, however high."""
+def test_no_subtle_spike_before_a_full_window(tmp_path: Path) -> None:
+    """Before a full window only an extreme jump fires: 25x the median at step 20 does not."""
     lines = [f"step {i} | loss 2.0" for i in range(1, 20)] + ["step 20 | loss 50.0"]
     assert events_of(write(tmp_path, lines), "loss-spike") == []
+
+
+@pytest.mark.parametrize("block_bytes", [None, 1])
+def test_extreme_jump_fires_with_three_losses_before_it(
+    tmp_path: Path, block_bytes: int | None
+) -> None:
+    """0.06 -> 5e19 after three steps fires at once (replay and line by line), says the
+    extreme limit in its summary, and resolves when the loss is back; a long flat tail after it
+    (the replay's calm path) changes nothing."""
+    lines = ["step 1 | loss 0.061", "step 2 | loss 0.060", "step 3 | loss 0.058"]
+    lines += ["step 4 | loss 5.2e19", "step 5 | loss 0.057"]
+    lines += [f"step {i} | loss 0.057" for i in range(6, 80)]
+    got = events_of(write(tmp_path, lines), "loss-spike", block_bytes)
+    assert [(e.line, e.status) for e in got] == [(4, "firing"), (5, "resolved")]
+    assert "leapt to over 100 x the median" in got[0].summary
+    assert "median 0.06, limit 6;" in got[0].summary
+
+
+def test_run_start_and_a_loss_huge_from_the_start_never_fire(tmp_path: Path) -> None:
+    """A loss falling fast from 10 (the first steps), one huge from its first step on, and a
+    jump with only two losses before it are no extreme jumps."""
+    falling = [f"step {i} | loss {v}" for i, v in enumerate([10.0, 6.0, 2.0, 0.05, 0.04], 1)]
+    assert events_of(write(tmp_path, falling, "a.log"), "loss-spike") == []
+    huge = [f"step {i} | loss {3e9 + i * 1e7}" for i in range(1, 40)]
+    assert events_of(write(tmp_path, huge, "b.log"), "loss-spike") == []
+    early = ["step 1 | loss 0.05", "step 2 | loss 0.05", "step 3 | loss 900.0"]
+    assert events_of(write(tmp_path, early, "c.log"), "loss-spike") == []
+
+
+def test_noisy_decreasing_loss_never_spikes(tmp_path: Path) -> None:
+    """A loss falling from 3 to 0.3 with +-15% noise over 300 steps fires nothing."""
+    noise = [1.0, 1.15, 0.9, 1.1, 0.85, 1.05, 0.95, 1.12, 0.88, 1.0, 1.08]
+    losses = [(3.0 * 0.9925**i) * noise[i % len(noise)] for i in range(300)]
+    lines = [f"step {i} | loss {v:.4f}" for i, v in enumerate(losses, 1)]
+    assert events_of(write(tmp_path, lines), "loss-spike") == []
+
+
+@pytest.mark.parametrize("block_bytes", [None, 1, 7])
+def test_one_rank_spike_in_an_interleaved_log_fires(
+    tmp_path: Path, block_bytes: int | None
+) -> None:
+    """Eight ranks print their own losses in turn; rank 5's leaps 10x at step 40 (a spike the
+    others' losses, four times as many, would average away) and fires on its line, in any
+    split; it resolves when rank 5 is back."""
+    lines = []
+    for step in range(1, 46):
+        for rank in range(8):
+            loss = 2.0 + 0.01 * ((step * 7 + rank * 3) % 5)
+            if rank == 5 and step in (40, 41):
+                loss = 20.0
+            lines.append(f"[rank{rank}]:step {step} | loss {loss:.3f}")
+    got = events_of(write(tmp_path, lines), "loss-spike", block_bytes)
+    spike_line = 39 * 8 + 5 + 1
+    assert [(e.line, e.status) for e in got] == [
+        (spike_line, "firing"),
+        (spike_line + 16, "resolved"),
+    ]
+    assert got[0].text.startswith("[rank5]:step 40")
+
+
+def test_one_slow_rank_in_an_interleaved_log_is_a_drop(tmp_path: Path) -> None:
+    """Four ranks report their own tok/s; rank 2 falls to a third for the last reports and
+    fires (the median of all ranks together would barely move)."""
+    lines = []
+    for step in range(1, 31):
+        for rank in range(4):
+            tps = 3000 if rank == 2 and step > 26 else 9000 + 10 * rank
+            lines.append(f"[rank{rank}]:step {step} | loss 2.0 | {tps} tok/s")
+    got = events_of(write(tmp_path, lines), "throughput-drop")
+    assert [(e.line, e.status, e.value) for e in got] == [(28 * 4 + 3, "firing", 3000.0)]
+
+
+def test_warmup_with_rising_throughput_is_no_drop(tmp_path: Path) -> None:
+    """Throughput that climbs 40x over the first reports (warmup, compilation) never fires."""
+    tps = [200, 900, 2500, 5000, 7000, 8000] + [8000 + (i % 3) * 50 for i in range(30)]
+    lines = [f"step {i} | loss 2.0 | {t} tok/s" for i, t in enumerate(tps, 1)]
+    assert events_of(write(tmp_path, lines), "throughput-drop") == []
+
+
+def test_real_excerpts_give_the_same_events_line_by_line(tmp_path: Path) -> None:
+    """Every loss-spike and throughput-drop excerpt replayed a line at a time (the live
+    batches) gives the events of the whole file."""
+    history = [case for case in CORPUS if case["rule"] in ("loss-spike", "throughput-drop")]
+    for number, case in enumerate(history):
+        path = write(tmp_path, case["input"].strip("\n").split("\n"), f"case{number}.log")
+        whole = [e.to_json() for e in events_of(path, case["rule"])]
+        assert [e.to_json() for e in events_of(path, case["rule"], 1)] == whole, case["source"]
 
 
 def test_throughput_drop_ignores_checkpoint_and_eval_pauses() -> None:
@@ -315,3 +402,16 @@ def test_calibration_before_first_progress_does_not_count(tmp_path: Path) -> Non
         for k in range(32, 16, -1)
     ] + ["steps: 10 loss: 2.29"]
     assert events_of(write(tmp_path, lines), "loss-scale-overflow") == []
+
+
+def test_an_extreme_factor_of_one_or_less_is_refused(tmp_path: Path) -> None:
+    """`extreme = 0.5` would fire on every loss: a one-line error naming the rule and the fix."""
+    log = write(tmp_path, ["step 1 | loss 2.0"])
+    config = tmp_path / "logwatch.toml"
+    config.write_text("[rules.loss-spike]\nextreme = 0.5\n", encoding="utf-8")
+    result = CliRunner().invoke(cli, ["replay", str(log), "--config", str(config)])
+    assert result.exit_code == 2
+    assert result.output.endswith(
+        "rule 'loss-spike': extreme must be over 1 (x the median) or 0 to turn it off, got 0.5\n"
+    )
+    assert len(result.output.splitlines()) == 1
