@@ -50,12 +50,20 @@ LOSS_PATTERN = (
     + _END
 )
 # Gradient norms, prefixed too (`global_grad_norm`, `learning/raw_grad_norm`); `max_grad_norm`
-# and `clip_grad_norm` are the clipping threshold from a config, not a measurement.
+# and `clip_grad_norm` are the clipping threshold from a config, not a measurement. rlpyt-style
+# tabular loggers (rlpyt, dreamer) add a network and a statistic of the iteration's norms:
+# `grad_norm_model/Max  nan` (not `/Std`: a spread is not a norm).
 GRAD_NORM_PATTERN = (
     r"(?-u:\b)((?:[A-Za-z]+[_/])*)(?i:grad[ _-]?norm|gradient[ _]norm|gnorm|total_norm)"
-    r"(?:/total|_before_clip|_pre_clip)?" + _SEP + "(" + NUMBER + ")" + _PADDING + _END
+    r"(?:/total|_before_clip|_pre_clip|(?:_[a-z]+)?/(?:Average|Mean|Median|Min|Max))?"
+    + _SEP
+    + "("
+    + NUMBER
+    + ")"
+    + _PADDING
+    + _END
 )
-NOT_TRAINING = r"(?i)^(?:best|min|max|minimum|maximum|lowest|val|valid|validation|eval|evaluation|test|dev|target|expected)$"
+NOT_TRAINING = r"(?i)^(?:best|min|max|minimum|maximum|lowest|val|vali|valid|validation|eval|evaluation|test|dev|target|expected)$"
 NOT_MEASURED = r"(?i)(?:^|[_/])(?:max|min|clip|clipping|threshold)[_/]"
 LR_KEY = r"(?i:lr|learning[ _]rate)"
 # `steps` only as DeepSpeed's `steps: 60`: `Total optimization steps = 2,436`, `maximum steps =
@@ -85,8 +93,10 @@ GENERIC_LOSS = (
     + _END
 )
 _NOT_A_LOSS = (
-    r"(?i)(?:^|[_/.\- ])(?:val|valid|validation|eval|test|best|min|max|scale|weight|threshold"
-    r"|coef|coeff|ratio|target)(?:$|[_/.\- ])"
+    r"(?i)(?:^|[_/.\- ])(?:val|vali|valid|validation|eval|test|dev|best|min|max|scale|weight"
+    r"|threshold|coef|coeff|ratio|target)(?:$|[_/.\- ])"
+    # camelCase held-out keys: `ValLoss`, `valLoss`, `testLoss`
+    r"|(?:^|[_/.\- ])(?i:val|vali|valid|validation|eval|test|dev)(?-i:Loss)"
 )
 
 # One literal pass selects the lines every rare loss extractor below looks at: a non-finite
@@ -273,16 +283,32 @@ def _darknet_rank(frame: pl.DataFrame, col: _Prefilters) -> pl.Series:
     return rank.zip_with(~darknet.fill_null(False), pl.Series([None], dtype=rank.dtype))
 
 
+# Detection trainers print the total loss on the step's line and each component on a line of
+# its own after it (tf-faster-rcnn ` >>> rpn_loss_cls: 0.000065`, Caffe `Train net output #1:
+# loss_cls = 0.177461`): a finite component key (`loss` joined to another word, not a total) on
+# a line with no step or epoch is not the training loss. A non-finite one still is.
+_COMPONENT_KEY = r"(?i)[a-z0-9][_./-]loss|loss[_./-][a-z0-9]"
+_TOTAL_KEY = r"(?i)(?:^|[^a-z])(?:total|overall|full|sum|avg|avr|average|mean|running)[_./-]loss|loss[_./-](?:total|overall|sum|all)\b"
+_PROGRESS = "|".join((STEP_PATTERN, BRACKET_STEP_PATTERN, r"(?i:epoch)"))
+
+
 def _generic_loss() -> pl.Expr:
     pairs = pl.col("text").str.extract_all(GENERIC_LOSS)
     keep = pairs.list.eval(
         pl.element().filter(~pl.element().str.extract(r"^([^=:]*)", 1).str.contains(_NOT_A_LOSS))
     )
-    return (
-        keep.list.first()
-        .str.extract(r"[=:]\s*['\"]?(?:tensor\()?(" + NUMBER + ")", 1)
-        .cast(pl.Float64, strict=False)
+    first = keep.list.first()
+    key = first.str.extract(r"^([^=:]*)", 1)
+    value = first.str.extract(r"[=:]\s*['\"]?(?:tensor\()?(" + NUMBER + ")", 1).cast(
+        pl.Float64, strict=False
     )
+    component_alone = (
+        key.str.contains(_COMPONENT_KEY)
+        & ~key.str.contains(_TOTAL_KEY)
+        & value.is_finite()
+        & ~pl.col("text").str.contains(_PROGRESS)
+    )
+    return pl.when(component_alone.fill_null(False)).then(None).otherwise(value)
 
 
 # Throughput, in the units trainers print it. A cheap literal test picks the lines first: `/s`

@@ -38,7 +38,10 @@ from logwatch.rules.log import (
 from logwatch.rules.params import Kind, Param, ParamError
 
 TAIL_CHARS = 160
-"""How much of the previous line a wrapped message is looked for in (and of this one)."""
+"""How much of the previous line a wrapped message is looked for in."""
+HEAD_CHARS = 1000
+"""How much of this line: TensorFlow 1 names an OOM's device in the `[[Node: ...]]` line after
+it, behind the node's name and attributes (often 200 characters or more)."""
 
 # A continuation line may carry the rank prefix torchrun puts on every line.
 _CONTINUATION_PREFIX = r"^\s*(?:\[[\w ,:.-]{1,40}\]:\s*)?"
@@ -201,7 +204,7 @@ class ClassifyRule:
         joined = pl.concat_str(
             tail,
             pl.lit(" "),
-            text.str.replace(_CONTINUATION_PREFIX, "").str.slice(0, TAIL_CHARS),
+            text.str.replace(_CONTINUATION_PREFIX, "").str.slice(0, HEAD_CHARS),
         )
         scored = rows.with_columns(
             hit.fill_null(False).alias("_hit"),

@@ -160,15 +160,22 @@ class NonFiniteRule:
 
     Lines of several ranks in one log (`[rank3]:` prefixes) are followed per rank: the alert
     fires when the first rank goes non-finite and resolves when no rank is non-finite any more,
-    so ranks reporting in turn do not make it flap."""
+    so ranks reporting in turn do not make it flap.
+
+    `masked_by`: a value of exactly 0 on a line where that column is non-finite counts as
+    non-finite too (a trainer that leaves NaN losses out of its average prints `'loss': 0.0`
+    beside `'grad_norm': nan`); such a line fires with `masked_summary` and never resolves."""
 
     column: str
+    masked_by: str | None = None
+    masked_summary: str | None = None
 
     @property
     def needs(self) -> Needs:
         """The column and the rank; only a line spelling a non-finite value can make it bad."""
+        masked = {self.masked_by} if self.masked_by else set()
         return Needs(
-            frozenset({self.column, "rank"}),
+            frozenset({self.column, "rank", *masked}),
             NONFINITE_GATE,
             NONFINITE_ROWS,
             valued=frozenset({self.column}),  # a line without a value is passed over
@@ -187,7 +194,12 @@ class NonFiniteRule:
         values = frame.get_column(self.column)
         # A sum is finite only when every value is (a NaN or an Inf carries through; finite
         # values that overflow only take the exact path below): no polars call.
-        if not any(state["bad"].values()) and math.isfinite(values.sum()):
+        masks = None if self.masked_by is None else frame.get_column(self.masked_by)
+        if (
+            not any(state["bad"].values())
+            and math.isfinite(values.sum())
+            and (masks is None or math.isfinite(masks.sum()))
+        ):
             return [], state  # nothing is bad and nothing goes bad: no transition (most batches)
         if values.null_count() == frame.height:
             return [], state  # no value: no rank moves
@@ -201,13 +213,24 @@ class NonFiniteRule:
             on = _ranked_on(lines, known, before)
         # a transition wherever "some rank is bad" changes, from the state's to the last line's
         changed = on != pl.Series([before > 0]).append(on.head(-1))
-        rows, fires, found_values = (
+        rows, fires, found_values, masked = (
             series.filter(changed)
-            for series in (lines.get_column("_row"), on, lines.get_column("_value"))
+            for series in (
+                lines.get_column("_row"),
+                on,
+                lines.get_column("_value"),
+                lines.get_column("_masked"),
+            )
         )
+        override = Override(summary=self.masked_summary) if self.masked_summary else None
         found = [
-            Transition(row=row, status=FIRING if fire else RESOLVED, value=value)
-            for row, fire, value in zip(rows, fires, found_values, strict=True)
+            Transition(
+                row=row,
+                status=FIRING if fire else RESOLVED,
+                value=value,
+                override=override if fire and hidden else None,
+            )
+            for row, fire, value, hidden in zip(rows, fires, found_values, masked, strict=True)
         ]
         return found, {"bad": known}
 
@@ -215,11 +238,21 @@ class NonFiniteRule:
         """The lines with a value: row, value, whether it is non-finite (and rank), one select
         (without a filter when every line has a value: fewer expressions to plan)."""
         values = frame.get_column(self.column)
-        if rank is None and not values.null_count():  # a live line: one Series call
+        if self.masked_by is None and rank is None and not values.null_count():  # a live line
             rows = pl.Series(range(frame.height))
-            return pl.DataFrame({"_row": rows, "_value": values, "_bad": ~values.is_finite()})
+            bad = ~values.is_finite()
+            hidden = pl.Series([False] * frame.height)
+            return pl.DataFrame({"_row": rows, "_value": values, "_bad": bad, "_masked": hidden})
         value = pl.col(self.column)
-        columns = {"_row": pl.int_range(pl.len()), "_value": value, "_bad": ~value.is_finite()}
+        masked = pl.lit(False)
+        if self.masked_by is not None:
+            masked = ((value == 0) & ~pl.col(self.masked_by).is_finite()).fill_null(False)
+        columns = {
+            "_row": pl.int_range(pl.len()),
+            "_value": value,
+            "_bad": ~value.is_finite() | masked,
+            "_masked": masked,
+        }
         if rank is not None:
             columns["_rank"] = rank
         if values.null_count():
@@ -472,7 +505,16 @@ LOG_COLUMNS = Columns(SCHEMA, "{name} {text!r}: expression refers to something t
 
 
 def _build_nonfinite(params: Mapping[str, Any]) -> Rule:
-    return NonFiniteRule(column=params["column"])
+    return NonFiniteRule(
+        column=params["column"],
+        masked_by=params["masked_by"],
+        masked_summary=params["masked_summary"],
+    )
+
+
+def _nonfinite_templates(params: Mapping[str, Any]) -> Templates:
+    masked = params["masked_summary"]
+    return Templates(summaries=(("masked_summary", masked),) if masked else ())
 
 
 def _build_streak(params: Mapping[str, Any]) -> Rule:
@@ -495,7 +537,13 @@ def _build_match(params: Mapping[str, Any]) -> Rule:
 
 LOG_RULE_TYPES: dict[str, RuleType] = {
     "nonfinite": RuleType(
-        (Param("column", Kind.STRING, required=True, choices=FLOAT_COLUMNS),), _build_nonfinite
+        (
+            Param("column", Kind.STRING, required=True, choices=FLOAT_COLUMNS),
+            Param("masked_by", Kind.STRING, choices=FLOAT_COLUMNS),
+            Param("masked_summary", Kind.STRING),
+        ),
+        _build_nonfinite,
+        _nonfinite_templates,
     ),
     "streak": RuleType(
         (

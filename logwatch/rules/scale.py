@@ -6,6 +6,9 @@ collapse halves with no recovery in between: the streak here counts halvings who
 below the previous report's, resets when a report starts above it (the scale grew back), and
 ignores repeats of the same value (several ranks reporting one overflow). Reports before the
 run's first training-progress line are the scaler calibrating its start value and do not count.
+A scaler stuck at its minimum (DeepSpeed's `Attempted loss scale: 1, reducing to 1`) still cut:
+each such report counts as a halving. A scale at or under `floor` fires at once, progress or
+not: no calibration goes that low (apex's `reducing loss scale to 8.1e-202` cascade).
 """
 
 from __future__ import annotations
@@ -18,19 +21,22 @@ import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
 from logwatch.parse import NUMBER
-from logwatch.rules.log import Needs, Rule, RuleType, Transition
+from logwatch.rules.log import Needs, Override, Rule, RuleType, Templates, Transition
 from logwatch.rules.params import Kind, Param
 
-OVERFLOW_HINT = "OVERFLOW|overflow"  # two literals: a fast scan, unlike a case-insensitive one
-# The scale after the cut, as each trainer reports it:
+# three literals: a fast scan, unlike a case-insensitive one
+OVERFLOW_HINT = "OVERFLOW|overflow|Overflow"
+# The scale after the cut, as each trainer reports it (and DeepSpeed the scale it tried):
 #   DeepSpeed  `[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768`
-#              (ZeRO-3: `fp16 dynamic loss scale overflow! Skipping step. Attempted loss scale: ...`)
+#              (older: `[deepscale] OVERFLOW! ...`; ZeRO-3: `fp16 dynamic loss scale overflow!
+#              Skipping step. ...`; fused optimizer: `[Rank 0] Overflow detected. Skipping step.
+#              Attempted loss scale: 524288.0, reducing to 262144.0`), often behind a tqdm redraw
 #   apex amp   `Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0`
 #   fairseq    `NOTE: overflow detected, setting loss scale to: 1024.0` (also `gradient overflow
 #              detected, ignoring gradient, setting loss scale to: 4.0`, `| WARNING: overflow ...`)
 NEW_SCALE = (
-    r"(?:(?:OVERFLOW|overflow)!.*Attempted loss scale: " + NUMBER + r", reducing to "
-    r"|Gradient overflow\.\s+Skipping step, loss scaler \d+ reducing loss scale to "
+    r"(?:(?:OVERFLOW|[Oo]verflow)(?:!| detected\.).*Attempted loss scale: (" + NUMBER + r"), "
+    r"reducing to |Gradient overflow\.\s+Skipping step, loss scaler \d+ reducing loss scale to "
     r"|overflow detected,.*setting loss scale to:? )(" + NUMBER + ")"
 )
 
@@ -41,6 +47,8 @@ class HalvingRule:
     is seen to have grown back."""
 
     halvings: int
+    floor: float = 1e-5
+    floor_summary: str | None = None
 
     @property
     def needs(self) -> Needs:
@@ -52,7 +60,7 @@ class HalvingRule:
         return bool(state["progress"])
 
     def initial_state(self) -> dict[str, Any]:
-        return {"last": None, "run": 0, "progress": False}
+        return {"last": None, "run": 0, "progress": False, "on": False}
 
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]
@@ -66,24 +74,29 @@ class HalvingRule:
         new_state = {**state, "progress": bool(progress[-1])}
         if not hinted.any():
             return [], new_state
+        scales = pl.col("text").str.extract_groups(NEW_SCALE)
         reports = (
             frame.select(
-                pl.col("text")
-                .str.extract(NEW_SCALE, 1)
-                .cast(pl.Float64, strict=False)
-                .alias("_scale")
+                scales.struct.field("1").cast(pl.Float64, strict=False).alias("_tried"),
+                scales.struct.field("2").cast(pl.Float64, strict=False).alias("_scale"),
             )
             .with_row_index("_row")
-            .filter(hinted & progress & pl.col("_scale").is_not_null())
+            .filter(
+                hinted
+                & pl.col("_scale").is_not_null()
+                & (progress | (pl.col("_scale") <= self.floor))
+            )
         )
         if reports.is_empty():
             return [], new_state
         last, carried = state["last"], int(state["run"])
         before = pl.col("_scale").shift(1, fill_value=last)
+        # at its minimum the scaler tries to cut and cannot: the report repeats its scale
+        stuck = (pl.col("_scale") >= pl.col("_tried")).fill_null(False)
         scored = (
             reports.with_columns(
                 (before.is_null() | (pl.col("_scale") > before)).alias("_reset"),
-                (pl.col("_scale") < before).fill_null(False).cast(pl.Int64).alias("_cut"),
+                ((pl.col("_scale") < before).fill_null(False) | stuck).cast(pl.Int64).alias("_cut"),
             )
             .with_columns(pl.col("_reset").cum_sum().alias("_group"))
             .with_columns(
@@ -93,24 +106,49 @@ class HalvingRule:
                     + pl.when(pl.col("_group") == 0).then(carried).otherwise(1)
                 ).alias("_run")
             )
-            .with_columns((pl.col("_run") >= self.halvings).alias("_on"))
+            .with_columns(
+                ((pl.col("_run") >= self.halvings) | (pl.col("_scale") <= self.floor)).alias("_on")
+            )
         )
-        was_on = pl.col("_on").shift(1, fill_value=carried >= self.halvings)
+        was_on = pl.col("_on").shift(1, fill_value=bool(state.get("on", carried >= self.halvings)))
         events = scored.filter(pl.col("_on") != was_on)
+        # fired by the floor before the streak was long enough: the floor's own summary
+        floored = Override(summary=self.floor_summary) if self.floor_summary else None
         found = [
-            Transition(row=row, status=FIRING if on else RESOLVED, value=scale)
-            for row, on, scale in events.select("_row", "_on", "_scale").iter_rows()
+            Transition(
+                row=row,
+                status=FIRING if on else RESOLVED,
+                value=scale,
+                override=floored if on and run < self.halvings else None,
+            )
+            for row, on, scale, run in events.select("_row", "_on", "_scale", "_run").iter_rows()
         ]
         new_state["last"] = scored.get_column("_scale")[-1]
         new_state["run"] = int(scored.get_column("_run")[-1])
+        new_state["on"] = bool(scored.get_column("_on")[-1])
         return found, new_state
 
 
 def _build_halving(params: Mapping[str, Any]) -> Rule:
-    return HalvingRule(halvings=params["halvings"])
+    return HalvingRule(
+        halvings=params["halvings"], floor=params["floor"], floor_summary=params["floor_summary"]
+    )
+
+
+def _halving_templates(params: Mapping[str, Any]) -> Templates:
+    floor = params["floor_summary"]
+    return Templates(summaries=(("floor_summary", floor),) if floor else ())
 
 
 SCALE_RULE_TYPES: dict[str, RuleType] = {
-    "halving": RuleType((Param("halvings", Kind.INT, default=8, minimum=2),), _build_halving),
+    "halving": RuleType(
+        (
+            Param("halvings", Kind.INT, default=8, minimum=2),
+            Param("floor", Kind.FLOAT, default=1e-5),
+            Param("floor_summary", Kind.STRING),
+        ),
+        _build_halving,
+        _halving_templates,
+    ),
 }
 """The loss-scale rule type (`logwatch.rules.registry` assembles every rule type)."""

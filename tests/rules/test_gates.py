@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logwatch.parse import parse_lines
-from logwatch.rules.classify import _CONTINUATION_PREFIX, TAIL_CHARS, ClassifyRule
+from logwatch.rules.classify import _CONTINUATION_PREFIX, HEAD_CHARS, TAIL_CHARS, ClassifyRule
 from logwatch.rules.gates import _FOLDS, gate_for, gate_pairs
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.rules.log import (
@@ -177,7 +177,7 @@ def _reference_hits(
     joined = pl.concat_str(
         tail.shift(1, fill_value=pl.lit(state["tail"])),
         pl.lit(" "),
-        text.str.replace(_CONTINUATION_PREFIX, "").str.slice(0, TAIL_CHARS),
+        text.str.replace(_CONTINUATION_PREFIX, "").str.slice(0, HEAD_CHARS),
     )
     prev_hit = hit.shift(1, fill_value=pl.lit(bool(state["tail_hit"])))
     scored = frame.select(
