@@ -192,3 +192,25 @@ def test_files_behind_folders_that_may_not_be_searched_or_listed_are_said_and_pi
         f"{shut}: readable now",  # found listable by the rescan, before the opens
         f"{locked / 'train.log'}: readable now",
     ]
+
+
+@pytest.mark.skipif(not CAN_BE_DENIED, reason="root opens any file, and setpriv is missing")
+def test_a_folder_it_may_search_but_not_read_is_polled_and_said_once(tmp_path: Path) -> None:
+    """A named file in a folder with mode --x is followed, but no file event can come from
+    that folder (inotify needs read permission, and watchdog skips it without a word): that
+    is said once, with the polling that replaces the events (was: nothing said)."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    log = folder / "train.log"
+    log.write_bytes(b"step=2 loss=nan\n")
+    folder.chmod(0o100)
+    lines = run_unprivileged(BLOCKED_ROUNDS, str(log), str(folder))
+    assert lines == [
+        f"opened at 0.0: ['{log}']",
+        "opened at 1.0: []",
+        "opened at 2.0: []",
+        "opened at 3.0: []",
+        "opened at 4.0: []",
+        f"{folder}: not readable, so no file events from it; polling it every 1s "
+        "(watched once it is readable)",
+    ]
