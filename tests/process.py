@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,14 +13,33 @@ from typing import IO
 
 from tests.conftest import ROOT
 
+NO_DAC = ["setpriv", "--inh-caps=-dac_override,-dac_read_search"]
+NO_DAC += ["--bounding-set=-dac_override,-dac_read_search"]
+"""As root: run a command without the capabilities that let root read any file, so that file
+modes bind it as they bind an ordinary user (its files are still root's)."""
+CAN_BE_DENIED = os.geteuid() != 0 or shutil.which("setpriv") is not None
+"""Whether `unprivileged()` gives a process that file modes can deny."""
+
+
+def unprivileged() -> list[str]:
+    """The prefix that runs a command as one that file modes bind: `NO_DAC` as root, else none."""
+    return NO_DAC if os.geteuid() == 0 else []
+
 
 class Collected:
     """`python -m logwatch ARGS` (from the repository root, with `env` added to this
-    environment); `out` and `err` hold the lines printed so far."""
+    environment, after `prefix`: e.g. `unprivileged()`); `out` and `err` hold the lines
+    printed so far."""
 
-    def __init__(self, args: Sequence[str], *, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        args: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        prefix: Sequence[str] = (),
+    ) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "logwatch", *args],
+            [*prefix, sys.executable, "-m", "logwatch", *args],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

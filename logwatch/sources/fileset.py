@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from logwatch.sources.access import ABSENT, access_fix, list_error
 from logwatch.sources.follow import Follower, FollowOptions
 from logwatch.sources.pipe import PIPE, PipeSource
 from logwatch.sources.rotated import unseen_rotations
@@ -69,7 +70,10 @@ class FileSet:
         self._watcher_factory = watcher_factory
         self._last_rescan = float("-inf")
         self._said: set[tuple[str, object]] = set()  # one-time notes: (kind, path or key)
-        self._open_failed: dict[str, tuple[object, ...]] = {}  # path -> what its failure was
+        # Paths that could not be opened (folders: listed) -> what their failure was: said once
+        # per change, retried by a rescan every poll interval until they can.
+        self._blocked: dict[str, tuple[object, ...]] = {}
+        self._failing: set[str] = set()  # blocked paths the last `expand` could not reach
         self._compressed: set[FileKey] = set()
         self._stdin = stdin
         self._pipe: PipeSource | None = None  # standard input, when "-" is a pattern
@@ -175,7 +179,10 @@ class FileSet:
         files' paths."""
         self._supervise_watcher()
         away = any(f.detached_at is not None for f in self.followers.values())
-        every = self.poll_interval_s if away or not self._evented() else RESCAN_EVERY_S
+        # A blocked path gets no event when it becomes readable (chmod raises IN_ATTRIB, which
+        # a watcher may not deliver): it is tried again every poll interval.
+        polled = away or self._blocked or not self._evented()
+        every = self.poll_interval_s if polled else RESCAN_EVERY_S
         if self.rescan_due or now - self._last_rescan >= every:
             return self.rescan(now)
         return []
@@ -188,6 +195,9 @@ class FileSet:
         new = self._missed_rotations(held)
         new += [path for path, _ in held.values()]
         matched = self._matches_by_file()
+        listed = {path for paths in matched.values() for path in paths} | self._failing
+        for path in self._blocked.keys() - listed:
+            del self._blocked[path]  # gone: said again should it come back unreadable
         for key, paths in matched.items():
             follower = self.followers.get(key)
             if follower is None:
@@ -241,15 +251,12 @@ class FileSet:
         try:
             follower = self._open_held(path, now) or Follower.open(path, path, self.follow, now)
         except OSError as exc:
-            failure = (exc.errno, *_permissions(path))
-            if self._open_failed.get(path) != failure:  # said once per change, not per retry
-                self._open_failed[path] = failure
-                self.status(f"{path}: cannot open ({exc.strerror}); will retry")
+            self._cannot(path, exc)
             return None
+        self._can_again(path)
         if follower.key in self.followers:  # the name moved on to a file already followed
             follower.close()
             return None
-        self._open_failed.pop(path, None)
         self.followers[follower.key] = follower
         self._seen[follower.key] = None
         while len(self._seen) > SEEN_KEPT:
@@ -309,8 +316,10 @@ class FileSet:
         return now - max(follower.detached_at, follower.last_growth) >= self.rotate_wait_s
 
     def expand(self) -> list[str]:
-        """The regular files the patterns match now, each once, sorted."""
+        """The regular files the patterns match now, each once, sorted; a path or folder that
+        is there but may not be reached is said (`_cannot`)."""
         paths: set[str] = set()
+        self._failing = set()
         for pattern in self.patterns:
             if pattern == PIPE:
                 continue
@@ -319,7 +328,9 @@ class FileSet:
             for path in matches:
                 try:
                     mode = os.stat(path).st_mode
-                except OSError:
+                except OSError as exc:
+                    if exc.errno not in ABSENT:  # e.g. a folder above it it may not search
+                        self._cannot(path, exc)
                     continue
                 if stat.S_ISREG(mode):
                     paths.add(path)
@@ -346,14 +357,39 @@ class FileSet:
         return by_file
 
     def _check_directory(self, pattern: str) -> None:
-        """Say once when the fixed directory above a glob does not exist."""
+        """Say once when the fixed directory above a glob does not exist, once per change
+        when it may not be listed."""
         if not is_glob(pattern):
             return
         parts = Path(pattern).parts
         fixed = next(i for i, part in enumerate(parts) if is_glob(part))
         directory = Path(*parts[:fixed]) if fixed else Path(".")
-        if not directory.is_dir() and self._first("no-dir", pattern):
+        error = list_error(directory)
+        if error is None:
+            self._can_again(str(directory))
+        elif error.errno not in ABSENT:
+            self._cannot(str(directory), error, listing=True)
+        elif self._first("no-dir", pattern):
             self.status(f"{pattern}: directory {directory} does not exist (yet); waiting for it")
+
+    def _cannot(self, path: str, exc: OSError, *, listing: bool = False) -> None:
+        """Say that `path` cannot be opened (a folder: listed), why and how to fix it: once per
+        change, not per retry; rescans try it again every poll interval meanwhile."""
+        self._failing.add(path)
+        failure = (exc.errno, *_permissions(path))
+        if self._blocked.get(path) == failure:
+            return
+        self._blocked[path] = failure
+        doing = "list" if listing else "open"
+        fix = access_fix(path, exc, listing=listing)
+        self.status(
+            f"{path}: cannot {doing} ({exc.strerror}){fix}; retrying every {self.poll_interval_s:g}s"
+        )
+
+    def _can_again(self, path: str) -> None:
+        """Say that a path said to be blocked can be read now."""
+        if self._blocked.pop(path, None) is not None:
+            self.status(f"{path}: readable now")
 
     def _is_compressed(self, key: FileKey, path: str) -> bool:
         """Whether a new match is compressed (said once, remembered by inode): not followed."""
@@ -414,6 +450,15 @@ class FileSet:
                     self.status(
                         f"{directory} is on {kind}: file events do not see remote writes; "
                         f"polling it every {self.poll_interval_s:g}s"
+                    )
+                continue
+            if not os.access(directory, os.R_OK):  # watchdog skips it without a word (EACCES)
+                self._unwatched = True
+                said = {os.path.abspath(path) for path in self._blocked}  # "cannot list" it
+                if directory not in said and self._first("unwatchable", directory):
+                    self.status(
+                        f"{directory}: not readable, so no file events from it; polling it every "
+                        f"{self.poll_interval_s:g}s (watched once it is readable)"
                     )
                 continue
             dirs[directory] = dirs.get(directory, False) or recursive

@@ -20,7 +20,7 @@ from logwatch.redact import stderr_line
 class OnEvent(Protocol):
     """Called from the watcher's thread: `structural` when the event may change which files
     exist; `created` names a file that was just created or renamed into place, `changed` one
-    that was written to."""
+    that was written to or had its mode changed."""
 
     def __call__(
         self, structural: bool, created: str | None = None, changed: str | None = None
@@ -72,6 +72,8 @@ class WatchdogWatcher:
 
         wanted = [ev.FileModifiedEvent, ev.FileCreatedEvent, ev.FileMovedEvent]
         wanted += [ev.FileDeletedEvent, ev.DirCreatedEvent, ev.DirMovedEvent, ev.DirDeletedEvent]
+        # chmod (IN_ATTRIB): a file or folder that could not be read may be readable now.
+        wanted += [ev.FileAttribEvent, ev.DirAttribEvent]
         self._observer.unschedule_all()
         self._dirs = {}
         for path, recursive in sorted(dirs.items()):
@@ -92,6 +94,7 @@ class _Handler:
 
     _STRUCTURAL = frozenset({"created", "moved", "deleted"})
     _NAMING = frozenset({"created", "moved"})
+    _CHANGING = frozenset({"modified", "attrib"})  # attrib: a chmod may make a file readable
 
     def __init__(self, on_event: OnEvent) -> None:
         self._on_event = on_event
@@ -105,7 +108,7 @@ class _Handler:
             self._on_event(
                 kind in self._STRUCTURAL or event.is_directory,
                 os.fsdecode(created) if kind in self._NAMING and file else None,
-                os.fsdecode(event.src_path) if kind == "modified" and file else None,
+                os.fsdecode(event.src_path) if kind in self._CHANGING and file else None,
             )
 
 

@@ -8,6 +8,7 @@ import signal
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -35,12 +36,12 @@ def alert_lines(first: int, last: int) -> bytes:
 class Tailer(Collected):
     """`python -m logwatch tail` in a subprocess, its stdout and stderr collected."""
 
-    def __init__(self, folder: Path, *extra: str) -> None:
+    def __init__(self, folder: Path, *extra: str, prefix: Sequence[str] = ()) -> None:
         pack = folder / "pack.toml"
         pack.write_text(PACK, encoding="utf-8")
         args = [str(folder / "*.log"), "--format", "jsonl", "--no-builtin-rules", "--gpu", "off"]
         args += ["--rules", str(pack), "--state-dir", str(folder / "state"), *extra]
-        super().__init__(["tail", *args])
+        super().__init__(["tail", *args], prefix=prefix)
 
     def seqs(self) -> list[int]:
         """The seq labels of the alerts printed so far."""
