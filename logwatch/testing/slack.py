@@ -6,12 +6,13 @@ the token, the channel, membership and Block Kit limits like Slack does, enforce
 posting rate (1 msg/s with a burst of 3 by default) with 429 + Retry-After, and can be scripted to
 fail: 429s, 5xx, non-JSON bodies, dropped connections, permanent error codes, slow answers
 that arrive after the client gave up although the message was stored, and trickled answers (one
-byte per `trickle_s`, which no per-read socket timeout ever trips).
+byte per `trickle_s`, which no per-read socket timeout ever trips). Its clock may be set apart from
+the host's (`clock_offset_s`): message `ts` values and the `Date` header of every answer both come
+from it, as they both come from Slack's own clock, which no host can assume agrees with its own.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import threading
@@ -64,8 +65,10 @@ class FakeSlack:
         burst: int = 3,
         not_member: tuple[str, ...] = (),
         scopes: tuple[str, ...] = SCOPES,
+        clock_offset_s: float = 0.0,
     ) -> None:
         self.token, self.scopes = token, scopes
+        self.clock_offset_s = clock_offset_s  # the fake's clock minus the host's (< 0: behind)
         self.channels = (
             channels if channels is not None else {"C0ALERTS01": "alerts", "C0OTHER002": "other"}
         )
@@ -77,7 +80,7 @@ class FakeSlack:
         self._closing = threading.Event()
         self._faults: dict[str, deque[Fault]] = {}
         self._buckets: dict[str, tuple[float, float]] = {}
-        self._seq = itertools.count(1)
+        self._last_ts_us = 0
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = False
@@ -151,6 +154,10 @@ class FakeSlack:
         wanted = name.lstrip("#")
         return next((cid for cid, cname in self.channels.items() if cname == wanted), None)
 
+    def now(self) -> float:
+        """The fake's own clock (epoch seconds): the host's, moved by `clock_offset_s`."""
+        return time.time() + self.clock_offset_s
+
     def take_token(self, key: str) -> float:
         """Per-channel token bucket; 0 when a post may go now, else seconds until it may."""
         if self.rate_per_s is None:
@@ -165,8 +172,10 @@ class FakeSlack:
         return (1.0 - tokens) / self.rate_per_s
 
     def store(self, channel: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Keep a posted message; returns it with its ts."""
-        ts = f"{1_800_000_000 + next(self._seq):d}.{next(self._seq):06d}"
+        """Keep a posted message; returns it with its ts (the fake's clock, unique like Slack's)."""
+        micros = max(int(self.now() * 1_000_000), self._last_ts_us + 1)
+        self._last_ts_us = micros
+        ts = f"{micros // 1_000_000:d}.{micros % 1_000_000:06d}"
         message = {
             "channel": channel,
             "ts": ts,
@@ -269,11 +278,13 @@ def _replies(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
         return _missing_scope(fake, "channels:history")
     channel = fake.channel_id(str(params.get("channel", "")))
     parent = str(params.get("ts", ""))
+    oldest = float(params.get("oldest") or 0)
     meta = str(params.get("include_all_metadata", "")).lower() in ("1", "true")
-    found = [
+    found = [  # the parent comes first whatever `oldest` says; replies only from `oldest` on
         _public(m, meta)
         for m in fake.messages
-        if m["channel"] == channel and (m["ts"] == parent or m["thread_ts"] == parent)
+        if m["channel"] == channel
+        and (m["ts"] == parent or (m["thread_ts"] == parent and _ts_after(m["ts"], oldest)))
     ]
     if not found:
         return {"ok": False, "error": "thread_not_found"}
@@ -291,7 +302,7 @@ def _missing_scope(fake: FakeSlack, needed: str) -> dict[str, Any]:
 
 
 def _ts_after(ts: str, oldest: float) -> bool:
-    # the fake's ts values start at 1.8e9 (2027), after any test's `oldest`: nothing is cut off
+    # both on the fake's clock, as Slack compares `oldest` with its own ts values
     return float(ts) >= oldest
 
 
@@ -344,6 +355,10 @@ def _handler(fake: FakeSlack) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
             pass  # keep test output clean
+
+        def date_time_string(self, timestamp: float | None = None) -> str:
+            # the Date header of every answer, from the fake's clock as Slack's is from its own
+            return super().date_time_string(fake.now() if timestamp is None else timestamp)
 
         def do_GET(self) -> None:
             self._serve()

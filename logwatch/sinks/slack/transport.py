@@ -7,11 +7,15 @@ MessageRef or raises one of the outcome exceptions below.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC
+from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 from urllib.error import URLError
 
@@ -44,6 +48,8 @@ RETRYABLE = {
     "ratelimited",
 }
 UPDATE_GONE = {"message_not_found", "cant_update_message", "edit_window_closed"}
+SEARCH_MARGIN_S = 120.0
+"""How far before a job's creation (on Slack's clock) the lookup for its message starts."""
 log = logging.getLogger("logwatch.slack")
 
 
@@ -127,6 +133,45 @@ class Deadline:
                 event.set()
 
 
+class SlackTime:
+    """Slack's clock as its answers show it, kept as an offset from the host's clock.
+
+    Slack stamps every message `ts` with its own clock, and the two clocks may disagree by
+    minutes either way, so a window in which to look for our message must be on Slack's clock.
+    Each Web API answer's `Date` header (whole seconds) and each new message's `ts` (the most
+    exact) update the offset; the latest wins, so a host clock that is stepped is followed.
+    """
+
+    def __init__(self, now: Callable[[], float] = time.time) -> None:
+        self.now = now
+        self.offset_s: float | None = None  # Slack's clock minus the host's; None: not seen yet
+
+    def saw_headers(self, headers: Any) -> None:
+        """Read Slack's time from an answer's Date header; an absent or unreadable one is ignored."""
+        value = None
+        if headers:
+            value = headers.get("Date") or headers.get("date")
+        if isinstance(value, list):
+            value = value[0] if value else None
+        try:
+            when = parsedate_to_datetime(str(value)) if value else None
+        except (TypeError, ValueError, IndexError):
+            return
+        if when is not None:  # an HTTP date is GMT, also when it says so as -0000
+            self.offset_s = when.replace(tzinfo=when.tzinfo or UTC).timestamp() - self.now()
+
+    def saw_ts(self, ts: str) -> None:
+        """Read Slack's time from the `ts` of a message it just stored."""
+        with contextlib.suppress(ValueError):  # not a ts: keep what the headers said
+            slack_s = float(ts)
+            if math.isfinite(slack_s):
+                self.offset_s = slack_s - self.now()
+
+    def to_slack(self, host_s: float) -> float | None:
+        """A host time on Slack's clock; None while no answer has shown Slack's time."""
+        return None if self.offset_s is None else host_s + self.offset_s
+
+
 class Transport(Protocol):
     """Sends one job; `find` looks for a job's message (reconciliation), None if it cannot."""
 
@@ -193,6 +238,7 @@ class BotTransport:
             retry_handlers=[],
         )
         self.deadline = Deadline(timeout_s)
+        self.slack_time = SlackTime()
 
     def close(self) -> None:
         self.deadline.close()
@@ -207,9 +253,11 @@ class BotTransport:
             raise
         except SlackApiError as exc:
             r = exc.response
+            self.slack_time.saw_headers(r.headers)
             raise classify_api(r.status_code, r.headers, r.data) from None
         except Exception as exc:  # urllib raises URLError, TimeoutError, ConnectionError, ...
             raise classify_exception(exc) from None
+        self.slack_time.saw_headers(response.headers)
         data: dict[str, Any] = response.data if isinstance(response.data, dict) else {}
         return data
 
@@ -242,12 +290,19 @@ class BotTransport:
             unfurl_links=False,
             metadata={"event_type": EVENT_TYPE, "event_payload": {"job": job.id}},
         )
-        return MessageRef(str(data.get("channel", channel)), str(data.get("ts", "")))
+        ts = str(data.get("ts", ""))
+        self.slack_time.saw_ts(ts)
+        return MessageRef(str(data.get("channel", channel)), ts)
 
     def find(self, job: Job, parent: MessageRef | None) -> MessageRef | None:
-        """Look for our metadata in the channel (or thread) since the job was created."""
-        oldest = f"{job.created_s - 120:.6f}"
+        """Look for our metadata in the channel (or thread) since the job was created, on
+        Slack's clock (which gave the message its ts), never the host's."""
+        if self.slack_time.offset_s is None:
+            self._call(self.client.auth_test)  # no answer seen yet: its Date is Slack's time
+        created = self.slack_time.to_slack(job.created_s)
         if job.kind == REPLY and parent is not None and parent.ts:
+            # without Slack's time, a reply still cannot be older than its parent
+            oldest = parent.ts if created is None else f"{created - SEARCH_MARGIN_S:.6f}"
             data = self._call(
                 self.client.conversations_replies,
                 channel=parent.channel,
@@ -258,12 +313,14 @@ class BotTransport:
             )
             channel = parent.channel
         else:
+            # without Slack's time, the newest messages of the channel (no lower bound)
+            since = {} if created is None else {"oldest": f"{created - SEARCH_MARGIN_S:.6f}"}
             data = self._call(
                 self.client.conversations_history,
                 channel=job.channel,
-                oldest=oldest,
                 include_all_metadata=True,
                 limit=200,
+                **since,
             )
             channel = job.channel
         for message in data.get("messages", []):
