@@ -36,6 +36,7 @@ import urllib.request
 from pathlib import Path
 
 from logwatch.cluster_config import AlertmanagerConfig
+from logwatch.drivers.fanout import FanOut
 from logwatch.drivers.tail import TailDriver, TailOptions
 from logwatch.engine import Engine
 from logwatch.metrics.exporter import MetricsExporter
@@ -43,7 +44,6 @@ from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.sinks.alertmanager.payload import Identity
 from logwatch.sinks.alertmanager.sink import AlertmanagerSink
 from logwatch.sinks.base import ListSink
-from logwatch.sinks.fanout import FanOut
 
 ROOT = Path(__file__).resolve().parent.parent
 

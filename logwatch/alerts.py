@@ -1,4 +1,5 @@
-"""Alert events: what the engine emits and every sink (terminal, JSON, Slack) consumes."""
+"""Alert events: what the engine emits and every sink (terminal, JSON, Slack) consumes, and
+`Sink`, the protocol of what consumes them."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import IntEnum, StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from logwatch.statecheck import ANY, INT, OBJECT, STR, TIME, fields, optional
 
@@ -204,3 +205,25 @@ def still_firing(events: Iterable[AlertEvent]) -> list[AlertEvent]:
         last.pop(event.fingerprint, None)
         last[event.fingerprint] = event
     return [event for event in last.values() if event.status == FIRING]
+
+
+class Sink(Protocol):
+    """Anything that takes alert events in order. `emit` must not block the caller for long."""
+
+    def emit(self, event: AlertEvent) -> None:
+        """Take one event (fired or resolved)."""
+        ...
+
+    def tick(self, now: datetime) -> None:
+        """Let time-driven work happen; the tail driver calls it once per round (wall clock)."""
+        ...
+
+    def rename_source(self, old: str, new: str) -> None:
+        """The alerts firing under `old` go on under `new` (a rotated file: a new file took its
+        name); their later events come with `new`. Nothing is emitted for it; a sink that keys
+        what it sent by source (Slack's messages, Alertmanager's labels) re-keys it."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release resources; called once at shutdown."""
+        ...

@@ -1,7 +1,8 @@
 """The `[alertmanager]` and `[prometheus]` config tables: many nodes, one fleet view.
 
-Read by `config.py`'s reader (passed in as `reader`), so every mistake is `file:line: what is
-wrong` like the other tables. Credentials come from environment variables or files, are
+Read with the config file's `TableReader` (passed in as `reader`), so every mistake is
+`file:line: what is wrong` like the other tables; `config.py` imports this module, never the
+other way round. Credentials come from environment variables or files, are
 registered as secrets, and are kept out of repr.
 """
 
@@ -11,14 +12,27 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from logwatch.errors import ConfigError
 from logwatch.redact import register_secret
+from logwatch.tablereader import TableReader
 
 if TYPE_CHECKING:
-    from logwatch.config import Config, _Reader
+    from _typeshed import DataclassInstance
+
+    class _ClusterTables(DataclassInstance, Protocol):
+        """A config with the two tables (`config.Config` is one), as the options see it."""
+
+        @property
+        def alertmanager(self) -> AlertmanagerConfig | None: ...
+
+        @property
+        def prometheus(self) -> PrometheusConfig | None: ...
+
+
+ConfigT = TypeVar("ConfigT", bound="_ClusterTables")
 
 AM_KEYS = {
     "urls",
@@ -95,7 +109,7 @@ def parse_listen(text: str, where: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def read_alertmanager(reader: _Reader, data: Mapping[str, Any]) -> AlertmanagerConfig:
+def read_alertmanager(reader: TableReader, data: Mapping[str, Any]) -> AlertmanagerConfig:
     """The `[alertmanager]` table, validated."""
     reader.check_keys("alertmanager", data, AM_KEYS)
     urls = reader.typed("alertmanager", data, "urls", list, [])
@@ -129,7 +143,7 @@ def read_alertmanager(reader: _Reader, data: Mapping[str, Any]) -> AlertmanagerC
     )
 
 
-def read_prometheus(reader: _Reader, data: Mapping[str, Any]) -> PrometheusConfig:
+def read_prometheus(reader: TableReader, data: Mapping[str, Any]) -> PrometheusConfig:
     """The `[prometheus]` table, validated."""
     reader.check_keys("prometheus", data, PROMETHEUS_KEYS)
     listen = reader.typed("prometheus", data, "listen", str, None)
@@ -140,7 +154,7 @@ def read_prometheus(reader: _Reader, data: Mapping[str, Any]) -> PrometheusConfi
     return PrometheusConfig(listen=listen, textfile_dir=textfile)
 
 
-def _labels(reader: _Reader, data: Mapping[str, Any]) -> dict[str, str]:
+def _labels(reader: TableReader, data: Mapping[str, Any]) -> dict[str, str]:
     labels = reader.typed("alertmanager", data, "labels", dict, {})
     line = reader.key_line("alertmanager", "labels")
     for name, value in labels.items():
@@ -155,7 +169,7 @@ def _labels(reader: _Reader, data: Mapping[str, Any]) -> dict[str, str]:
     return dict(labels)
 
 
-def _secret(reader: _Reader, data: Mapping[str, Any], name: str) -> str | None:
+def _secret(reader: TableReader, data: Mapping[str, Any], name: str) -> str | None:
     """A credential from `<name>_env` (a variable's name) or `<name>_file` (its first line)."""
     env_key, file_key = f"{name}_env", f"{name}_file"
     var = reader.typed("alertmanager", data, env_key, str, None)
@@ -186,7 +200,7 @@ def _secret(reader: _Reader, data: Mapping[str, Any], name: str) -> str | None:
     return value
 
 
-def _basic_auth(reader: _Reader, data: Mapping[str, Any]) -> tuple[str, str] | None:
+def _basic_auth(reader: TableReader, data: Mapping[str, Any]) -> tuple[str, str] | None:
     user = reader.typed("alertmanager", data, "basic_auth_username", str, None)
     password = _secret(reader, data, "basic_auth_password")
     if (user is None) != (password is None):
@@ -197,7 +211,7 @@ def _basic_auth(reader: _Reader, data: Mapping[str, Any]) -> tuple[str, str] | N
     return (user, password) if user is not None and password is not None else None
 
 
-def _path(reader: _Reader, data: Mapping[str, Any], key: str) -> str | None:
+def _path(reader: TableReader, data: Mapping[str, Any], key: str) -> str | None:
     name = reader.typed("alertmanager", data, key, str, None)
     if name is None:
         return None
@@ -208,11 +222,11 @@ def _path(reader: _Reader, data: Mapping[str, Any], key: str) -> str | None:
 
 
 def with_cluster_options(
-    config: Config,
+    config: ConfigT,
     alertmanager_urls: Sequence[str],
     metrics: str | None,
     textfile_dir: Path | None,
-) -> Config:
+) -> ConfigT:
     """The config with `tail --alertmanager URL...`, `--metrics`, `--metrics-textfile` applied
     (the options win over the tables)."""
     am = config.alertmanager

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from logwatch.durations import parse_duration
 from logwatch.errors import ConfigError
 from logwatch.gpu.mode import GpuMode
-from logwatch.redact import redact, register_secret, stderr_line
+from logwatch.redact import register_secret, stderr_line
 from logwatch.rules.loader import Overrides, RuleSpec, builtin_rules_dir, load_rules
 from logwatch.rules.params import ParamError
 from logwatch.rules.registry import duration_params
+from logwatch.tablereader import TableReader, show
 
 if TYPE_CHECKING:  # read only from a config file that has the tables (_Reader.read)
     from logwatch.cluster_config import AlertmanagerConfig, PrometheusConfig
@@ -168,79 +168,8 @@ def load_config(path: str | Path | None, env: Mapping[str, str] | None = None) -
     return _Reader(file, text, env).read(data)
 
 
-class _Reader:
+class _Reader(TableReader):
     """Validates the parsed TOML, turning each problem into `file:line: what is wrong`."""
-
-    def __init__(self, file: Path, text: str, env: Mapping[str, str]) -> None:
-        self.file, self.lines, self.env = file, text.splitlines(), env
-
-    def header_line(self, table: str) -> int:
-        """Line of `[table]` (dotted names allowed, quoted parts too)."""
-        parts = [re.escape(p) for p in table.split(".")]
-        pattern = re.compile(r"^\s*\[\s*" + r"\s*\.\s*".join(rf'"?{p}"?' for p in parts) + r"\s*\]")
-        for number, line in enumerate(self.lines, 1):
-            if pattern.match(line):
-                return number
-        return 1
-
-    def key_line(self, table: str | None, key: str) -> int:
-        """Line of `key =` inside `[table]` (or at top level)."""
-        start = self.header_line(table) if table else 0
-        pattern = re.compile(rf'^\s*"?{re.escape(key)}"?\s*=')
-        for number in range(start + 1, len(self.lines) + 1):
-            line = self.lines[number - 1]
-            if number > start + 1 and line.lstrip().startswith("[") and table:
-                break
-            if table is None and line.lstrip().startswith("["):
-                break
-            if pattern.match(line):
-                return number
-        return start or 1
-
-    def fail(self, line: int, message: str) -> ConfigError:
-        return ConfigError(redact(f"{self.file}:{line}: {message}"))
-
-    def check_keys(self, table: str | None, data: Mapping[str, Any], allowed: set[str]) -> None:
-        for key in data:
-            if key not in allowed:
-                where = (
-                    self.key_line(table, key)
-                    if table or not isinstance(data[key], dict)
-                    else self.header_line(key)
-                )
-                name = f"[{table}]" if table else "the top level"
-                raise self.fail(
-                    where,
-                    f"unknown key {key!r} in {name} (expected one of: {', '.join(sorted(allowed))})",
-                )
-
-    def typed(
-        self, table: str | None, data: Mapping[str, Any], key: str, kind: type, default: Any
-    ) -> Any:
-        if key not in data:
-            return default
-        value = data[key]
-        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-            raise self.fail(
-                self.key_line(table, key),
-                f"{key!r} must be a {_TYPE_NAMES.get(kind, kind.__name__)}, got {_show(value)}",
-            )
-        return value
-
-    def duration(self, table: str, data: Mapping[str, Any], key: str, default: float) -> float:
-        text = self.typed(table, data, key, str, None)
-        if text is None:
-            return default
-        try:
-            return parse_duration(text)
-        except ValueError as exc:
-            raise self.fail(self.key_line(table, key), f"{key!r}: {exc}") from None
-
-    def table(self, data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-        value = data.get(key, {})
-        if not isinstance(value, dict):
-            raise self.fail(self.key_line(None, key), f"{key!r} must be a table ([{key}])")
-        return value
 
     def read(self, data: Mapping[str, Any]) -> Config:
         self.check_keys(None, data, _TOP_KEYS)
@@ -249,7 +178,7 @@ class _Reader:
             if not isinstance(item, str):
                 raise self.fail(
                     self.key_line(None, "rule_packs"),
-                    f"'rule_packs' must be a list of paths (strings), got {_show(item)}",
+                    f"'rule_packs' must be a list of paths (strings), got {show(item)}",
                 )
         for item in packs:
             if not (self.file.parent / item).exists():
@@ -258,6 +187,8 @@ class _Reader:
                     f"rule pack {item!r} not found (looked for {self.file.parent / item}; "
                     "paths are relative to the config file)",
                 )
+        # Here, not at the top: `replay` reads a config but never these tables, and does not
+        # pay for the module (tests/test_cli_startup.py). The import goes one way only.
         from logwatch.cluster_config import read_alertmanager, read_prometheus
 
         overrides, lines = self.rules(self.table(data, "rules"))
@@ -358,7 +289,7 @@ class _Reader:
             if bad:
                 raise self.fail(
                     self.key_line("alerts", "inhibit"),
-                    f"'inhibit' must be a list of [source-rule, target-rule] pairs, got {_show(bad[0])}",
+                    f"'inhibit' must be a list of [source-rule, target-rule] pairs, got {show(bad[0])}",
                 )
             inhibit = tuple((p[0], p[1]) for p in pairs)
         group_wait = self.duration("alerts", data, "group_wait", 10.0)
@@ -413,7 +344,7 @@ class _Reader:
                 if key == "enabled" and not isinstance(value, bool):
                     raise self.fail(
                         self.key_line(name, key),
-                        f"'enabled' must be true or false, got {_show(value)}",
+                        f"'enabled' must be true or false, got {show(value)}",
                     )
                 if isinstance(value, str) and key in durations:
                     # A duration is parsed here already, as the config's own durations are.
@@ -427,17 +358,3 @@ class _Reader:
             lines[rule_id] = self.header_line(name)
             lines.update({f"{rule_id}.{key}": self.key_line(name, key) for key in table})
         return overrides, lines
-
-
-_TYPE_NAMES = {
-    dict: "table",
-    str: "string",
-    bool: "boolean (true/false)",
-    list: "list",
-    int: "integer",
-    float: "number",
-}
-
-
-def _show(value: Any) -> str:
-    return redact(repr(value))[:80]

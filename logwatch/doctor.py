@@ -6,31 +6,10 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
+from logwatch.checks import Check
 from logwatch.config import Config, config_rules, find_config, load_config
 from logwatch.errors import LogwatchError
-from logwatch.redact import redact
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """One check's outcome; a failed required check makes doctor exit 1."""
-
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-    required: bool = True
-
-    def line(self) -> str:
-        """As doctor prints it."""
-        tag = "ok  " if self.ok else ("FAIL" if self.required else "warn")
-        text = f"{tag} {self.name}: {self.detail}"
-        if not self.ok and self.fix:
-            text += f" — fix: {self.fix}"
-        return redact(text)
 
 
 def check_nvml() -> tuple[bool, str, str]:
@@ -95,46 +74,11 @@ def _rules(config: Config) -> Check:
 
 
 def _slack(config: Config) -> list[Check]:
-    slack = config.slack
-    if slack is None:
+    if config.slack is None:
         return [Check("slack", True, "not configured (no [slack] table)", required=False)]
-    if slack.webhook_url:
-        return [Check("slack", True, "webhook mode (not tested: a test would post a message)")]
-    from slack_sdk import WebClient
-    from slack_sdk.errors import SlackApiError
+    from logwatch.sinks.slack.checks import slack_checks  # Slack's library loads only here
 
-    client = WebClient(
-        token=slack.token,
-        base_url=slack.base_url,
-        timeout=int(max(slack.timeout_s, 1)),
-        retry_handlers=[],
-    )
-    try:
-        who = client.auth_test()
-    except SlackApiError as exc:
-        code = exc.response.get("error", f"HTTP {exc.response.status_code}")
-        return [
-            Check(
-                "slack token",
-                False,
-                f"auth.test: {code}",
-                "check SLACK_BOT_TOKEN / [slack] token_file (a bot token, xoxb-...)",
-            )
-        ]
-    except Exception as exc:  # network: URLError, timeout, ...
-        return [
-            Check(
-                "slack token",
-                False,
-                f"auth.test: cannot reach {slack.base_url}: {exc}",
-                "check the network / [slack] base_url",
-            )
-        ]
-    checks = [
-        Check("slack token", True, f"auth.test ok (team {who.get('team')}, bot {who.get('user')})")
-    ]
-    channel_check, private = _channel(client, slack.channel)
-    return [*checks, channel_check, _scopes(who.headers, private)]
+    return slack_checks(config.slack)
 
 
 def _alertmanager(config: Config) -> list[Check]:
@@ -157,56 +101,6 @@ def _alertmanager(config: Config) -> list[Check]:
             continue
         checks.append(Check(name, True, "POST /api/v2/alerts accepted"))
     return checks
-
-
-def _channel(client: Any, channel_id: str) -> tuple[Check, bool]:
-    """conversations.info: the channel exists and the bot is in it; also whether it is private."""
-    from slack_sdk.errors import SlackApiError
-
-    try:
-        info = client.conversations_info(channel=channel_id)
-    except SlackApiError as exc:
-        code = exc.response.get("error", "?")
-        fix = "use the channel ID (e.g. C0123456789) and invite the bot"
-        return Check("slack channel", False, f"{channel_id}: {code}", fix), False
-    except Exception as exc:  # network trouble
-        return Check("slack channel", False, f"{channel_id}: {exc}", "check the network"), False
-    channel = info.get("channel") or {}
-    private = bool(channel.get("is_private", False))
-    if not channel.get("is_member", False):
-        detail = f"{channel_id}: the bot is not a member"
-        return Check("slack channel", False, detail, "invite the bot: /invite @your-bot"), private
-    return Check("slack channel", True, f"{channel_id} (#{channel.get('name')}) reachable"), private
-
-
-def _scopes(headers: Mapping[str, Any] | None, private: bool) -> Check:
-    """The token's scopes (auth.test's x-oauth-scopes header): chat:write to post, the history
-    scope so that a post whose answer was lost is looked up instead of posted twice."""
-    raw = next((v for k, v in (headers or {}).items() if k.lower() == "x-oauth-scopes"), None)
-    if isinstance(raw, list):
-        raw = ",".join(raw)
-    if raw is None:
-        return Check("slack scopes", False, "auth.test did not report the scopes", required=False)
-    scopes = {s.strip() for s in str(raw).split(",") if s.strip()}
-    if "chat:write" not in scopes:
-        return Check(
-            "slack scopes",
-            False,
-            "no chat:write: the bot cannot post",
-            "add the chat:write scope to the Slack app and reinstall it",
-        )
-    history = "groups:history" if private else "channels:history"
-    if history not in scopes:
-        return Check(
-            "slack scopes",
-            False,
-            f"no {history}: after a timeout logwatch cannot check whether a post landed, "
-            "so it posts again (a duplicate is possible)",
-            "add the channels:history and groups:history scopes to the Slack app and reinstall "
-            "it, for exactly-once delivery after timeouts",
-            required=False,
-        )
-    return Check("slack scopes", True, f"chat:write and {history} granted")
 
 
 def _glob(pattern: str) -> Check:

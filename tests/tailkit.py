@@ -8,13 +8,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from logwatch.drivers.fanout import FanOut
 from logwatch.drivers.plugins import TailPlugin
 from logwatch.drivers.runner import rule_error_reporter
 from logwatch.drivers.tail import TailDriver, TailOptions
 from logwatch.engine import Engine
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir, load_rules
 from logwatch.sinks.base import ListSink, Sink
-from logwatch.sinks.fanout import FanOut
 from logwatch.sources.follow import FollowOptions
 from logwatch.sources.watch import WatchdogWatcher, WatcherFactory
 from logwatch.testing import FakeClock, RecordingRule, recording_spec

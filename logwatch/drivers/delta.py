@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from logwatch.drivers.checkpoint_record import Checkpoint
 from logwatch.statecheck import INT, LIST, OBJECT, fields, is_kind
-
-if TYPE_CHECKING:
-    from logwatch.drivers.checkpoint import Checkpoint
 
 
 def _key(entry: Mapping[str, Any]) -> str:

@@ -3,12 +3,15 @@
 A plugin sees each parsed batch (`observe`), may rewrite or drop each alert on its way to the
 sink (`filter`), adds its own alerts once per round (`round`) and once at start (`start_events`),
 keeps state in the checkpoint under its `name` (`export_state` / `import_state`), and is closed
-with the driver. `TailPlugin` is the protocol; `Plugin` is a base whose steps all do nothing.
+with the driver. `TailPlugin` is the protocol; `Plugin` is a base whose steps all do nothing;
+`DriverView` is what a round sees of the driver (`tail.TailDriver` is one: this module does not
+import it, it imports this one).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import polars as pl
@@ -17,7 +20,26 @@ from logwatch.alerts import AlertEvent
 from logwatch.parse import SCHEMA
 
 if TYPE_CHECKING:
-    from logwatch.drivers.tail import TailDriver
+    from logwatch.engine import Engine
+    from logwatch.sources.fileset import FileSet
+
+
+class DriverView(Protocol):
+    """What a plugin's `round` reads of the live driver that runs it."""
+
+    @property
+    def engine(self) -> Engine:
+        """The engine: each source's state, the alerts firing."""
+        ...
+
+    @property
+    def files(self) -> FileSet:
+        """The followed files."""
+        ...
+
+    def stall_states(self) -> dict[str, datetime | None]:
+        """For each source that has received lines: since when it is stalled, or None."""
+        ...
 
 
 class TailPlugin(Protocol):
@@ -38,7 +60,7 @@ class TailPlugin(Protocol):
         """The event to send on (rewritten or not), or None to drop it."""
         ...
 
-    def round(self, driver: TailDriver) -> Sequence[AlertEvent]:
+    def round(self, driver: DriverView) -> Sequence[AlertEvent]:
         """Called in the driver's thread after each round's files; alerts for the sink."""
         ...
 
@@ -72,7 +94,7 @@ class Plugin:
         """Every event passes unchanged."""
         return event
 
-    def round(self, driver: TailDriver) -> Sequence[AlertEvent]:
+    def round(self, driver: DriverView) -> Sequence[AlertEvent]:
         """No alerts of its own."""
         return []
 

@@ -11,13 +11,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
+from logwatch.alerts import Sink
+from logwatch.drivers.fanout import FanOut
 from logwatch.drivers.plugins import TailPlugin
 from logwatch.drivers.tail import Status, TailDriver, TailOptions
 from logwatch.engine import DataWarning, Engine
 from logwatch.errors import InputError
 from logwatch.rules.loader import RuleSpec
-from logwatch.sinks.base import Sink
-from logwatch.sinks.fanout import FanOut
 from logwatch.sources.sniff import file_kind
 from logwatch.sources.watch import is_glob
 

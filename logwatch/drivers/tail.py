@@ -21,17 +21,17 @@ from pathlib import Path
 
 import polars as pl
 
-from logwatch.alerts import AlertEvent
+from logwatch.alerts import AlertEvent, Sink
 from logwatch.clock import Clock, SystemClock
 from logwatch.drivers.catchup import catch_up
-from logwatch.drivers.checkpoint import Checkpoint, StateDir
+from logwatch.drivers.checkpoint import StateDir
+from logwatch.drivers.checkpoint_record import Checkpoint
 from logwatch.drivers.gc_rounds import RoundCollector
 from logwatch.drivers.plugins import TailPlugin, parse_columns, plugin_view
 from logwatch.drivers.warmup import warm_up
 from logwatch.engine import Engine
 from logwatch.parse import parse_block
 from logwatch.rules.log import StallRule
-from logwatch.sinks.base import Sink
 from logwatch.sources.fileset import FileSet
 from logwatch.sources.follow import Batch, Follower, FollowOptions, PollResult, Position
 from logwatch.sources.rotated import rotated_name
@@ -76,7 +76,7 @@ class TailOptions:
 
 class TailDriver:
     """Follows files matching `patterns`, feeding `engine`, emitting alerts to `sink` (one sink;
-    `sinks.fanout.FanOut` puts several behind it), with `plugins` joined to every round.
+    `drivers.fanout.FanOut` puts several behind it), with `plugins` joined to every round.
 
     `open()` (or `with`) takes the state directory, restores the checkpoint and catches up;
     `run()` loops until `stop()`; `close()` writes the last checkpoint. `sync()` waits until

@@ -25,7 +25,7 @@ from logwatch.gpu.sampler import GpuStart
 from logwatch.rules.loader import RuleSpec
 
 if TYPE_CHECKING:
-    from logwatch.drivers.tail import TailDriver
+    from logwatch.drivers.plugins import DriverView
 
 
 class GpuLink:
@@ -65,7 +65,7 @@ class GpuLink:
             return event
         return self.diagnosis.apply(event, tracker.info, self.clock.now())
 
-    def round(self, driver: TailDriver) -> list[AlertEvent]:
+    def round(self, driver: DriverView) -> list[AlertEvent]:
         """The GPU rules over the samples taken since the last round."""
         sampler = self.started.sampler
         if sampler is None:
@@ -108,7 +108,7 @@ class GpuLink:
         trackers = list(self.trackers.items())  # the driver's thread may add one meanwhile
         return {source: t.info.pid for source, t in trackers if t.info.pid is not None}
 
-    def _stalled_since(self, driver: TailDriver) -> datetime | None:
+    def _stalled_since(self, driver: DriverView) -> datetime | None:
         """When the run's logs went quiet: the latest stall among followed logs, only when every
         log that was receiving lines is stalled (one live log means the run is not hung)."""
         stalls = list(driver.stall_states().values())

@@ -18,14 +18,13 @@ import polars as pl
 
 from logwatch.alerts import FIRING, AlertEvent
 from logwatch.cluster_config import parse_listen
-from logwatch.drivers.plugins import Plugin
+from logwatch.drivers.plugins import DriverView, Plugin
 from logwatch.errors import ConfigError
 from logwatch.gpu.sampler import GpuStart
 from logwatch.metrics.series import ActiveAlert, MetricsTable, SourceSeries
 from logwatch.redact import stderr_line
 
 if TYPE_CHECKING:
-    from logwatch.drivers.tail import TailDriver
     from logwatch.gpu.link import GpuLink
 
 TEXTFILE = "logwatch.prom"
@@ -143,7 +142,7 @@ class MetricsExporter(Plugin):
         else:
             self.table.active.pop(event.fingerprint, None)
 
-    def round(self, driver: TailDriver) -> list[AlertEvent]:
+    def round(self, driver: DriverView) -> list[AlertEvent]:
         """Arrival times and lag of the files that got lines, runs, forgotten sources, GPUs."""
         now_mono, wall = time.monotonic(), time.time()
         followers = {f.source: f for f in driver.files.followers.values()}

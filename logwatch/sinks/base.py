@@ -1,12 +1,16 @@
-"""Sinks: where alert events go. The terminal sink ships here; Slack and others plug in beside it."""
+"""Sinks: where alert events go. The terminal sink ships here; Slack and others plug in beside it.
+
+A sink implements `Sink`, which lives in `logwatch.alerts` beside the events (the drivers that
+hand events on import it from there, never a sink) and is named here too."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol, TextIO
+from typing import TextIO
 
 from logwatch.alerts import AlertEvent
+from logwatch.alerts import Sink as Sink  # where a sink looks for it
 from logwatch.sinks.render import timeline_line
 
 
@@ -15,28 +19,6 @@ class OutputFormat(StrEnum):
 
     TEXT = "text"
     JSONL = "jsonl"
-
-
-class Sink(Protocol):
-    """Anything that takes alert events in order. `emit` must not block the caller for long."""
-
-    def emit(self, event: AlertEvent) -> None:
-        """Take one event (fired or resolved)."""
-        ...
-
-    def tick(self, now: datetime) -> None:
-        """Let time-driven work happen; the tail driver calls it once per round (wall clock)."""
-        ...
-
-    def rename_source(self, old: str, new: str) -> None:
-        """The alerts firing under `old` go on under `new` (a rotated file: a new file took its
-        name); their later events come with `new`. Nothing is emitted for it; a sink that keys
-        what it sent by source (Slack's messages, Alertmanager's labels) re-keys it."""
-        ...
-
-    def close(self) -> None:
-        """Flush and release resources; called once at shutdown."""
-        ...
 
 
 class StreamSink:

@@ -10,17 +10,14 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import polars as pl
 
 from logwatch.alerts import FIRING, AlertEvent
-from logwatch.drivers.plugins import Plugin
+from logwatch.drivers.plugins import DriverView, Plugin
 from logwatch.engine import run_id
 from logwatch.lifecycle import moved_source
-
-if TYPE_CHECKING:
-    from logwatch.drivers.tail import TailDriver
 
 LOSS_POINTS = 40
 """Losses kept per source for the sparkline."""
@@ -136,7 +133,7 @@ class TopPlugin(Plugin):
     def _arrival_point(step: int | None, now: float) -> list[tuple[float, int]]:
         return [] if step is None else [(now, step)]
 
-    def round(self, driver: TailDriver) -> Sequence[AlertEvent]:
+    def round(self, driver: DriverView) -> Sequence[AlertEvent]:
         """Take the run ids and stall states the engine knows; no alerts of its own."""
         states = list(driver.engine.sources.items())
         runs = {source: state.run_id for source, state in states}

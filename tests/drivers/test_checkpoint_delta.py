@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from logwatch.drivers.checkpoint import CHECKPOINT, DELTA, Checkpoint, StateDir
+from logwatch.drivers.checkpoint import CHECKPOINT, DELTA, StateDir
+from logwatch.drivers.checkpoint_record import Checkpoint
 from logwatch.sources.follow import Position
 
 

@@ -14,8 +14,7 @@ import pytest
 
 from logwatch.alerts import AlertEvent
 from logwatch.drivers.gc_rounds import RoundCollector, due_generation
-from logwatch.drivers.plugins import Plugin
-from logwatch.drivers.tail import TailDriver
+from logwatch.drivers.plugins import DriverView, Plugin
 from tests.tailkit import Tail, wait_until
 
 
@@ -52,7 +51,7 @@ class _CycleMaker(Plugin):
         self.auto_in_round: list[bool] = []
         self.first: weakref.ref[_Node] | None = None
 
-    def round(self, driver: TailDriver) -> Sequence[AlertEvent]:
+    def round(self, driver: DriverView) -> Sequence[AlertEvent]:
         self.auto_in_round.append(gc.isenabled())
         nodes = [_Node() for _ in range(2 * gc.get_threshold()[0])]
         if self.first is None:

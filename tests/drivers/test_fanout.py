@@ -8,8 +8,8 @@ from datetime import datetime
 import pytest
 from slackhelp import T0, alert
 
+from logwatch.drivers.fanout import FanOut
 from logwatch.sinks.base import ListSink
-from logwatch.sinks.fanout import FanOut
 
 
 class Failing:

@@ -1,13 +1,13 @@
-"""One sink in front of several: each event to each, a failing sink reported and never fatal."""
+"""One sink in front of several, as the drivers hand events on: each event to each, a failing
+sink reported and never fatal."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from logwatch.alerts import AlertEvent
+from logwatch.alerts import AlertEvent, Sink
 from logwatch.redact import stderr_line
-from logwatch.sinks.base import Sink
 
 
 class FanOut:

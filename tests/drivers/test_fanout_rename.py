@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from slackhelp import alert
 
+from logwatch.drivers.fanout import FanOut
 from logwatch.sinks.base import ListSink
-from logwatch.sinks.fanout import FanOut
 
 
 class Renames(ListSink):
