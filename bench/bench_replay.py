@@ -40,7 +40,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "dflash8.log"
-TRAINING_PACK = HERE.parent / "logwatch" / "rules" / "packs" / "training.toml"
+TRAINING_PACK = HERE.parent / "rules" / "training.toml"
 NAN_LOSS = r"loss[ =:]+[-+]?(?i:nan|inf)"  # Python, PCRE (lnav) and Perl (SEC) read it alike
 MISSING = "not installed: apt-get install lnav sec"
 PYLOOP = r"""

@@ -46,3 +46,11 @@ def test_readme_rule_test_example_passes_as_shown(tmp_path: Path) -> None:
     assert (result.exit_code, result.output) == (0, shown.group(1))
     tests.write_text(blocks["tests"].group(1).replace("line = 2", "line = 3"), "utf-8")
     assert CliRunner().invoke(cli, ["test", str(tests)]).exit_code == 1
+
+
+def test_readme_links_every_builtin_pack_and_its_tests() -> None:
+    """Each file of the top-level `rules/` (a pack or its tests) is linked from the README, and
+    every `rules/` link there leads to a file."""
+    text = (ROOT / "README.md").read_text("utf-8")
+    links = set(re.findall(r"\]\((rules/[^)]+)\)", text))
+    assert links == {f"rules/{p.name}" for p in (ROOT / "rules").iterdir() if p.is_file()}

@@ -251,3 +251,25 @@ def test_a_broken_test_file_is_one_line_and_exit_2(
     assert result.output.startswith(f"Error: {path}:{line}: {message}")
     assert result.output.count("\n") == 1
     assert "Traceback" not in result.output
+
+
+def test_a_folder_runs_every_test_file_in_it(tmp_path: Path) -> None:
+    """`logwatch test FOLDER` runs each `*.test.toml` under it, subfolders too, and no other
+    file (a pack beside its tests is no test file); their tests count together."""
+    (tmp_path / "deeper").mkdir()
+    _file(tmp_path, _test(NAN_LOSS), "a.test.toml")
+    _file(tmp_path / "deeper", _test(NAN_LOSS), "b.test.toml")
+    _file(tmp_path, '[[rule]]\nid = "x"\n', "a.toml")  # a pack: not read as tests
+    result = _run(str(tmp_path))
+    assert (result.exit_code, result.output) == (0, "2 tests, 0 failed\n")
+
+
+def test_a_folder_without_test_files_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """A folder with no `*.test.toml` in it says so in one line (how to fix it too), exit 2."""
+    _file(tmp_path, '[[rule]]\nid = "x"\n', "pack.toml")
+    result = _run(str(tmp_path))
+    assert result.exit_code == 2
+    assert result.output == (
+        f"Error: {tmp_path}: no *.test.toml test files in this folder; name a test file, or "
+        "put each pack's tests beside it as PACK.test.toml\n"
+    )

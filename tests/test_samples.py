@@ -1,5 +1,6 @@
-"""Every annotated sample and every built-in pack's own tests pass `logwatch test` (whole and in
-1- and 4096-byte blocks), and together they cover each built-in rule firing and resolving."""
+"""Every annotated sample and every built-in pack's own tests (`logwatch test rules/`) pass
+`logwatch test` (whole and in 1- and 4096-byte blocks), and together they cover each built-in
+rule firing and resolving."""
 
 from __future__ import annotations
 
@@ -17,11 +18,35 @@ from logwatch.ruletest import load_test_file
 from tests.conftest import ROOT, SAMPLES, expected_alerts, sample_logs
 
 RULES = load_rules([builtin_rules_dir()])
-PACK_TESTS = sorted((builtin_rules_dir() / "tests").glob("*.toml"))
+RULES_DIR = ROOT / "rules"
+PACK_TESTS = sorted(RULES_DIR.glob("*.test.toml"))
 SAMPLE_TESTS = sorted(SAMPLES.rglob("*.test.toml"))
 
 
-@pytest.mark.parametrize("tests", PACK_TESTS + SAMPLE_TESTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_logwatch_test_rules_runs_every_packs_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`logwatch test rules/`, from the checkout's root, runs every test of every built-in
+    pack's `PACK.test.toml` (and nothing else) and all pass: exit 0."""
+    monkeypatch.chdir(ROOT)
+    result = CliRunner().invoke(cli, ["test", "rules/"])
+    count = sum(len(load_test_file(path).tests) for path in PACK_TESTS)
+    assert (result.exit_code, result.output) == (0, f"{count} tests, 0 failed\n")
+
+
+def test_each_builtin_pack_has_its_tests_beside_it() -> None:
+    """`rules/` holds the built-in packs, each with its `logwatch test` file beside it (a pack
+    whose rules only `tail` can fire, live.toml, is driven by tests/drivers/test_tail_rules.py),
+    and they are the packs the loader finds in a checkout."""
+    packs = sorted(p for p in RULES_DIR.glob("*.toml") if not p.name.endswith(".test.toml"))
+    assert builtin_rules_dir() == RULES_DIR
+    assert [p.name for p in packs] == sorted(
+        {spec.origin.rsplit(":", 1)[0].rsplit("/", 1)[-1] for spec in RULES}
+    )
+    assert sorted(p.name.removesuffix(".test.toml") for p in PACK_TESTS) == sorted(
+        p.stem for p in packs if p.name != "live.toml"
+    )
+
+
+@pytest.mark.parametrize("tests", SAMPLE_TESTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_logwatch_test_passes(tests: Path) -> None:
     """`logwatch test` on the file exits 0: every expected alert at its line, nothing else of the
     rules it names (of any rule for the strict sample tests), the same in every block size."""
@@ -51,7 +76,7 @@ def test_the_tests_cover_every_builtin_rule_firing_and_resolving() -> None:
         for status in ("firing", "resolved")
         if (rule, status) not in seen
     )
-    assert missing == [], f"add a [[test]] to {builtin_rules_dir() / 'tests'} for: {missing}"
+    assert missing == [], f"add a [[test]] to a {RULES_DIR}/PACK.test.toml for: {missing}"
 
 
 def test_every_sample_is_a_strict_test_with_blocks() -> None:

@@ -42,8 +42,9 @@ def watching_line(patterns: Sequence[str]) -> str:
 def rules_phrase(specs: Sequence[RuleSpec]) -> str:
     """`16 rules from 4 packs (built-in)`, naming packs that are not built in."""
     packs = sorted({spec.origin.rsplit(":", 1)[0] for spec in specs})
-    builtin = str(builtin_rules_dir())
-    own = [p for p in packs if not p.startswith(builtin)]
+    builtin = builtin_rules_dir()
+    # The pack's folder, not a prefix: `rules-mine/` beside a checkout's `rules/` is the user's.
+    own = [p for p in packs if Path(p).parent != builtin]
     where = ", ".join((["built-in"] if len(own) < len(packs) else []) + own) or "none"
     return f"{_count(len(specs), 'rule')} from {_count(len(packs), 'pack')} ({where})"
 

@@ -1,1 +1,2 @@
-"""Rules as data: the rule types, their parameters, and the packs (`packs/*.toml`) that name them."""
+"""Rules as data: the rule types and their parameters; the packs that name them live in the
+repository's `rules/*.toml` (inside a wheel: `logwatch/rules/packs/`)."""

@@ -7,6 +7,7 @@ import string
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -52,18 +53,36 @@ class RuleSpec:
     runbook_url: str = ""  # where its runbook lives (Alertmanager's `runbook_url` annotation)
 
 
+PACKS_PACKAGE, PACKS_FOLDER = "logwatch.rules", "packs"
+"""Where a wheel puts the repository's `rules/` folder (pyproject.toml's force-include)."""
+
+TEST_SUFFIX = ".test.toml"
+"""A pack's `logwatch test` file sits beside it (`rules/training.test.toml`): not a pack."""
+
+
 def builtin_rules_dir() -> Path:
-    """The rule packs shipped with logwatch (`logwatch/rules/packs/`)."""
-    packs = Path(__file__).resolve().parent / "packs"
-    if not packs.is_dir():
-        raise RulesError(f"{packs}: the built-in rule packs are missing; reinstall logwatch")
-    return packs
+    """The rule packs shipped with logwatch: `logwatch/rules/packs/` inside an installed wheel,
+    else, in a checkout or an editable install, the repository's `rules/` folder."""
+    shipped = resources.files(PACKS_PACKAGE) / PACKS_FOLDER
+    if isinstance(shipped, Path) and shipped.is_dir():
+        return shipped
+    root = Path(__file__).resolve().parents[2]
+    checkout = root / "rules"
+    if (root / "pyproject.toml").is_file() and checkout.is_dir():
+        return checkout
+    raise RulesError(
+        f"{shipped}: the built-in rule packs are missing (and {checkout} is not a checkout's "
+        "rules/ folder); reinstall logwatch"
+    )
 
 
 def pack_files(path: Path) -> list[Path]:
-    """The `.toml` files of a rule-pack path (a file or a folder), sorted."""
+    """The `.toml` files of a rule-pack path (a file, or a folder's packs, not its
+    `*.test.toml` files), sorted."""
     if path.is_dir():
-        return sorted(p for p in path.glob("*.toml") if p.is_file())
+        return sorted(
+            p for p in path.glob("*.toml") if p.is_file() and not p.name.endswith(TEST_SUFFIX)
+        )
     if path.is_file():
         return [path]
     raise RulesError(f"{path}: no such rule pack file or folder")

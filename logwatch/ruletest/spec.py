@@ -12,7 +12,7 @@ from typing import Any
 
 from logwatch.alerts import Status
 from logwatch.errors import LogwatchError, RuleTestError
-from logwatch.rules.loader import RuleSpec, builtin_rules_dir, load_rules
+from logwatch.rules.loader import TEST_SUFFIX, RuleSpec, builtin_rules_dir, load_rules
 
 _KEY = re.compile(r"^\s*([A-Za-z0-9_-]+|\"[^\"]*\")\s*=")
 _HEADER = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.-]+)\s*\]\]?")
@@ -56,8 +56,28 @@ class RuleTestFile:
 
 
 def load_test_files(paths: Sequence[Path]) -> list[RuleTestFile]:
-    """Read and check every test file before anything runs; RuleTestError on the first problem."""
-    return [load_test_file(path) for path in paths]
+    """Read and check every test file before anything runs (a folder stands for its
+    `*.test.toml` files, its subfolders' too); RuleTestError on the first problem."""
+    return [load_test_file(path) for path in find_test_files(paths)]
+
+
+def find_test_files(paths: Sequence[Path]) -> list[Path]:
+    """The test files `paths` name: a file itself, a folder its `*.test.toml` files, sorted
+    (`logwatch test rules/` runs every built-in pack's tests); RuleTestError for a folder
+    without any."""
+    files: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            files.append(path)  # a missing file is said by load_test_file
+            continue
+        found = sorted(p for p in path.rglob(f"*{TEST_SUFFIX}") if p.is_file())
+        if not found:
+            raise RuleTestError(
+                f"{path}: no *{TEST_SUFFIX} test files in this folder; name a test file, or "
+                f"put each pack's tests beside it as PACK{TEST_SUFFIX}"
+            )
+        files += found
+    return files
 
 
 def load_test_file(path: Path) -> RuleTestFile:

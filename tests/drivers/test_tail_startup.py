@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 from logwatch.config import Config, SlackConfig
-from logwatch.drivers.startup import sinks_line
+from logwatch.drivers.startup import rules_phrase, sinks_line
+from logwatch.rules.loader import builtin_rules_dir, load_rules
 from tests.drivers.test_tail_cli import Tailer
 from tests.tailkit import wait_until
 
@@ -57,3 +59,12 @@ def test_the_sinks_line_names_the_slack_channel_and_mode() -> None:
     assert sinks_line(Config(slack=bot)) == "alerts to the terminal, Slack #C0123 (bot)"
     assert sinks_line(Config(slack=hook)) == "alerts to the terminal, Slack (webhook)"
     assert "xoxb" not in sinks_line(Config(slack=bot))
+
+
+def test_the_rules_line_tells_a_pack_beside_the_builtin_folder_from_a_builtin_one() -> None:
+    """A pack in a folder whose name only starts like the built-in packs' folder (`rules-mine/`
+    beside a checkout's `rules/`) is named as the user's own, not counted as built-in."""
+    builtin = load_rules([builtin_rules_dir()])[0]
+    mine = builtin_rules_dir().with_name(builtin_rules_dir().name + "-mine") / "mine.toml"
+    own = replace(builtin, id="mine", origin=f"{mine}:3")
+    assert rules_phrase([builtin, own]) == f"2 rules from 2 packs (built-in, {mine})"

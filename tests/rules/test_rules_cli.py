@@ -172,3 +172,16 @@ def test_check_lists_every_problem_and_exits_2(pack: Path, tmp_path: Path) -> No
 def test_check_needs_a_pack() -> None:
     """`rules check` without a PACK is a usage error (exit 2)."""
     assert run("rules", "check")[0] == 2
+
+
+def test_a_folder_of_packs_skips_the_tests_beside_them(pack: Path, tmp_path: Path) -> None:
+    """A folder holding packs with their `logwatch test` files beside them (`one.test.toml`, as
+    in the repository's `rules/`) loads the packs only: listed, checked, and its rules run."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "one.toml").write_text(PACK.split("\n\n")[0] + "\n")
+    (folder / "one.test.toml").write_text('[[test]]\nname = "t"\ninput = "x"\n')
+    assert run("rules", "check", str(folder)) == (0, "1 rules OK\n", "")
+    code, out, err = run("rules", "list", "--no-builtin-rules", "--rules", str(folder))
+    assert (code, err) == (0, "")
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["loss-nan"]
