@@ -181,6 +181,7 @@ class _Needs:
     rows: pl.Expr | None = None  # each line's gate match (`gate_rows`), with a gate
     ahead: Mapping[str, pl.Expr | str] = field(default_factory=dict)  # `Needs.ahead`
     valued: frozenset[str] = frozenset()  # `Needs.valued`
+    last_lines: int = 0  # `Needs.last_lines`
 
 
 def _needs_of(spec: RuleSpec) -> _Needs:
@@ -193,8 +194,17 @@ def _needs_of(spec: RuleSpec) -> _Needs:
     quiet = getattr(spec.rule, "quiet", None)
     columns, ahead = frozenset(declared.columns), declared.ahead
     if quiet is None or declared.gate is None:
-        return _Needs(columns, shown, None, quiet, ahead=ahead)
-    return _Needs(columns, shown, declared.gate, quiet, gate_rows(declared), ahead, declared.valued)
+        return _Needs(columns, shown, None, quiet, ahead=ahead, last_lines=declared.last_lines)
+    return _Needs(
+        columns,
+        shown,
+        declared.gate,
+        quiet,
+        gate_rows(declared),
+        ahead,
+        declared.valued,
+        declared.last_lines,
+    )
 
 
 _FILLED = frozenset({"step"})
@@ -254,6 +264,9 @@ class Engine:
             name for needs in self._needs for name in needs.columns | needs.shown
         }
         self.sources: dict[str, SourceState] = {}
+        # How many of a source's last non-blank lines its rules read when it ends (`finish`):
+        # the driver that calls `finish` keeps them (`kept_last`); a live one keeps none.
+        self.last_lines = max((needs.last_lines for needs in self._needs), default=0)
         self._on_error = on_error
         self._failed: set[tuple[str, str]] = set()
         self._on_warning = on_warning
@@ -665,15 +678,21 @@ class Engine:
                     events.append(event)
         return events
 
-    def finish(self, source: str) -> list[AlertEvent]:
+    def finish(self, source: str, last: pl.DataFrame | None = None) -> list[AlertEvent]:
         """A source's input has ended (replay, at the end of a file): rules that were waiting
-        for more lines decide now."""
+        for more lines decide now; `last`: its last non-blank lines (`kept_last`; None: not
+        kept, the rules that read them decide without)."""
         state = self.state_of(source)
         events: list[AlertEvent] = []
-        for spec in self.rules:
-            if spec.id not in state.rule_states or not isinstance(spec.rule, EndOfInputRule):
+        for order, spec in enumerate(self.rules):
+            if not isinstance(spec.rule, EndOfInputRule):
                 continue
-            for transition in self._guarded(spec, source, state, spec.rule.finish):
+            count = self._needs[order].last_lines
+            if spec.id not in state.rule_states and not count:
+                continue
+            lines = _last_of(last, count, self._needs[order].columns)
+            step = partial(spec.rule.finish, last=lines)
+            for transition in self._guarded(spec, source, state, step):
                 given = {"source": source, "line": 0, "step": state.last_step, "text": ""}
                 row = pl.DataFrame([given], schema=SCHEMA).row(0, named=True)
                 event = self._event(spec, source, row, transition, state)
@@ -782,6 +801,29 @@ _STATS_FIELDS = {
 }
 """A checkpoint's `SourceStats`: what `import_state` accepts (`export_state` writes them all)."""
 _STATE_FIELDS = {"rule_states": OBJECT, "last_step": optional(INT), "active": LIST, "stats": OBJECT}
+
+
+def kept_last(kept: pl.DataFrame | None, frame: pl.DataFrame, count: int) -> pl.DataFrame:
+    """The last `count` non-blank lines of what was kept and the batch `frame` after it (the
+    rows of `frame`'s end are looked at, more only while too few of them are non-blank): what
+    a driver keeps of a source for `Engine.finish`, the same for any split into batches."""
+    size = count
+    while True:
+        found = frame.tail(size).filter(pl.col("text").str.strip_chars() != "")
+        if found.height >= count or size >= frame.height:
+            break
+        size *= 4
+    found = found.select(list(SCHEMA))
+    if kept is None or found.height >= count:
+        return found.tail(count)
+    return pl.concat([kept, found], how="vertical_relaxed").tail(count)
+
+
+def _last_of(kept: pl.DataFrame | None, count: int, columns: frozenset[str]) -> pl.DataFrame:
+    """The last `count` kept lines with `columns` computed from their text (none when 0)."""
+    if kept is None or not count:
+        return pl.DataFrame(schema=SCHEMA)
+    return complete(kept.tail(count), columns - ALWAYS)
 
 
 def masked(value: _T) -> _T:

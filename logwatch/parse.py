@@ -317,10 +317,12 @@ def _generic_loss() -> pl.Expr:
 # `wps=18515`), else a rate with its unit after it (tqdm's `9.80it/s`), else a duration per
 # iteration, inverted: tqdm's `4.12s/it` when slow, `speed: 0.1788s/iter` (Informer and the
 # Time-Series-Library), TF-slim's `(1.174 sec/step)`, Megatron's `elapsed time per iteration
-# (ms): 3512.7`, NiftyNet's `loss=0.35 (3.94s)` (a duration in brackets ending a loss line).
+# (ms): 3512.7`, NiftyNet's `loss=0.35 (3.94s)` (a duration in brackets ending a loss line),
+# mmengine / mmcv / detectron2's `time: 0.4093  data_time: 0.0012` (seconds an iteration took,
+# before the data loading's share of it), nanoGPT's `iter 100: loss 2.31, time 123.45ms`.
 # Each pattern starts or ends in a literal the regex engine searches for fast (one alternation
 # of them all is 5x slower).
-THROUGHPUT_HINT = r"/s|s/it|PerSec|_per_sec|tps|wps|s / it|sec/step|s\)"
+THROUGHPUT_HINT = r"/s|s/it|PerSec|_per_sec|tps|wps|s / it|sec/step|s\)|data_time|time \d"
 _COUNT = r"(\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?)"  # `1,321` (torchtitan) is 1321
 _RATE_KEY = (
     r"(?-u:\b)(?:CurrSamplesPerSec|tokens?(?:/s(?:ec)?|_per_sec(?:ond)?)|toks?/s(?:ec)?|tps|wps"
@@ -332,6 +334,16 @@ _MS_PER_IT = r"elapsed time per iteration \(ms\):\s*" + _COUNT
 # the bracketed duration must end the line and follow a loss: `(10.94)` after fairseq's loss is
 # its running average, `Saved checkpoint (3.9s)` is no iteration
 _SECONDS_AFTER_LOSS = r"(?i:loss)[^()]*\(" + _COUNT + r"\s*s\)\s*$"
+# mmengine `time: 1.3447  data_time: 0.0181`, mmcv 1.x `time: 0.825, data_time: 0.053`,
+# detectron2 `time: 0.4093  last_time: 0.4011  data_time: 0.0012`: the key `time` alone (not
+# `last_time`, `eta`), then the data time, so a clock (`time: 12:03:01`) or an elapsed total is not
+# read
+_SECONDS_BEFORE_DATA = (
+    r"(?:^|[\s,|])time:\s*" + _COUNT + r"[,\s]+(?:last_time:\s*[\d.]+[,\s]+)?data_time:"
+)
+_MS_AFTER_LOSS = r"(?i:loss)[^|]*\btime:?\s*" + _COUNT + r"\s*ms(?-u:\b)"  # nanoGPT
+# what a validation or test pass prints of its own pace: fairseq, mmengine
+_NOT_TRAINING_PACE = r"valid on '|(?:Epoch|Iter)\((?:val|test)\)"
 
 
 def _throughput() -> pl.Expr:
@@ -342,11 +354,16 @@ def _throughput() -> pl.Expr:
         found = pl.col("text").str.extract(pattern, 1).str.replace_all(",", "", literal=True)
         return found.cast(pl.Float64, strict=False)
 
-    durations = (rate(_SECONDS_PER_IT), rate(_MS_PER_IT) / 1000.0, rate(_SECONDS_AFTER_LOSS))
+    durations = (
+        rate(_SECONDS_PER_IT),
+        rate(_MS_PER_IT) / 1000.0,
+        rate(_SECONDS_AFTER_LOSS),
+        rate(_SECONDS_BEFORE_DATA),
+        rate(_MS_AFTER_LOSS) / 1000.0,
+    )
     inverted = (pl.when(s > 0).then(1.0 / s) for s in durations)  # `0.0000s/iter` says nothing
     found = pl.coalesce(rate(_RATE_KEY), rate(_RATE_AFTER), *inverted)
-    # fairseq's validation pass prints its own `wps`: not the training's pace
-    return pl.when(~pl.col("text").str.contains("valid on '", literal=True)).then(found)
+    return pl.when(~pl.col("text").str.contains(_NOT_TRAINING_PACE)).then(found)
 
 
 def _q_hsb() -> pl.Expr:

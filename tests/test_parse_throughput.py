@@ -55,11 +55,53 @@ def throughput(text: str) -> float | None:
             "solver.cpp:218] Iteration 2100 (1.01467 iter/s, 98.5545s/100 iters), loss = 9.4",
             1.01467,
         ),
+        # seconds per iteration before the data loading's share: mmengine
+        # (open-mmlab/mmengine#155, AILab-CVC/YOLO-World#190), mmcv 1.x (open-mmlab/mmdetection
+        # #2672, open-mmlab/mmpretrain#408), detectron2 (facebookresearch/detectron2#195,
+        # facebookresearch/d2go#524) and its newer `last_time` between them
+        (
+            "04/21 21:03:53 - mmengine - INFO - Epoch(train) [1][10/90]  lr: 1.000e-02  eta: "
+            "0:00:25  time: 0.010  data_time: 0.000  memory: 0  loss: 11.4723",
+            100.0,
+        ),
+        (
+            "03/25 23:58:44 - mmengine - INFO - Epoch(train) [100][  50/4309]  base_lr: 2.0000e-03"
+            " lr: 5.9600e-05  eta: 12:14:32  time: 0.7842  data_time: 0.0205  memory: 7657  "
+            "grad_norm: 993.2860  loss: 1111.4113  loss_cls: 399.5985",
+            1 / 0.7842,
+        ),
+        (
+            "2020-05-08 18:56:16,649 - mmdet - INFO - Epoch [1][2400/7517]\tlr: 0.00125, eta: "
+            "4:33:09, time: 0.595, data_time: 0.032, memory: 6836, loss_rpn_cls: 0.0989, loss: 0.4890",
+            1 / 0.595,
+        ),
+        (
+            "2021-08-17 17:00:17,073 - mmcls - INFO - Epoch [1][100/5005]    lr: 1.000e-01, eta: "
+            "37 days, 5:46:17, time: 6.430, data_time: 5.762, memory: 3086, loss: 6.8864",
+            1 / 6.43,
+        ),
+        (
+            "[11/01 11:27:04 d2.utils.events]: eta: 8:05:12  iter: 1259  total_loss: 1.012  "
+            "loss_cls: 0.714  loss_box_reg: 0.291  time: 0.3322  data_time: 0.0334  lr: 0.010000"
+            "  max_mem: 3961M",
+            1 / 0.3322,
+        ),
+        (
+            "[04/05 01:30:24 d2.utils.events]:  eta: 0:03:35  iter: 19  total_loss: 1.36  "
+            "time: 0.3636  last_time: 0.3512  data_time: 0.1102  last_data_time: 0.0934  "
+            "lr: 3.8077e-06  max_mem: 433M",
+            1 / 0.3636,
+        ),
+        # nanoGPT's milliseconds per iteration (karpathy/nanoGPT#110, #178, #215)
+        ("iter 1631: loss 4.0863, time 561.94ms", 1000 / 561.94),
+        ("iter 10: loss 3.2202, time 893.76ms, mfu 16.68%", 1000 / 893.76),
+        ("2023-03-22 09:30:39 iter 2920: loss 3.9883, time 1099.34ms, mfu 15.34%", 1000 / 1099.34),
     ],
 )
 def test_throughput_units(text: str, expected: float) -> None:
     """Keyed rates, rates with their unit after them and per-iteration durations (tqdm's s/it,
-    `s/iter`, `sec/step`, Megatron's ms, a loss line's `(3.94s)`; inverted) are read."""
+    `s/iter`, `sec/step`, Megatron's ms, a loss line's `(3.94s)`, mmengine / mmcv / detectron2's
+    `time:` before `data_time:`, nanoGPT's `time 561.94ms`; inverted) are read."""
     assert throughput(text) == pytest.approx(expected)
 
 
@@ -77,9 +119,25 @@ def test_throughput_units(text: str, expected: float) -> None:
         "INFO Saved checkpoint to /ckpt/step_500 (3.9s)",
         "        speed: 0.0000s/iter; left time: 0.0000s",
         "| epoch 010 | valid on 'valid' subset | valid loss 1.94 | valid ppl 3.83 | wps 5521.4",
+        # a validation pass's own pace (AILab-CVC/YOLO-World#396), other times than an
+        # iteration's (dinov2's `iter_time`, detectron2's `last_time` alone, a clock, the data
+        # loading alone, an elapsed total), milliseconds of something other than a loss line's
+        # iteration
+        "2024/06/16 20:02:03 - mmengine - INFO - Epoch(val) [10][4000/4809]    eta: 0:06:54  "
+        "time: 0.5256  data_time: 0.0006  memory: 979",
+        "03/01 10:00:00 - mmengine - INFO - Epoch(test) [1][50/500]  time: 0.0755  "
+        "data_time: 0.0022",
+        '{"iteration": 120, "iter_time": 3.6070103645324707, "data_time": 0.935, "total_loss": 14.6}',
+        "iter: 19  total_loss: 1.36  last_time: 0.3512  data_time: 0.1102",
+        "INFO start time: 12:03:01  data_time: 0.1",
+        "iter: 19  total_loss: 1.36  data_time: 0.1102  lr: 0.01",
+        "INFO Elapsed time: 3.2  loss: 2.1",
+        "2023-03-22 09:32:32 step 3000: train loss 4.0390, val loss 4.0427",
+        "ping time 12ms to the storage node",
     ],
 )
 def test_not_throughput(text: str) -> None:
     """TFLOP/s, HF's run summary and eval rates, look-alike words, bracketed numbers that are
-    no iteration's duration and fairseq's validation rate are not throughput."""
+    no iteration's duration, other times than an iteration's and a validation pass's pace
+    (fairseq's, mmengine's) are not throughput."""
     assert throughput(text) is None

@@ -15,7 +15,14 @@ import polars as pl
 
 from logwatch.alerts import AlertEvent, json_number, still_firing
 from logwatch.drivers.window import Window
-from logwatch.engine import Engine, ErrorHandler, Prepared, SourceStats, WarningHandler
+from logwatch.engine import (
+    Engine,
+    ErrorHandler,
+    Prepared,
+    SourceStats,
+    WarningHandler,
+    kept_last,
+)
 from logwatch.errors import InputError
 from logwatch.parse import SCHEMA, parse_block
 from logwatch.rules.loader import RuleSpec
@@ -150,6 +157,7 @@ def replay_file(
     columns = None if on_frame is not None else engine.columns | _stats_columns(options)
     # a window keeps other rows
     prepare = partial(engine.prepare, computed=columns) if window is None else None
+    last: pl.DataFrame | None = None  # the last lines, for the rules that read them at the end
     for block, end_offset, total, ready in _scan(path, name, options, columns, prepare):
         frame = block if window is None else window.select(block)
         if frame.height:
@@ -158,9 +166,11 @@ def replay_file(
             if on_frame is not None:
                 on_frame(frame)
             yield from engine.process(frame, columns, ready)
+            if engine.last_lines:
+                last = kept_last(last, frame, engine.last_lines)
         if progress is not None:
             progress(path, end_offset, total)
-    yield from engine.finish(name)
+    yield from engine.finish(name, last)
     if rates:
         stats.throughput_median = pl.concat(rates).median()  # type: ignore[assignment]  # Float64: a float or None
 

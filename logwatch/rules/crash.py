@@ -14,6 +14,14 @@ until something decides:
   without a rank: the traceback was survived, it is dropped;
 - the end of the input (`replay`: the file ends after it) or, live, `quiet_after` of wall time
   with no new line (`tail`): the alert fires at the exception line.
+A pasted terminal that ends (`replay`) in a shell prompt (`user@host:~/x$`, `(venv) [u@h d]$`,
+`root@3f2a9c:/workspace#`, `PS C:\\Users>`, `➜  proj git:(main) ✗`, a bare `$`, each maybe with a
+command typed after it) right after training progress (a loss, a step, a progress bar, or a bar
+the prompt is glued onto) says the process died without a word (SIGKILL: the OOM killer, a
+`kill -9`, a lost node): the alert fires at the prompt. A prompt after the run's own end (a
+finished bar, `N/N` steps, `train_runtime`, `Training completed`, `Done`, a checkpoint saved)
+is no crash, nor one after any other line. Only the last few lines are read, at the end of the
+input (`Needs.last_lines`): the gate stays as it is. Live, no prompt comes in a log file.
 Pending too: the exception line after frames whose header the excerpt lacks, one in markdown
 bold or a rich box's, and an exception logged at ERROR outside any traceback. A log that ends
 inside a traceback (its header seen, no exception line yet) fires the same way at its header,
@@ -106,6 +114,32 @@ _ENDED = (
     rf"(?P<sig>{_SIGNALLED}))",
 )
 _EXCEPTION_CHARS = 200
+# The last lines the engine keeps for the end of the input: a prompt, the line before it and a
+# few prompts (the user pressed enter) between them.
+_LAST_LINES = 8
+_ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
+_TYPED = r"(?:\s.*)?$"  # a command typed after the prompt
+_PROMPT = (
+    r"^(?:\([^()\s]+\)\s*)?(?:"  # `(base) `, `(venv) `
+    r"[\w.-]+@[\w.-]+:[^\s$#]*[$#]"  # bash: `user@host:~/dir$`, `root@3f2a9c:/workspace#`
+    r"|\[[\w.-]+@[\w.-]+(?:\s[^\]]*)?\][$#]"  # RHEL / Fedora: `[user@host dir]$`
+    r"|[\w.-]+@[\w.-]+\s+\S+\s+%"  # zsh's default: `user@host ~ %`
+    r"|PS [A-Za-z]:\\[^>]*>"  # PowerShell: `PS C:\Users\x>`
+    r"|➜\s+\S+(?:\s+git:\([^)]*\))?(?:\s+✗)?"  # oh-my-zsh: `➜  proj git:(main) ✗`
+    r"|\$"  # a bare `$ `
+    r")" + _TYPED
+)
+# a progress bar the prompt printed onto (the killed process left the bar without its newline)
+_GLUED_PROMPT = r"(?:it/s|s/it)(?:,[^\]]*)?\](?P<prompt>\S.*)$"
+# what a run that ended on its own prints last, on the line before the prompt
+_FINISHED = (
+    r"(?i)100%|train_runtime|\b(?:training|train|run)\b.{0,20}\b(?:complete|completed|finished"
+    r"|done|ended)\b|^\W*(?:done|finished)\W*$|\bsav(?:ing|ed)\b.{0,40}\b(?:model|checkpoint)"
+)
+_DIED_SILENTLY = (
+    "the shell prompt came back right after training progress, with no word from the run "
+    "(SIGKILL: the OOM killer, a kill -9, a lost node?)"
+)
 _READ = ("line", "ts", "step", "text", "rank", "loss", "grad_norm", "throughput")
 
 
@@ -119,7 +153,7 @@ class CrashRule:
     def needs(self) -> Needs:
         """What a pending exception records and progress reads; a quiet rule moves only on a
         traceback's line, an exception's or a deciding line."""
-        return Needs(frozenset(_READ), CRASH_HINT)
+        return Needs(frozenset(_READ), CRASH_HINT, last_lines=_LAST_LINES)
 
     def quiet(self, state: dict[str, Any]) -> bool:
         """Fired already, or no traceback open and no exception pending."""
@@ -155,10 +189,19 @@ class CrashRule:
             latest[p["rank"]] = p
         return [], {**new_state, "pending": sorted(latest.values(), key=lambda p: p["line"])}
 
-    def finish(self, state: dict[str, Any]) -> tuple[list[Transition], dict[str, Any]]:
+    def finish(
+        self, state: dict[str, Any], last: pl.DataFrame
+    ) -> tuple[list[Transition], dict[str, Any]]:
         """At the end of the input: a pending exception, or a traceback cut off before its
-        exception line, ended the log, so the run died."""
-        return _decide(state)
+        exception line, ended the log, so the run died; else a shell prompt right after
+        training progress (`last`: the log's last lines) ended it."""
+        fired, decided = _decide(state)
+        if fired or decided["fired"]:
+            return fired, decided
+        found = _died_at_prompt(last)
+        if found is None:
+            return [], decided
+        return [found], replace_state(decided, pending=[], opened={}, fired=True)
 
     def tick(
         self, state: dict[str, Any], now_s: float, arrived: bool
@@ -190,6 +233,45 @@ def _decide(state: dict[str, Any]) -> tuple[list[Transition], dict[str, Any]]:
     fields = {"line": first["line"], "ts": ts, "step": first["step"], "text": first["text"]}
     fired = Transition(row=0, status=FIRING, value=None, labels=labels, fields=fields)
     return [fired], replace_state(state, pending=[], opened={}, fired=True)
+
+
+def _died_at_prompt(last: pl.DataFrame) -> Transition | None:
+    """The alert at a prompt that ends the log right after training progress, else None (a
+    loop over the few last lines)."""
+    if last.is_empty():
+        return None
+    rows = last.with_columns(
+        pl.col("text").str.replace_all(_ANSI, "").str.strip_chars().alias("_plain"),
+        pl.any_horizontal(
+            pl.col(name).is_not_null() for name in ("loss", "grad_norm", "throughput", "step")
+        ).alias("_progress"),
+    ).to_dicts()
+    prompt = rows[-1]
+    glued = re.search(_GLUED_PROMPT, prompt["_plain"])
+    if glued is not None and re.match(_PROMPT, glued["prompt"]):
+        before = prompt  # the bar it cut is the last progress
+    elif re.match(_PROMPT, prompt["_plain"]):
+        earlier = [row for row in rows[:-1] if not re.match(_PROMPT, row["_plain"])]
+        if not earlier:
+            return None
+        before = earlier[-1]
+    else:
+        return None
+    if not before["_progress"] or _finished(before["_plain"]):
+        return None
+    fields = {"line": prompt["line"], "ts": prompt["ts"], "text": prompt["text"]}
+    if before["step"] is not None:  # else the step the engine last saw
+        fields["step"] = before["step"]
+    labels = {"ended": _DIED_SILENTLY}
+    return Transition(row=0, status=FIRING, value=None, labels=labels, fields=fields)
+
+
+def _finished(text: str) -> bool:
+    """Whether a line says the run ended on its own: its words, or a count at its total."""
+    if re.search(_FINISHED, text):
+        return True
+    counts = re.findall(r"(\d+)\s*/\s*(\d+)", text)
+    return any(int(done) == int(total) > 0 for done, total in counts)
 
 
 def _classified(frame: pl.DataFrame, open_before: Mapping[str, int]) -> pl.DataFrame:

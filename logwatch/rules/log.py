@@ -83,6 +83,10 @@ class Needs:
     # may), as the parse gives them: a gate scan passes over the lines of shapes that give none
     # of them a value (a column the engine fills in, the step, counts as given everywhere).
     valued: frozenset[str] = frozenset()
+    # How many of a source's last non-blank lines the rule reads when its input ends (`finish`,
+    # replay only): the engine keeps that many, whether or not the gate opened on them, so the
+    # end of a file can decide without the gate opening on every line.
+    last_lines: int = 0
 
 
 def ahead_expr(value: pl.Expr | str) -> pl.Expr:
@@ -415,8 +419,12 @@ class EndOfInputRule(Rule, Protocol):
     """A rule that waits for lines that may never come. `replay` calls `finish` when a file
     ends; a live driver cannot know the end, so such a rule also needs another way to decide."""
 
-    def finish(self, state: dict[str, Any]) -> tuple[list[Transition], dict[str, Any]]:
-        """Transitions now that no line follows (a transition's `fields` give its line)."""
+    def finish(
+        self, state: dict[str, Any], last: pl.DataFrame
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        """Transitions now that no line follows (a transition's `fields` give its line); `last`:
+        the source's last non-blank lines (`Needs.last_lines` of them, with the rule's columns;
+        none where it asks for none)."""
         ...
 
 

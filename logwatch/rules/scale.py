@@ -5,7 +5,9 @@ clean ones, so a healthy run halves now and then and climbs back. A run on its w
 collapse halves with no recovery in between: the streak here counts halvings whose new scale is
 below the previous report's, resets when a report starts above it (the scale grew back), and
 ignores repeats of the same value (several ranks reporting one overflow). Reports before the
-run's first training-progress line are the scaler calibrating its start value and do not count.
+run's first training-progress line (a loss, or a step other than the one an overflow report
+names: DeepSpeed's `Grad overflow on iteration 3`) are the scaler calibrating its start value
+and do not count.
 A scaler stuck at its minimum (DeepSpeed's `Attempted loss scale: 1, reducing to 1`) still cut:
 each such report counts as a halving. A scale at or under `floor` fires at once, progress or
 not: no calibration goes that low (apex's `reducing loss scale to 8.1e-202` cascade).
@@ -24,21 +26,30 @@ from logwatch.parse import NUMBER
 from logwatch.rules.log import Needs, Override, Rule, RuleType, Templates, Transition
 from logwatch.rules.params import Kind, Param
 
-# three literals: a fast scan, unlike a case-insensitive one
-OVERFLOW_HINT = "OVERFLOW|overflow|Overflow"
+# four literals: a fast scan, unlike a case-insensitive one
+OVERFLOW_HINT = "OVERFLOW|overflow|Overflow|dynamic loss scale "
 # The scale after the cut, as each trainer reports it (and DeepSpeed the scale it tried):
 #   DeepSpeed  `[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768`
 #              (older: `[deepscale] OVERFLOW! ...`; ZeRO-3: `fp16 dynamic loss scale overflow!
 #              Skipping step. ...`; fused optimizer: `[Rank 0] Overflow detected. Skipping step.
 #              Attempted loss scale: 524288.0, reducing to 262144.0`), often behind a tqdm redraw
+#              DeepSpeed's fused and unfused fp16 optimizers also say, after `Grad overflow on
+#              iteration 9` (no scale: not a report), `Reducing dynamic loss scale from 8388608.0
+#              to 4194304.0`; apex's fused FP16_Optimizer, after the same line, the scale that
+#              overflowed: `Using dynamic loss scale of 65536` (the next report names its half)
 #   apex amp   `Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0`
+#              (Megatron's fp16 optimizer prints the same words)
 #   fairseq    `NOTE: overflow detected, setting loss scale to: 1024.0` (also `gradient overflow
 #              detected, ignoring gradient, setting loss scale to: 4.0`, `| WARNING: overflow ...`)
 NEW_SCALE = (
     r"(?:(?:OVERFLOW|[Oo]verflow)(?:!| detected\.).*Attempted loss scale: (" + NUMBER + r"), "
-    r"reducing to |Gradient overflow\.\s+Skipping step, loss scaler \d+ reducing loss scale to "
-    r"|overflow detected,.*setting loss scale to:? )(" + NUMBER + ")"
+    r"reducing to |Reducing dynamic loss scale from ("
+    + NUMBER
+    + r") to |Gradient overflow\.\s+Skipping step, loss scaler \d+ reducing loss scale to "
+    r"|overflow detected,.*setting loss scale to:? |Using dynamic loss scale of )(" + NUMBER + ")"
 )
+
+_SKIPPED_STEP = "overflow on iteration"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,16 +80,25 @@ class HalvingRule:
         if state["progress"]:  # once the run made progress, every later report counts
             progress = pl.repeat(True, frame.height, eager=True)
         else:
-            seen = pl.col("step").is_not_null() | pl.col("loss").is_not_null()
+            # A line's own step is a new one (the engine fills the step in on the lines after
+            # a step line); `Grad overflow on iteration 3` names the step the scaler skipped.
+            step = pl.col("step")
+            moved = (step != step.shift(1, fill_value=state.get("step"))).fill_null(True)
+            stepped = step.is_not_null() & moved & ~pl.col("text").str.contains(_SKIPPED_STEP)
+            seen = stepped | pl.col("loss").is_not_null()
             progress = frame.select(seen.cast(pl.Int8).cum_max().cast(pl.Boolean)).to_series()
         new_state = {**state, "progress": bool(progress[-1])}
+        if not new_state["progress"]:
+            new_state["step"] = frame.get_column("step")[-1]
         if not hinted.any():
             return [], new_state
         scales = pl.col("text").str.extract_groups(NEW_SCALE)
         reports = (
             frame.select(
-                scales.struct.field("1").cast(pl.Float64, strict=False).alias("_tried"),
-                scales.struct.field("2").cast(pl.Float64, strict=False).alias("_scale"),
+                pl.coalesce(scales.struct.field("1"), scales.struct.field("2"))
+                .cast(pl.Float64, strict=False)
+                .alias("_tried"),
+                scales.struct.field("3").cast(pl.Float64, strict=False).alias("_scale"),
             )
             .with_row_index("_row")
             .filter(

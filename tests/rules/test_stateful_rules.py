@@ -415,3 +415,44 @@ def test_an_extreme_factor_of_one_or_less_is_refused(tmp_path: Path) -> None:
         "rule 'loss-spike': extreme must be over 1 (x the median) or 0 to turn it off, got 0.5\n"
     )
     assert len(result.output.splitlines()) == 1
+
+
+PROMPT_AFTER_PROGRESS = [
+    "iter 1640: loss 3.6782, time 562.18ms",
+    "iter 1641: loss 3.9748, time 567.31ms",
+    "",
+    "user@host:~/nanoGPT$ ",
+    "",
+    "",
+]
+
+
+@pytest.mark.parametrize("block_bytes", [None, 1, 7, 4096])
+def test_prompt_after_progress_fires_at_the_prompt_for_any_split(
+    tmp_path: Path, block_bytes: int | None
+) -> None:
+    """A pasted terminal ending in a prompt right after progress (blank lines between and after
+    them) fires once at the prompt, whatever blocks the file is read in."""
+    path = write(tmp_path, PROMPT_AFTER_PROGRESS)
+    got = events_of(path, "run-crashed", block_bytes)
+    assert [(e.line, e.status, e.step) for e in got] == [(4, "firing", 1641)]
+    assert "with no word from the run" in got[0].labels["ended"]
+
+
+def test_prompt_before_more_progress_does_not_fire(tmp_path: Path) -> None:
+    """Only the end of the input decides: a prompt with progress after it (a paste that starts
+    at the command) is no crash."""
+    lines = ["user@host:~/nanoGPT$ python train.py", *PROMPT_AFTER_PROGRESS[:2]]
+    for block in (None, 1, 7):
+        assert events_of(write(tmp_path, lines), "run-crashed", block) == []
+
+
+def test_live_prompt_after_progress_does_not_fire() -> None:
+    """Live (`tail`), a prompt line is left alone: no program writes one into its log file, and
+    silence after it is no traceback's."""
+    engine, fired = _live([line for line in PROMPT_AFTER_PROGRESS if line])
+    start = datetime(2026, 1, 1, 12, 0, 0)
+    for seconds, arrived in ((0, True), (600, False)):
+        now = start + timedelta(seconds=seconds)
+        fired += [e for e in engine.tick("t.log", now, arrived=arrived, line=3)]
+    assert [e for e in fired if e.rule == "run-crashed"] == []
