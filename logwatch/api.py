@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from logwatch.alerts import AlertEvent
+from logwatch.config import Config, config_rules, find_config, load_config
 from logwatch.drivers.replay import ReplayOptions, ReplayResult
 from logwatch.drivers.replay import replay as _replay
 from logwatch.engine import ErrorHandler, WarningHandler
@@ -26,6 +28,20 @@ def load_rules(paths: Iterable[PathArg] = (), *, builtin: bool = True) -> list[R
     folders of `.toml`); a later rule with the same id replaces an earlier one."""
     packs = [builtin_rules_dir()] if builtin else []
     return _load_packs([*packs, *(Path(p) for p in paths)])
+
+
+def load_config_and_rules(
+    config_path: PathArg | None = None, rule_paths: Iterable[PathArg] = (), *, builtin: bool = True
+) -> tuple[Config, list[RuleSpec]]:
+    """The config the command line reads (`config_path`, else $LOGWATCH_CONFIG, else
+    ./logwatch.toml, else $XDG_CONFIG_HOME/logwatch/config.toml, else none) and the rules it
+    loads: the config's packs and `[rules.<id>]` overrides, then `rule_paths`; `builtin=False`
+    leaves out the built-in packs whatever the config says."""
+    config = load_config(find_config(None if config_path is None else os.fspath(config_path)))
+    if config.path is None:
+        return config, load_rules(rule_paths, builtin=builtin)
+    config = replace(config, builtin_rules=config.builtin_rules and builtin)
+    return config, config_rules(config, [os.fspath(p) for p in rule_paths])
 
 
 def replay(
