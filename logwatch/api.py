@@ -15,6 +15,7 @@ from logwatch.alerts import AlertEvent
 from logwatch.config import Config, config_rules, find_config, load_config
 from logwatch.drivers.replay import ReplayOptions, ReplayResult
 from logwatch.drivers.replay import replay as _replay
+from logwatch.drivers.window import Bound, Window, parse_bound
 from logwatch.engine import ErrorHandler, WarningHandler
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir
 from logwatch.rules.loader import load_rules as _load_packs
@@ -52,12 +53,19 @@ def replay(
     on_event: Callable[[AlertEvent], None] | None = None,
     on_error: ErrorHandler | None = None,
     on_warning: WarningHandler | None = None,
+    since: Bound | str | None = None,
+    until: Bound | str | None = None,
 ) -> ReplayResult:
     """Run `rules` (default: the built-in packs) over finished logs, one source per path, as
     `logwatch replay` does; `on_event` sees each event as it is found, `on_warning` each
-    `DataWarning` (a value read as missing, said once per file and kind)."""
+    `DataWarning` (a value read as missing, said once per file and kind); `since` / `until`
+    keep only the lines from / up to a step (`1400`) or a time (a datetime, or text as
+    `--since` takes it), as `--since` / `--until` do."""
     many = [paths] if isinstance(paths, str | os.PathLike) else paths
     names = [os.fspath(path) for path in many]
+    window = None
+    if since is not None or until is not None:
+        window = Window(_bound(since, "since"), _bound(until, "until"))
     return _replay(
         names,
         load_rules() if rules is None else rules,
@@ -65,4 +73,9 @@ def replay(
         on_event=on_event,
         on_error=on_error,
         on_warning=on_warning,
+        window=window,
     )
+
+
+def _bound(value: Bound | str | None, name: str) -> Bound | None:
+    return parse_bound(value, name) if isinstance(value, str) else value

@@ -9,6 +9,7 @@ import lzma
 import os
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -323,3 +324,33 @@ def test_fired_says_whether_an_alert_this_bad_fired(tmp_path: Path) -> None:
     assert not starved.fired(logwatch.Severity.CRITICAL)
     healthy = logwatch.replay(str(Path(NAN_LOG).with_name("train_healthy.log")))
     assert not healthy.fired(logwatch.Severity.INFO)
+
+
+@pytest.mark.parametrize(
+    "since, until, options",
+    [
+        (1406, None, ["--since", "1406"]),
+        ("1406", None, ["--since", "1406"]),
+        (None, datetime(2026, 11, 28, 14, 9), ["--until", "2026-11-28 14:09"]),
+        (
+            "2026-11-28T14:09:00",
+            "2026-11-28 14:10:30",
+            ["--since", "2026-11-28 14:09", "--until", "2026-11-28 14:10:30"],
+        ),
+    ],
+)
+def test_replay_since_until_gives_what_the_command_prints(
+    since: object, until: object, options: list[str]
+) -> None:
+    """`logwatch.replay(since=, until=)` finds exactly what `replay --since/--until --format
+    jsonl` prints: steps and times, as text (the options' forms) or as int / datetime."""
+    result = logwatch.replay(NAN_LOG, since=since, until=until)  # type: ignore[arg-type]  # the parametrized bound
+    printed = _cli("replay", "--format", "jsonl", *options, NAN_LOG).stdout.decode().splitlines()
+    assert [e.to_jsonl() for e in result.events] == printed
+    assert 0 < len(printed) < len(logwatch.replay(NAN_LOG).events)
+
+
+def test_replay_since_of_neither_step_nor_time_is_one_input_error() -> None:
+    """Text that is neither a step nor a time: the one-line InputError naming the argument."""
+    with pytest.raises(logwatch.InputError, match=r"^since 'soon': not a step or a time"):
+        logwatch.replay(NAN_LOG, since="soon")
