@@ -9,7 +9,7 @@ Only the names in `__all__` are the API; the modules behind them may move.
 """
 
 from logwatch.alerts import AlertEvent, Severity
-from logwatch.api import load_rules, replay
+from logwatch.api import load_config_and_rules, load_rules, replay
 from logwatch.drivers.replay import ReplayResult, read_log, scan_log
 from logwatch.engine import Engine, SourceStats
 from logwatch.errors import (
@@ -48,6 +48,7 @@ __all__ = [
     "StateError",
     "StreamSink",
     "__version__",
+    "load_config_and_rules",
     "load_rules",
     "read_log",
     "replay",

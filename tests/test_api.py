@@ -9,6 +9,7 @@ import lzma
 import os
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -266,3 +267,90 @@ def test_replay_hands_each_data_warning_to_on_warning(tmp_path: Path) -> None:
         (str(log), 1, "snapshot value gpu/0/mem_total_gb=inf is not a number a GPU column can hold")
     ]
     assert errors == []
+
+
+MY_PACK = (
+    '[[rule]]\nid = "my-rule"\ntype = "match"\nseverity = "info"\n'
+    'pattern = "hello"\nsummary = "said hello"\n'
+)
+
+
+def test_load_config_and_rules_without_a_config_is_load_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No config anywhere: the defaults, and the rules `load_rules` gives (built-ins unless
+    `builtin=False`, then the extra packs)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LOGWATCH_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    pack = tmp_path / "mine.toml"
+    pack.write_text(MY_PACK)
+    config, specs = logwatch.load_config_and_rules(None, [pack])
+    assert config.path is None
+    assert [s.id for s in specs] == [s.id for s in logwatch.load_rules([pack])]
+    _, only_mine = logwatch.load_config_and_rules(None, [pack], builtin=False)
+    assert [s.id for s in only_mine] == ["my-rule"]
+
+
+def test_load_config_and_rules_reads_the_config_its_packs_and_overrides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The config found ($LOGWATCH_CONFIG here) names a pack and turns a rule off; the extra
+    packs come after; `builtin=False` leaves the built-ins out although the config keeps them."""
+    pack = tmp_path / "mine.toml"
+    pack.write_text(MY_PACK)
+    config_file = tmp_path / "logwatch.toml"
+    config_file.write_text(f'rule_packs = ["{pack}"]\n\n[rules.nan-grad]\nenabled = false\n')
+    monkeypatch.setenv("LOGWATCH_CONFIG", str(config_file))
+    config, specs = logwatch.load_config_and_rules()
+    ids = [s.id for s in specs]
+    assert config.path == config_file
+    assert "nan-loss" in ids and "nan-grad" not in ids and ids[-1] == "my-rule"
+    config_file.write_text(f'rule_packs = ["{pack}"]\n')
+    config, specs = logwatch.load_config_and_rules(builtin=False)
+    assert not config.builtin_rules
+    assert [s.id for s in specs] == ["my-rule"]
+
+
+def test_fired_says_whether_an_alert_this_bad_fired(tmp_path: Path) -> None:
+    """`ReplayResult.fired(severity)` (`replay --fail-on`): a critical NaN loss counts for
+    critical and warning; a log whose alerts are all warnings fires nothing critical; a healthy
+    log fires nothing."""
+    nan = logwatch.replay(NAN_LOG)
+    assert nan.fired(logwatch.Severity.CRITICAL) and nan.fired(logwatch.Severity.WARNING)
+    starved = logwatch.replay(str(Path(NAN_LOG).with_name("train_starved.log")))
+    assert {e.severity for e in starved.events} == {logwatch.Severity.WARNING}
+    assert starved.fired(logwatch.Severity.WARNING)
+    assert not starved.fired(logwatch.Severity.CRITICAL)
+    healthy = logwatch.replay(str(Path(NAN_LOG).with_name("train_healthy.log")))
+    assert not healthy.fired(logwatch.Severity.INFO)
+
+
+@pytest.mark.parametrize(
+    "since, until, options",
+    [
+        (1406, None, ["--since", "1406"]),
+        ("1406", None, ["--since", "1406"]),
+        (None, datetime(2026, 11, 28, 14, 9), ["--until", "2026-11-28 14:09"]),
+        (
+            "2026-11-28T14:09:00",
+            "2026-11-28 14:10:30",
+            ["--since", "2026-11-28 14:09", "--until", "2026-11-28 14:10:30"],
+        ),
+    ],
+)
+def test_replay_since_until_gives_what_the_command_prints(
+    since: object, until: object, options: list[str]
+) -> None:
+    """`logwatch.replay(since=, until=)` finds exactly what `replay --since/--until --format
+    jsonl` prints: steps and times, as text (the options' forms) or as int / datetime."""
+    result = logwatch.replay(NAN_LOG, since=since, until=until)  # type: ignore[arg-type]  # the parametrized bound
+    printed = _cli("replay", "--format", "jsonl", *options, NAN_LOG).stdout.decode().splitlines()
+    assert [e.to_jsonl() for e in result.events] == printed
+    assert 0 < len(printed) < len(logwatch.replay(NAN_LOG).events)
+
+
+def test_replay_since_of_neither_step_nor_time_is_one_input_error() -> None:
+    """Text that is neither a step nor a time: the one-line InputError naming the argument."""
+    with pytest.raises(logwatch.InputError, match=r"^since 'soon': not a step or a time"):
+        logwatch.replay(NAN_LOG, since="soon")

@@ -13,7 +13,7 @@ from typing import Any, Protocol, TypeVar
 
 import polars as pl
 
-from logwatch.alerts import AlertEvent, json_number, still_firing
+from logwatch.alerts import AlertEvent, Severity, json_number, still_firing
 from logwatch.drivers.window import Window
 from logwatch.engine import (
     Engine,
@@ -246,6 +246,10 @@ class ReplayResult:
         """The events as a frame, one row each in file order, with the JSONL output's field names."""
         rows = [_event_row(event) for event in self.events]
         return pl.DataFrame(rows, schema=EVENT_SCHEMA, orient="row")
+
+    def fired(self, at_least: Severity) -> bool:
+        """Whether an alert of this severity or worse fired (`replay --fail-on`'s exit 1)."""
+        return any(e.severity >= at_least and e.status == "firing" for e in self.events)
 
     def to_json(self) -> dict[str, Any]:
         """`replay --format json`: the events (JSONL's objects) and each source's stats, plus

@@ -8,7 +8,7 @@ state and emits the sampler's own alerts, `start_events` are what starting NVML 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -18,10 +18,10 @@ import polars as pl
 from logwatch.alerts import RESOLVED, AlertEvent, event_from_json
 from logwatch.clock import Clock, SystemClock
 from logwatch.gpu.enrich import NvmlDiagnosis, RunInfo, RunTracker
-from logwatch.gpu.model import GpuSample
+from logwatch.gpu.model import GpuReader, GpuSample, GpuSettings
 from logwatch.gpu.monitor import GpuMonitor
 from logwatch.gpu.procs import with_descendants
-from logwatch.gpu.sampler import GpuStart
+from logwatch.gpu.sampler import GpuStart, start_gpu
 from logwatch.rules.loader import RuleSpec
 
 if TYPE_CHECKING:
@@ -154,6 +154,25 @@ class GpuLink:
         self._closed = True
         if self.started.sampler is not None:
             self.started.sampler.close()
+
+
+def start_gpu_link(
+    settings: GpuSettings,
+    reader: GpuReader,
+    specs: Sequence[RuleSpec],
+    status: Callable[[str], None],
+) -> GpuLink | None:
+    """The GPU side of a live run per the settings (`tail`, `top`): NVML started through
+    `reader`, its status said through `status`; None when the settings turn it off."""
+    started = start_gpu(settings, reader)
+    status(
+        f"GPUs: {started.status.line()}"
+        if started.status
+        else "GPUs: off (--gpu off or [gpu] mode)"
+    )
+    if settings.mode == "off":
+        return None
+    return GpuLink(started, specs)
 
 
 def _run_json(info: RunInfo) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,11 +21,15 @@ from logwatch.cluster_config import parse_listen
 from logwatch.drivers.plugins import DriverView, Plugin
 from logwatch.errors import ConfigError
 from logwatch.gpu.sampler import GpuStart
+from logwatch.hostinfo import environment_run
 from logwatch.metrics.series import ActiveAlert, MetricsTable, SourceSeries
 from logwatch.redact import stderr_line
+from logwatch.sinks.registry import sink_backlogs
 
 if TYPE_CHECKING:
+    from logwatch.config import Config
     from logwatch.gpu.link import GpuLink
+    from logwatch.sinks.base import Sink
 
 TEXTFILE = "logwatch.prom"
 TEXTFILE_EVERY_S = 5.0
@@ -231,3 +235,28 @@ def exporter_for(
         export_gpu=export_gpu,
         env_run=env_run,
     )
+
+
+def start_exporter(
+    config: Config, sinks: Sequence[Sink], gpu: GpuLink | None
+) -> MetricsExporter | None:
+    """The Prometheus exporter the config asks for (`[prometheus]`, with `tail`'s --metrics
+    applied; None when it asks for none); when it cannot start, the sinks and the GPU side are
+    closed before the error goes up."""
+    if config.prometheus is None:
+        return None
+    try:
+        return exporter_for(
+            config.prometheus.listen,
+            config.prometheus.textfile_dir,
+            backlogs=sink_backlogs(sinks, config),
+            gpu=gpu,
+            export_gpu=config.gpu.export,
+            env_run=environment_run(),
+        )
+    except BaseException:
+        for sink in sinks:
+            sink.close()
+        if gpu is not None:
+            gpu.close()
+        raise

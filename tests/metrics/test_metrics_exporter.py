@@ -5,11 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from logwatch.cluster_config import PrometheusConfig
+from logwatch.config import Config
+from logwatch.errors import ConfigError
+from logwatch.gpu.link import start_gpu_link
 from logwatch.gpu.model import GpuSettings
 from logwatch.gpu.sampler import start_gpu
-from logwatch.metrics.exporter import MetricsExporter
+from logwatch.metrics.exporter import MetricsExporter, start_exporter
+from logwatch.sinks.base import ListSink
 from logwatch.testing import FakeGpuReader
 from tests.tailkit import BUILTIN, Tail
 
@@ -93,3 +99,35 @@ def test_a_source_that_went_away_is_dropped(tmp_path: Path) -> None:
         tail.driver.close()
     assert not any(name == "logwatch_lines_total" for name, _ in got)
     assert got[("logwatch_alerts_total", (("rule", "nan-loss"), ("status", "firing")))] == 1.0
+
+
+class ClosingSink(ListSink):
+    """A sink that remembers being closed."""
+
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_start_exporter_follows_the_config(tmp_path: Path) -> None:
+    """No `[prometheus]`: no exporter; a textfile folder: an exporter writing logwatch.prom there."""
+    assert start_exporter(Config(), [ListSink()], None) is None
+    config = Config(prometheus=PrometheusConfig(textfile_dir=tmp_path))
+    exporter = start_exporter(config, [ListSink()], None)
+    assert exporter is not None and exporter.textfile == tmp_path / "logwatch.prom"
+    exporter.close()
+    assert "logwatch_up 0.0" in (tmp_path / "logwatch.prom").read_text()
+
+
+def test_start_exporter_that_cannot_start_closes_the_sinks_and_gpus(tmp_path: Path) -> None:
+    """A textfile folder that does not exist: the typed error goes up, and the sinks and the GPU
+    side opened before it are closed (nothing keeps running)."""
+    sinks = [ClosingSink(), ClosingSink()]
+    reader = FakeGpuReader(count=1)
+    gpu = start_gpu_link(GpuSettings(), reader, [], lambda line: None)
+    config = Config(prometheus=PrometheusConfig(textfile_dir=tmp_path / "missing"))
+    with pytest.raises(ConfigError, match="no such folder"):
+        start_exporter(config, sinks, gpu)
+    assert [sink.closed for sink in sinks] == [True, True]
+    assert reader.closed

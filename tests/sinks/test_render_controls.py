@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from logwatch.cli import _status_line, cli
+from logwatch.cli import cli
+from logwatch.cli.errors import status_line
 from logwatch.redact import stderr_line, visible
 
 # ESC, BEL, BS, CR, DEL, the C1 block and bidi overrides: none may reach the terminal raw.
@@ -43,7 +44,7 @@ def test_jsonl_keeps_the_text_but_escapes_every_control(write_log) -> None:  # t
 
 def test_status_line_escapes_file_names(capsys: pytest.CaptureFixture[str]) -> None:
     """A stderr status line naming a hostile file shows its controls as \\xNN."""
-    _status_line("following logs/a\x1b]0;x\x07\x9b.log")
+    status_line("following logs/a\x1b]0;x\x07\x9b.log")
     err = capsys.readouterr().err
     assert err == "logwatch: following logs/a\\x1b]0;x\\x07\\x9b.log\n"
 

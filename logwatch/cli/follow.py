@@ -1,0 +1,91 @@
+"""What `tail` and `top` build alike from `tail`'s options: config and rules, a secured state
+directory, the tail options, and the GPU side."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from logwatch.cli.options import config_and_rules
+from logwatch.config import Config, default_state_dir
+from logwatch.rules.loader import RuleSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Follow:
+    """What `tail` and `top` set up from `tail`'s options."""
+
+    config: Config
+    specs: list[RuleSpec]
+    state_dir: Path
+    options: Any  # TailOptions (imported with the command)
+    gpu: Any  # GpuLink | None
+    gpu_line: list[str]
+
+
+def follow_setup(
+    patterns: Sequence[str],
+    rule_paths: Sequence[str],
+    no_builtin_rules: bool,
+    state_dir: Path | None,
+    from_beginning: bool,
+    from_end: bool,
+    poll_interval: float,
+    partial_flush: float,
+    max_line_bytes: int,
+    gpu_mode: str | None,
+    gpu_interval: float | None,
+    config_path: str | None,
+    *,
+    adjust: Callable[[Config], Config] = lambda config: config,
+) -> Follow:
+    """Config, rules, a secured state directory, tail options and the GPU side, from `tail`'s
+    option values (the same checks and errors, in the same order); `adjust` applies options to
+    the config before anything starts (tail's --alertmanager / --metrics)."""
+    from logwatch.drivers.runner import check_patterns
+    from logwatch.drivers.statesafe import secure_state_dir
+    from logwatch.drivers.tail import StartMode, TailOptions
+    from logwatch.sources.follow import FollowOptions
+
+    if from_beginning and from_end:
+        raise click.UsageError("--from-beginning and --from-end exclude each other; pick one")
+    config, specs = config_and_rules(config_path, rule_paths, no_builtin_rules)
+    config = adjust(config)
+    state_dir = state_dir or default_state_dir()
+    secure_state_dir(state_dir)  # before the Slack sink reads silences and its spool there
+    start = (
+        StartMode.BEGINNING if from_beginning else StartMode.END if from_end else StartMode.CATCH_UP
+    )
+    options = TailOptions(
+        start=start,
+        poll_interval_s=poll_interval,
+        follow=FollowOptions(partial_flush_s=partial_flush, max_line_bytes=max_line_bytes),
+    )
+    check_patterns(patterns)
+    gpu_line: list[str] = []  # said last in the startup block, once the sinks are open too
+    gpu = _gpu_link(
+        gpu_mode or config.gpu.mode,
+        gpu_interval if gpu_interval is not None else config.gpu.interval_s,
+        specs,
+        gpu_line.append,
+    )
+    return Follow(config, specs, state_dir, options, gpu, gpu_line)
+
+
+def _gpu_link(
+    mode: str, interval_s: float, specs: Sequence[RuleSpec], status: Callable[[str], None]
+) -> Any:
+    """The GPU side per the settings (`logwatch.gpu.link.start_gpu_link`), None when off."""
+    from logwatch.gpu.link import start_gpu_link
+    from logwatch.gpu.model import GpuSettings
+    from logwatch.gpu.nvml import NvmlReader
+
+    try:
+        settings = GpuSettings.parse(mode, f"{interval_s}s")
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--gpu / --gpu-interval") from None
+    return start_gpu_link(settings, NvmlReader(), specs, status)

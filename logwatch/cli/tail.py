@@ -1,0 +1,150 @@
+"""`logwatch tail`: follow live logs and alert as lines come."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from logwatch.cli.errors import status_line
+from logwatch.cli.follow import follow_setup
+from logwatch.cli.options import (
+    CONFIG_OPTION,
+    FORMAT_OPTION,
+    MAX_LINE_OPTION,
+    NO_BUILTIN_OPTION,
+    RULES_OPTION,
+    VERBOSE_OPTION,
+    Duration,
+    logging_to_stderr,
+)
+
+
+@click.command("tail")
+@click.argument("patterns", nargs=-1, required=True, metavar="PATH_OR_GLOB...")
+@FORMAT_OPTION
+@RULES_OPTION
+@NO_BUILTIN_OPTION
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Checkpoints and lock [default: $XDG_STATE_HOME/logwatch or ~/.local/state/logwatch].",
+)
+@click.option("--from-beginning", is_flag=True, help="Emit every alert of existing files' history.")
+@click.option("--from-end", is_flag=True, help="Skip existing files' history.")
+@click.option(
+    "--poll-interval",
+    type=Duration(),
+    default="1s",
+    show_default=True,
+    help="Safety poll: every file is stat()ed this often, whatever inotify says (missed events).",
+)
+@click.option(
+    "--partial-flush",
+    type=Duration(),
+    default="5s",
+    show_default=True,
+    help="Evaluate a last line without newline once the file stopped growing this long.",
+)
+@MAX_LINE_OPTION
+@click.option(
+    "--gpu",
+    "gpu_mode",
+    type=click.Choice(["auto", "required", "off"]),
+    default=None,
+    help="Read the GPUs through NVML: auto says why when it cannot, required exits 2 then "
+    "[default: the config's [gpu] mode, else auto].",
+)
+@click.option(
+    "--gpu-interval",
+    type=Duration(),
+    default=None,
+    help="NVML sampling interval [default: the config's [gpu] interval, else 5s].",
+)
+@click.option(
+    "--alertmanager",
+    "alertmanager_urls",
+    multiple=True,
+    metavar="URL",
+    help="Post alerts to this Alertmanager (every HA peer: repeat it) [default: [alertmanager] urls].",
+)
+@click.option(
+    "--metrics",
+    metavar="HOST:PORT",
+    default=None,
+    help="Serve Prometheus /metrics here, e.g. 127.0.0.1:9808 [default: [prometheus] listen].",
+)
+@click.option(
+    "--metrics-textfile",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write logwatch.prom into this node-exporter textfile-collector folder.",
+)
+@CONFIG_OPTION
+@VERBOSE_OPTION
+def tail_cmd(
+    patterns: tuple[str, ...],
+    fmt: str,
+    rule_paths: tuple[str, ...],
+    no_builtin_rules: bool,
+    state_dir: Path | None,
+    from_beginning: bool,
+    from_end: bool,
+    poll_interval: float,
+    partial_flush: float,
+    max_line_bytes: int,
+    gpu_mode: str | None,
+    gpu_interval: float | None,
+    alertmanager_urls: tuple[str, ...],
+    metrics: str | None,
+    metrics_textfile: Path | None,
+    config_path: str | None,
+    verbose: bool,
+) -> None:
+    """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
+    from logwatch.cluster_config import with_cluster_options
+    from logwatch.drivers.runner import run_tail
+    from logwatch.drivers.startup import metrics_line, startup_lines
+    from logwatch.metrics.exporter import start_exporter
+    from logwatch.sinks.registry import open_sinks
+    from logwatch.sinks.slack.silences import SilenceStore
+    from logwatch.sinks.terminal import TerminalSink
+
+    setup = follow_setup(
+        patterns,
+        rule_paths,
+        no_builtin_rules,
+        state_dir,
+        from_beginning,
+        from_end,
+        poll_interval,
+        partial_flush,
+        max_line_bytes,
+        gpu_mode,
+        gpu_interval,
+        config_path,
+        adjust=lambda c: with_cluster_options(c, alertmanager_urls, metrics, metrics_textfile),
+    )
+    silences = SilenceStore(setup.state_dir, report=status_line)
+    terminal = TerminalSink(sys.stdout, fmt=fmt, silences=silences)
+    sinks = open_sinks(terminal, setup.config, setup.state_dir)
+    startup = [
+        *startup_lines(patterns, setup.specs, setup.state_dir, setup.config),
+        *setup.gpu_line,
+    ]
+    exporter = start_exporter(setup.config, sinks, setup.gpu)
+    if exporter is not None:
+        startup.append(metrics_line(exporter.endpoint, exporter.textfile))
+    with logging_to_stderr(verbose):
+        run_tail(
+            patterns,
+            setup.specs,
+            sinks,
+            state_dir=setup.state_dir,
+            options=setup.options,
+            status=status_line,
+            plugins=[p for p in (setup.gpu, exporter) if p is not None],  # the exporter counts last
+            startup=startup,
+        )

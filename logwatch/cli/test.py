@@ -1,0 +1,31 @@
+"""`logwatch test`: rule tests, each an input log and the alerts it must produce."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command("test")
+@click.argument("files", nargs=-1, required=True, metavar="TESTS.toml...")
+@click.option(
+    "--junit",
+    "junit_path",
+    metavar="FILE",
+    default=None,
+    help="Also write the results as JUnit XML to FILE (for CI).",
+)
+def test_cmd(files: tuple[str, ...], junit_path: str | None) -> None:
+    """Run rule tests: replay each test's input log and compare the alerts with the ones it
+    expects (exit 0 all pass, 1 a test failed, 2 a broken test file)."""
+    from logwatch.ruletest import load_test_files, report_lines, run_test_files, write_junit
+
+    results = run_test_files(load_test_files([Path(f) for f in files]))
+    for line in report_lines(results):
+        click.echo(line)
+    if junit_path is not None:
+        write_junit(Path(junit_path), results)
+    if not all(result.passed for result in results):
+        sys.exit(1)
