@@ -23,7 +23,8 @@ Then the many-files comparison (--many files of --many-mb MB, cut at line ends f
 the DFlash file, against that head as one file; --many 0 leaves it out): `grep -hc loss` and
 all-rules replay on each. logwatch's own modules are byte-compiled first, as an install has
 them. Wall time is the best of --runs (rounds interleave the commands, so load on a shared
-machine hits them alike), peak RSS from wait4, and each ratio is to grep's time in the same run
+machine hits them alike), peak RSS and CPU time from GNU time (/usr/bin/time; wait4 without it,
+whose RSS has this script's own as a floor), and each ratio is to grep's time in the same run
 on the same file. Every command's findings are checked against the Python loop's count (NaN
 lines for lnav and SEC, NaN episodes for logwatch's nan-loss firings), so a broken run cannot
 pass as fast: a mismatch is marked in the table and the exit status is 1. The report ends with
@@ -91,6 +92,7 @@ GREP, LOOP, PACK, ALL, REPORT = (
     "logwatch report",
 )
 LNAV, SEC = "lnav, :filter-in", "SEC"
+GNU_TIME = "/usr/bin/time" if Path("/usr/bin/time").exists() else None  # apt-get install time
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,11 +107,13 @@ class Tool:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """Best wall seconds, peak RSS bytes and findings of one tool on one file."""
+    """Best wall seconds, least CPU seconds (user + system: less swayed by a loaded machine than
+    wall time), peak RSS bytes and findings of one tool on one file."""
 
     wall_s: float
     rss_bytes: int
     found: dict[str, int]
+    cpu_s: float = 0.0
 
 
 Results = dict[str, Result | None]
@@ -117,14 +121,23 @@ Results = dict[str, Result | None]
 
 def run(tool: Tool, cmd: list[str]) -> Result:
     """Wall seconds, peak RSS (bytes) and findings of one subprocess, its output to a pipe."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=tool.env)
-    assert proc.stdout is not None
-    stdout = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    proc.stdout.close()
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+    with tempfile.NamedTemporaryFile(prefix="bench_usage.") as usage_file:
+        # GNU time forks the command from its own small process: the child of a vfork/exec from
+        # this interpreter would report this interpreter's peak RSS as its own floor.
+        timed = [GNU_TIME, "-o", usage_file.name, "-f", "%M %U %S", *cmd] if GNU_TIME else cmd
+        start = time.perf_counter()
+        proc = subprocess.Popen(timed, stdout=subprocess.PIPE, env=tool.env)
+        assert proc.stdout is not None
+        stdout = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.stdout.close()
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: no second wait
+        if GNU_TIME:
+            rss_kb, user_s, system_s = Path(usage_file.name).read_text().split("\n")[-2].split()
+            rss, cpu = int(rss_kb) * 1024, float(user_s) + float(system_s)
+        else:
+            rss, cpu = usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime
     if proc.returncode not in (0, 1):
         raise SystemExit(f"bench: {tool.name} failed with status {status}: {' '.join(cmd)}")
     try:
@@ -132,7 +145,7 @@ def run(tool: Tool, cmd: list[str]) -> Result:
     except (IndexError, ValueError, KeyError) as exc:
         why = f"bench: cannot read what {tool.name} found ({exc!r}): {stdout[-300:]!r}"
         raise SystemExit(why) from None
-    return Result(wall, usage.ru_maxrss * 1024, found)
+    return Result(wall, rss, found, cpu)
 
 
 def numbers(stdout: bytes) -> list[int]:
@@ -227,7 +240,10 @@ def best(results: list[Result]) -> Result:
     if any(r.found != results[0].found for r in results):
         raise SystemExit(f"bench: tries disagree on what they found: {[r.found for r in results]}")
     return Result(
-        min(r.wall_s for r in results), max(r.rss_bytes for r in results), results[0].found
+        min(r.wall_s for r in results),
+        max(r.rss_bytes for r in results),
+        results[0].found,
+        min(r.cpu_s for r in results),
     )
 
 
@@ -276,6 +292,11 @@ def count_lines(file: Path) -> int:
         return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b""))
 
 
+def cpu_ratio(cpu_s: float, grep: Result) -> str:
+    """CPU seconds as a multiple of grep's; `-` when grep's is under GNU time's 10 ms grain."""
+    return f"{cpu_s / grep.cpu_s:.1f}" if grep.cpu_s >= 0.02 else "-"
+
+
 def mb(size_bytes: int) -> str:
     return f"{size_bytes / 1e6:.0f}"
 
@@ -288,19 +309,19 @@ def table(file: Path, results: Results, wrong: dict[str, str]) -> list[str]:
     rows = [
         f"file {file.name}: {mb(size)} MB, {lines:,} lines (warm page cache)",
         "",
-        "| command | wall s | x grep | MB/s | peak RSS MB | found |",
-        "|---|---:|---:|---:|---:|---|",
+        "| command | wall s | x grep | MB/s | CPU s | x grep CPU | peak RSS MB | found |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for name, r in results.items():
         if r is None:
-            rows.append(f"| {name} | | | | | {MISSING} |")
+            rows.append(f"| {name} | | | | | | | {MISSING} |")
             continue
         found = ", ".join(f"{v:,} {k}" for k, v in r.found.items())
         if name in wrong:
             found = f"**WRONG: {wrong[name]}**"
         rows.append(
             f"| {name} | {r.wall_s:.2f} | {r.wall_s / grep.wall_s:.1f} | {size / r.wall_s / 1e6:.0f} "
-            f"| {mb(r.rss_bytes)} | {found} |"
+            f"| {r.cpu_s:.2f} | {cpu_ratio(r.cpu_s, grep)} | {mb(r.rss_bytes)} | {found} |"
         )
     return rows
 
@@ -308,8 +329,9 @@ def table(file: Path, results: Results, wrong: dict[str, str]) -> list[str]:
 def summary(columns: dict[Path, Results]) -> list[str]:
     """The issue's table: per file, each tool as a multiple of grep's time, and logwatch's RSS."""
     rows = [
-        "| file | grep s | all rules | nan-loss pack | lnav | SEC | logwatch peak RSS MB |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| file | grep s | all rules | nan-loss pack | lnav | SEC | logwatch peak RSS MB "
+        "| CPU time: all rules | nan-loss pack |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for file, results in columns.items():
         grep = results[GREP]
@@ -319,10 +341,14 @@ def summary(columns: dict[Path, Results]) -> list[str]:
             r = results.get(name)
             return "n/a" if r is None else f"{r.wall_s / grep.wall_s:.1f}x"
 
+        def cpu(name: str, results: Results = results, grep: Result = grep) -> str:
+            r = results.get(name)
+            return "n/a" if r is None else f"{cpu_ratio(r.cpu_s, grep)}x".replace("-x", "-")
+
         rss = max(r.rss_bytes for n, r in results.items() if r and n.startswith("logwatch,"))
         rows.append(
             f"| `{file.name}` ({mb(file.stat().st_size)} MB) | {grep.wall_s:.2f} | {x(ALL)} | "
-            f"{x(PACK)} | {x(LNAV)} | {x(SEC)} | {mb(rss)} |"
+            f"{x(PACK)} | {x(LNAV)} | {x(SEC)} | {mb(rss)} | {cpu(ALL)} | {cpu(PACK)} |"
         )
     return rows
 
@@ -368,17 +394,19 @@ def many_files(source: Path, count: int, each_mb: int, runs: int, *, quiet: bool
         f"{count} files of {each_mb} MB (the head of `{source.name}`, cut at line ends) against "
         f"the same {mb(size)} MB as one file `{one.name}`, best of {runs}, interleaved:",
         "",
-        "| command | wall s | x the same command on one file | peak RSS MB | found |",
-        "|---|---:|---:|---:|---|",
+        "| command | wall s | x the same command on one file | CPU s | peak RSS MB | found |",
+        "|---|---:|---:|---:|---:|---|",
     ]
     for name, r in results.items():
         base = results[name.split(",")[0] + ", one file"]
         found = ", ".join(f"{v:,} {k}" for k, v in r.found.items())
         rows.append(
-            f"| {name} | {r.wall_s:.2f} | {r.wall_s / base.wall_s:.2f} | {mb(r.rss_bytes)} | {found} |"
+            f"| {name} | {r.wall_s:.2f} | {r.wall_s / base.wall_s:.2f} | {r.cpu_s:.2f} | {mb(r.rss_bytes)} "
+            f"| {found} |"
         )
     ratio = results[f"all rules, {count} files"].wall_s / results["all rules, one file"].wall_s
-    return [*rows, "", f"many-files ratio: {ratio:.2f}"]
+    cpu = results[f"all rules, {count} files"].cpu_s / results["all rules, one file"].cpu_s
+    return [*rows, "", f"in CPU time: {cpu:.2f}", f"many-files ratio: {ratio:.2f}"]
 
 
 def targets(columns: dict[Path, Results], dflash: Path | None, many: list[str]) -> list[str]:
@@ -546,7 +574,8 @@ def main() -> None:
         }
     many: list[str] = []
     if args.many and not args.data:
-        source = ensure_data("dflash", max(args.size or 0, args.many * args.many_mb))
+        own = args.size or gen_dflash.DEFAULT_MB["dflash"]  # the head of the DFlash file
+        source = ensure_data("dflash", max(own, args.many * args.many_mb))
         many = many_files(source, args.many, args.many_mb, args.runs, quiet=args.markdown)
     report = [
         f"{date.today()} · {platform.machine()} · {os.cpu_count()} cores · "

@@ -1,7 +1,7 @@
 """`logwatch tail`'s CPU while a busy node writes realistic DFlash lines (issue 30's live rows).
 
 Usage: python bench/bench_tail_cpu.py [--load 8x10 --load 200x1 ...] [--all] [--seconds 30]
-                                      [--gpu off|auto]
+                                      [--gpu off|auto] [--burst-mb 1024]
 
 For each load FILESxRATE (default: the issue's two targets, 8 files x 10 lines/s, one node with
 one log per rank, and 200 files x 1 line/s; --all adds 1x1, 8x1 and 1x10): that many files are
@@ -14,6 +14,10 @@ RATE lines/s, spread evenly. After 3 s of writing, the follower's CPU time (utim
 NaN step line goes to the first file and the nan-loss alert must come back (the follower kept
 up and was alive), and the time it took is shown. Loaded machine: each figure is the follower's
 own CPU time, which load does not inflate much (wall-clock waits are not counted).
+--burst-mb N (0: none): the realistic DFlash file of N MB (bench_replay.py's, generated when
+missing) is appended as fast as the disk takes it to one followed file, then a restart and a
+NaN step line; catch-up speed is its size over the time from the first write to that line's
+nan-loss alert, against `logwatch replay` (all rules) of the same file, timed in the same run.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import time
 from pathlib import Path
 
 import gen_dflash
+from bench_replay import ensure_data, warm
 
 TICK = os.sysconf("SC_CLK_TCK")
 TARGETS = {(8, 10): 3.0, (200, 1): 10.0}  # % of one core, issue 30
@@ -153,17 +158,48 @@ def measure(files: int, rate: float, seconds: float, gpu: str, pool_log: Path) -
     }
 
 
-def wait_alert(follower: Follower, rule: str, timeout_s: float) -> float:
-    """When the follower printed an alert of `rule` (the probe came through)."""
+def wait_alert(follower: Follower, rule: str, timeout_s: float, text: str = "") -> float:
+    """When the follower printed an alert of `rule` holding `text` (the probe came through)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
             line = follower.alerts.get(timeout=max(deadline - time.monotonic(), 0.01))
         except queue.Empty:
             break
-        if f'"rule": "{rule}"' in line or f'"rule":"{rule}"' in line:
+        if (f'"rule": "{rule}"' in line or f'"rule":"{rule}"' in line) and text in line:
             return time.monotonic()
     raise SystemExit(f"bench: no {rule} alert within {timeout_s:g} s of the NaN line")
+
+
+def burst(source: Path, gpu: str) -> tuple[float, float]:
+    """Seconds for `logwatch tail` to catch up on `source` appended at once to a followed file,
+    and seconds for `logwatch replay` to read the same file."""
+    with tempfile.TemporaryDirectory(prefix="bench_tail_burst.") as tmp:
+        folder = Path(tmp)
+        target = folder / "train.log"
+        target.write_bytes(b"")
+        follower = Follower(folder, 1, gpu)
+        try:
+            if not follower.ready.wait(300):
+                raise SystemExit("bench: the follower did not start in 300 s")
+            time.sleep(2.0)
+            end = b"2026-12-01 00:00:00,000 INFO [train] run start: run_id=probe pid=1 gpus=8\n"
+            start = time.monotonic()
+            with source.open("rb") as src, target.open("ab") as out:
+                while chunk := src.read(1 << 20):
+                    out.write(chunk)
+                out.write(end + NAN.encode())
+            caught = wait_alert(follower, "nan-loss", 3600.0, "999999")
+        finally:
+            follower.stop()
+    logwatch = str(Path(sys.executable).with_name("logwatch"))
+    replay_start = time.monotonic()
+    subprocess.run(
+        [logwatch, "replay", str(source), "--format", "jsonl"],
+        stdout=subprocess.DEVNULL,
+        check=False,
+    )
+    return caught - start, time.monotonic() - replay_start
 
 
 def load(text: str) -> tuple[int, float]:
@@ -182,6 +218,7 @@ def main() -> None:
     parser.add_argument("--all", action="store_true", help="also 1x1, 8x1 and 1x10")
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--gpu", choices=["off", "auto"], default="off")
+    parser.add_argument("--burst-mb", type=int, default=0, help="catch-up of a burst (0: none)")
     args = parser.parse_args()
     loads = args.load or [(8, 10.0), (200, 1.0)]
     if args.all:
@@ -209,6 +246,18 @@ def main() -> None:
                 f"{r['cpu_ms_per_line']:.2f} | {r['alert_s'] * 1000:.0f} ms | {verdict} |",
                 flush=True,
             )
+    if args.burst_mb:
+        source = ensure_data("dflash", args.burst_mb)
+        warm(source)
+        tail_s, replay_s = burst(source, args.gpu)
+        size = source.stat().st_size / 2**20
+        ratio = replay_s / tail_s
+        print(
+            f"\ncatch-up of a {size:.0f} MiB burst into one file (`{source.name}`): "
+            f"{size / tail_s:.0f} MiB/s ({tail_s:.1f} s to the alert on its last line); "
+            f"`logwatch replay` of the same file {size / replay_s:.0f} MiB/s ({replay_s:.1f} s); "
+            f"tail/replay throughput {ratio:.2f} (target >= 0.5: {'met' if ratio >= 0.5 else '**not met**'})"
+        )
 
 
 if __name__ == "__main__":
