@@ -7,6 +7,7 @@ import importlib.util
 import itertools
 import random
 import re
+import subprocess
 import sys
 from collections import Counter
 from datetime import datetime
@@ -150,3 +151,42 @@ def test_trainer_logs_forms() -> None:
     megatron = next(itertools.islice(gen.megatron(random.Random(42), 10**9), 1, None))
     skipped = [x for x in megatron.split("\n") if "skipped iterations:  10" in x]
     assert skipped and not any("lm loss" in x for x in skipped)
+
+
+replay_bench = _load("bench_replay")
+POSITIVE = [
+    "2026-11-28 14:31:44,902 INFO [train] step 1403/200000 | loss nan | acc 0.000 | grad_norm inf",
+    "2026-11-28 14:31:45,902 INFO [train] step 1404/200000 | loss -nan | acc 0.000",
+    "2026-11-28 14:31:46,902 INFO [train] step 1405/200000 | loss=NaN | acc 0.000",
+    "2026-11-28 14:31:47,902 INFO [train] step 1406/200000 | loss: inf | acc 0.000",
+    "\r 14%|█▍        | 380/2724 [14:02<86:01, 132.12s/it]\r    \r{'loss': nan, 'grad_norm': nan, 'learning_rate': 2e-05, 'epoch': 0.1}",
+    " iteration     4200/  500000 | lm loss: NAN | loss scale: 65536.0 | grad norm: 3.214 |",
+]
+NEGATIVE = [
+    "2026-11-28 14:09:05,117 INFO [train] step 120/200000 | loss 3.4812 | acc 0.271 | grad_norm nan",
+    "{'eval_loss': nan, 'eval_runtime': 41.2113, 'epoch': 1.0}",
+    " iteration     4210/  500000 | loss scale: 32768.0 | number of skipped iterations:  10 |",
+    " validation loss at iteration 100 | lm loss value: NAN | lm loss PPL: NAN | ",
+    "2026-11-28 14:09:00,732 WARNING [train] non-finite loss, skipping optimizer step",
+]
+
+
+def test_bench_nan_pattern_reads_each_trainers_loss() -> None:
+    """The pattern lnav and SEC are given matches a non-finite training loss in each file's
+    spelling, and not a held-out loss, a loss scale or a finite loss."""
+    rx = re.compile(replay_bench.NAN_LOSS)
+    assert [bool(rx.search(x)) for x in POSITIVE] == [True] * len(POSITIVE)
+    assert [bool(rx.search(x)) for x in NEGATIVE] == [False] * len(NEGATIVE)
+
+
+def test_bench_truth_counts_episodes_as_the_rule_does(tmp_path: Path) -> None:
+    """The Python loop the bench checks every tool against: NaN lines, and episodes that a
+    finite loss or a `run start:` ends, while lines without a loss (skipped iterations, held-out
+    losses) leave an episode open."""
+    restart = "2026-11-28 15:00:00,000 INFO [train] run start: run_id=x pid=1 gpus=8"
+    lines = [*POSITIVE[:2], *NEGATIVE[1:4], POSITIVE[2], restart, *POSITIVE[3:], NEGATIVE[0]]
+    log = tmp_path / "mixed.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    loop = [sys.executable, "-c", replay_bench.PYLOOP, str(log)]
+    out = subprocess.run(loop, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["6", "2"]
