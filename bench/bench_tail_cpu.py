@@ -5,11 +5,11 @@ Usage: python bench/bench_tail_cpu.py [--load 8x10 --load 200x1 ...] [--all] [--
 
 For each load FILESxRATE (default: the issue's two targets, 8 files x 10 lines/s, one node with
 one log per rank, and 200 files x 1 line/s; --all adds 1x1, 8x1 and 1x10): that many files are
-created with a run header; `logwatch tail` (built-in rules, --from-end, JSONL, its own state
-directory) follows them as a subprocess; once it has said it follows every file, a writer
-process appends lines of the realistic DFlash mix (bench/gen_dflash.py's: step, queue, data,
-8-GPU snapshot and warning lines; each file reads its own stretch of one run) to each file at
-RATE lines/s, spread evenly. After 3 s of writing, the follower's CPU time (utime + stime,
+created with a run's first lines; `logwatch tail` (built-in rules, --from-end, JSONL, its own
+state directory) follows them as a subprocess; once it has said it follows every file, a writer
+process appends lines of the realistic DFlash mix (bench/gen_dflash.py's step, queue, data,
+8-GPU snapshot and warning lines; each file its own stretch of the first two runs, the second of
+which diverges into NaN; no `run start:` line) to each file at RATE lines/s, spread evenly. After 3 s of writing, the follower's CPU time (utime + stime,
 /proc/PID/stat) is read over --seconds: its share of one core, and per line written. Then a
 NaN step line goes to the first file and the nan-loss alert must come back (the follower kept
 up and was alive), and the time it took is shown. Loaded machine: each figure is the follower's
