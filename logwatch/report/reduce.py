@@ -80,8 +80,9 @@ class CellReducer:
             self.kept = rows
             return
         rows = self._cells(rows, self.exp)
-        while self._most_cells(rows, self.exp) > MAX_CELLS:
-            self.exp += 1
+        while (most := self._most_cells(rows, self.exp)) > MAX_CELLS:
+            # k doublings halve a dense key's cells k times: one merge, rarely two
+            self.exp += max(1, math.ceil(math.log2(most / MAX_CELLS)))
             rows = self._cells(rows, self.exp)
         self.kept = rows
 
