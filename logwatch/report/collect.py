@@ -52,7 +52,6 @@ _STARTS: dict[str, Any] = {
     "text": pl.String,
     "x": pl.Float64,
 }
-_GAPS: dict[str, Any] = {"line": pl.Int64, "start": pl.Datetime("us"), "end": pl.Datetime("us")}
 _STREAKS: dict[str, Any] = {"x0": pl.Float64, "x1": pl.Float64, "n": pl.Int64, "line": pl.Int64}
 
 
