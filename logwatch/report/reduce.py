@@ -47,6 +47,8 @@ class CellReducer:
         self.counts: dict[int, int] = {}
         self.reduced: set[int] = set()
         self.exp: int | None = None
+        self.lo = math.inf
+        self.hi = -math.inf
 
     def add(self, rows: pl.DataFrame) -> None:
         """Fold in one block's rows."""
@@ -54,47 +56,42 @@ class CellReducer:
             return
         for key, n in rows.group_by("key").len().iter_rows():
             self.counts[key] = self.counts.get(key, 0) + n
+        lo, hi = rows.select(pl.col("x").min(), pl.col("x").max().alias("hi")).row(0)
+        self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
         over = {k for k, n in self.counts.items() if n > self.raw_rows} - self.reduced
-        rows = self.prepare(rows)
         self.reduced |= over
-        if not over and self.exp is not None:
-            rows = self._cells(rows, self.exp)
+        # The width keeps every key's cells under MAX_CELLS whatever its density: it follows
+        # the x range, and grows by doubling (which merges whole cells: nothing is lost).
+        exp = exp_for(self.hi - self.lo, MAX_CELLS - 1) if self.reduced else None
+        rows = self.prepare(rows)
+        if over or exp != self.exp:
+            self.exp = exp
+            self.pending.append(rows)
+            self._compact(everything=True)
+            return
+        if exp is not None:
+            rows = self._cells(rows, exp)
         self.pending.append(rows)
         self.pending_rows += rows.height
-        kept = self.kept.height if self.kept is not None else 0
-        if over or self.pending_rows > max(kept, _PENDING_ROWS):
-            self._compact()
+        if self.pending_rows > _PENDING_ROWS:
+            self._compact(everything=False)
 
-    def _compact(self) -> None:
-        frames = ([self.kept] if self.kept is not None else []) + self.pending
-        rows = pl.concat(frames, how="diagonal_relaxed")
+    def _compact(self, *, everything: bool) -> None:
+        """Merge what is pending into what is kept; only the kept cells that pending rows can
+        share (at or after the first pending x) unless `everything` (a new width)."""
+        rows = pl.concat(self.pending, how="diagonal_relaxed")
         self.pending, self.pending_rows = [], 0
-        if self.reduced and self.exp is None:
-            spans = (
-                rows.filter(pl.col("key").is_in(self.reduced))
-                .group_by("key")
-                .agg((pl.col("x").max() - pl.col("x").min()).alias("span"))
-            )
-            self.exp = exp_for(float(spans.get_column("span").max() or 0.0), MAX_CELLS)  # type: ignore[arg-type]  # Float64
-        if self.exp is None:
-            self.kept = rows
-            return
-        rows = self._cells(rows, self.exp)
-        while (most := self._most_cells(rows, self.exp)) > MAX_CELLS:
-            # k doublings halve a dense key's cells k times: one merge, rarely two
-            self.exp += max(1, math.ceil(math.log2(most / MAX_CELLS)))
+        settled = None
+        if self.kept is not None and not everything and self.exp is not None:
+            first = float(rows.get_column("x").min())  # type: ignore[arg-type]  # Float64
+            start = math.floor(first / 2.0**self.exp) * 2.0**self.exp
+            settled = self.kept.filter(pl.col("x") < start)
+            rows = pl.concat([self.kept.filter(pl.col("x") >= start), rows], how="diagonal_relaxed")
+        elif self.kept is not None:
+            rows = pl.concat([self.kept, rows], how="diagonal_relaxed")
+        if self.exp is not None:
             rows = self._cells(rows, self.exp)
-        self.kept = rows
-
-    def _most_cells(self, rows: pl.DataFrame, exp: int) -> int:
-        found = (
-            rows.filter(pl.col("key").is_in(self.reduced))
-            .group_by("key")
-            .agg(cell_of(exp).n_unique().alias("n"))
-            .get_column("n")
-            .max()
-        )
-        return int(found or 0)  # type: ignore[arg-type]  # UInt32
+        self.kept = rows if settled is None else pl.concat([settled, rows], how="diagonal_relaxed")
 
     def _cells(self, rows: pl.DataFrame, exp: int) -> pl.DataFrame:
         """The rows of reduced keys merged per cell; the others as they are."""
@@ -106,7 +103,7 @@ class CellReducer:
         """The rows of `key` to draw at cell width `2**exp` (or this reducer's own width, if
         wider), sorted by x; every row when the key stayed under its raw cap."""
         if self.pending:
-            self._compact()
+            self._compact(everything=False)
         if self.kept is None:
             return self.prepare(self.empty())
         rows = self.kept.filter(pl.col("key") == key)
@@ -117,7 +114,7 @@ class CellReducer:
     def all_rows(self, key: int) -> pl.DataFrame:
         """Every row kept of `key`, as streamed (no further merge)."""
         if self.pending:
-            self._compact()
+            self._compact(everything=False)
         if self.kept is None:
             return self.prepare(self.empty())
         return self.kept.filter(pl.col("key") == key)
