@@ -10,7 +10,9 @@ from pathlib import Path
 import polars as pl
 
 import logwatch
+from logwatch.alerts import AlertEvent, Severity, Status
 from logwatch.report.build import build_report
+from logwatch.report.page import TABLE_CAP, alert_table
 from logwatch.report.svg import PLOT_W
 from logwatch.rules.loader import builtin_rules_dir, load_rules, pack_files
 from tests.conftest import SAMPLES
@@ -84,3 +86,27 @@ def test_restarts_past_the_cap_are_counted_not_dropped_silently(tmp_path: Path) 
     assert _chart(html, "loss").count('class="band restart"') == 999
     assert f"Not drawn (past the caps): 200 more restarts in {log}." in html
     assert "<dt>restarts</dt><dd>1199</dd>" in html
+
+
+def test_alert_table_lists_the_first_events_and_counts_the_rest() -> None:
+    """2,500 alert events: the table has TABLE_CAP rows, in file order, and says how many more
+    there were and where to get them all."""
+    events = [
+        AlertEvent(
+            rule="nan-loss",
+            severity=Severity.CRITICAL,
+            status=Status.FIRING if i % 2 == 0 else Status.RESOLVED,
+            source="train.log",
+            line=i + 1,
+            ts=None,
+            step=i,
+            value=None,
+            summary=f"event {i}",
+        )
+        for i in range(2500)
+    ]
+    html = alert_table(events)
+    assert html.count('<tr class="alert ') == TABLE_CAP == 2000
+    assert "train.log:2000<" in html and "train.log:2001<" not in html
+    assert "500 more alert events are not listed" in html
+    assert "more alert events" not in alert_table(events[:TABLE_CAP])
