@@ -27,7 +27,9 @@ def _stamp(seconds: float) -> str:
 
 
 def _chart(html: str, chart_id: str) -> str:
-    return re.search(rf'<svg class="chart" id="{chart_id}".*?</svg>', html, re.S)[0]  # type: ignore[index]
+    found = re.search(rf'<svg class="chart" id="{chart_id}".*?</svg>', html, re.S)
+    assert found is not None, f"no {chart_id} chart"
+    return found[0]
 
 
 def _drawn(svg: str) -> list[int]:

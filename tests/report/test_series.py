@@ -64,7 +64,8 @@ def test_a_million_points_draw_as_at_most_four_per_pixel_cell_in_bounded_memory(
     reducer = data.by_time.points
     assert reducer.kept is not None and reducer.kept.height <= 4 * MAX_CELLS
     exp = _exp(data)
-    assert 2.0**exp <= (data.by_time.hi - data.by_time.lo) / PLOT_W  # type: ignore[operator]
+    lo, hi = data.by_time.lo, data.by_time.hi
+    assert lo is not None and hi is not None and 2.0**exp <= (hi - lo) / PLOT_W
     drawn = points(data, LOSS, exp, time=True)
     assert 2 * PLOT_W < drawn.finite.height <= 4 * (2 * PLOT_W + 1)
     assert drawn.finite.get_column("x").is_sorted()
