@@ -69,8 +69,6 @@ class CellReducer:
             self.pending.append(rows)
             self._compact(everything=True)
             return
-        if exp is not None:
-            rows = self._cells(rows, exp)
         self.pending.append(rows)
         self.pending_rows += rows.height
         if self.pending_rows > _PENDING_ROWS:
