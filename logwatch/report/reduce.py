@@ -15,8 +15,8 @@ import math
 import polars as pl
 
 MAX_CELLS = 4096
-"""Cells per key while streaming: at least 4 per pixel column of the plot (1020 px), so the
-cells drawn (one pixel or narrower) are always unions of streamed cells."""
+"""Cells across a reducer's x range while streaming: more than 2 per pixel column of the plot
+(1020 px), so the cells drawn (one pixel column or narrower) are unions of streamed cells."""
 RAW_ROWS = 4096
 """Rows per key kept as they are: up to this many, a series is drawn point for point."""
 RAW_MARKERS = 1000
