@@ -10,7 +10,7 @@ from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay
 from logwatch.drivers.window import Window
 from logwatch.engine import ErrorHandler, WarningHandler
 from logwatch.errors import InputError
-from logwatch.report.charts import all_charts, axis_for, place
+from logwatch.report.charts import all_charts, axis_for, left_out, place
 from logwatch.report.collect import Collector
 from logwatch.report.page import page, run_header
 from logwatch.rules.loader import RuleSpec
@@ -71,15 +71,16 @@ def build_report(
     )
     charts = all_charts(placed, axis, events)
     headers = [run_header(p, result.stats[p], _starts(collector, p), events) for p in names]
+    missing = left_out(placed, events, axis)
     title = "logwatch report: " + ", ".join(Path(p).name for p in names)
     note = (
         f"{len(names)} log file(s) on one {'time' if time else 'line-number'} axis"
         + (", ordered by time" if time and len(names) > 1 else "")
         + f"; {len(events)} alert events."
+        + (f" Not drawn (past the caps): {'; '.join(missing)}." if missing else "")
     )
     return Report(page(title, headers, charts, events, note), charts, result, names)
 
 
 def _starts(collector: Collector, source: str) -> list[str]:
-    frame = collector.sources[source].frames()["starts"] if source in collector.sources else None
-    return [] if frame is None else frame.get_column("text").to_list()
+    return collector.sources[source].starts() if source in collector.sources else []

@@ -54,6 +54,8 @@ table.alerts td.text{font-family:ui-monospace,monospace;white-space:pre-wrap;wor
 tr.critical td.sev{color:#d62728;font-weight:600} tr.warning td.sev{color:#c86400}
 tr.resolved td{color:#666}
 """
+TABLE_CAP = 2000
+"""Alert events listed in the page's table (in file order); the rest are counted."""
 SCRIPT = (
     "document.getElementById('logscale').addEventListener('change',"
     "function(e){document.body.classList.toggle('log',e.target.checked);});"
@@ -169,7 +171,7 @@ def alert_table(events: Sequence[AlertEvent]) -> str:
         for c in ("time", "severity", "status", "rule", "where", "summary", "fix", "log line")
     )
     rows = []
-    for e in events:
+    for e in events[:TABLE_CAP]:
         when = e.ts.isoformat(sep=" ", timespec="seconds") if e.ts else "-"
         status = f"{e.status} ({e.reason})" if e.reason else str(e.status)
         cells = (
@@ -193,7 +195,16 @@ def alert_table(events: Sequence[AlertEvent]) -> str:
         rows.append(
             f'<tr class="alert {escape(e.severity.label)} {escape(str(e.status))}">{tds}</tr>'
         )
-    return f'<table class="alerts"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    more = ""
+    if len(events) > TABLE_CAP:
+        more = (
+            f'<p id="more-alerts">{len(events) - TABLE_CAP:,} more alert events are not listed: '
+            "<code>logwatch replay --format jsonl</code> prints them all.</p>"
+        )
+    return (
+        f'<table class="alerts"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        + more
+    )
 
 
 def page(

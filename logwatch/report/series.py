@@ -1,24 +1,34 @@
-"""Series for the report's plots, downsampled so a 5 M-line log still gives a small file.
+"""Series for the report's plots, from the reduced views (`collect.py`, `reduce.py`).
 
-Min/max-preserving bucketing: the x range is cut into buckets, and each bucket keeps its first,
-last, lowest and highest point, so every spike and every extreme survives. Non-finite values are
-never bucketed: each NaN and ±Inf is kept as a marker.
+Drawn at cells of at most one pixel column: each keeps its first, last, lowest and highest
+point, so every spike and every extreme shows where it was. Non-finite values are never
+bucketed with the finite ones: each NaN and ±Inf is a marker (past `RAW_MARKERS` per series,
+one per pixel column and kind, counting the ones it stands for).
+
+On a time axis a source's rows are its time view's; on a line-number axis, its line view's
+(rows without a timestamp) together with its time view's placed at their lines.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
 
-DEFAULT_BUCKETS = 700
-"""About the plot width in pixels: more points per bucket would not show."""
+from logwatch.report.collect import SourceData, View
+from logwatch.report.reduce import CellReducer
+
+MEDIAN_WINDOW = 51
+"""Points in the throughput's centred rolling median (while the series is drawn point for point)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Points:
     """One series ready to draw: finite points (`x`, `y`) and non-finite markers (`x`, `y`,
-    `line`, `step`), both sorted by x."""
+    `line`, `step`, and `n`, `line_last`, `step_last` for a marker standing for several), both
+    sorted by x."""
 
     finite: pl.DataFrame
     nonfinite: pl.DataFrame
@@ -29,86 +39,83 @@ class Points:
         return self.finite.is_empty() and self.nonfinite.is_empty()
 
 
-def points(frame: pl.DataFrame, y: str, *, buckets: int = DEFAULT_BUCKETS) -> Points:
-    """Column `y` of `frame` (which has `x`, `line`, `step`) against `x`, downsampled."""
-    step = pl.col("step") if "step" in frame.columns else pl.lit(None, pl.Int64).alias("step")
-    rows = frame.select("x", pl.col(y).cast(pl.Float64).alias("y"), "line", step).filter(
-        pl.col("x").is_not_null() & pl.col("y").is_not_null()
-    )
-    finite = rows.filter(pl.col("y").is_finite()).select("x", "y").sort("x", maintain_order=True)
-    nonfinite = rows.filter(~pl.col("y").is_finite()).sort("x", maintain_order=True)
-    return Points(bucketed(finite, buckets), nonfinite)
+def draw_exp(span: float, pixels: int) -> int:
+    """The widest cell (`2**exp`) that is at most one of `pixels` columns across `span`."""
+    return math.floor(math.log2(span / pixels)) if span > 0 else 0
 
 
-def bucketed(frame: pl.DataFrame, buckets: int = DEFAULT_BUCKETS) -> pl.DataFrame:
-    """At most 4 points per x bucket (first, last, min, max of `y`), in x order."""
-    if frame.height <= 4 * buckets:
-        return frame
-    lo, span = _range(frame)
-    bucket = ((pl.col("x") - lo) / span * buckets).floor().clip(0, buckets - 1).cast(pl.Int32)
-    keep = (
-        frame.with_row_index("_i")
-        .group_by(bucket.alias("_b"))
-        .agg(
-            pl.col("_i").first().alias("a"),
-            pl.col("_i").last().alias("b"),
-            pl.col("_i").get(pl.col("y").arg_min()).alias("c"),
-            pl.col("_i").get(pl.col("y").arg_max()).alias("d"),
-        )
-        .select(pl.concat_list("a", "b", "c", "d").explode().unique().sort())
-        .to_series()
+Pick = Callable[[View], CellReducer]
+
+
+def drawn(data: SourceData, pick: Pick, key: int, exp: int, *, time: bool) -> pl.DataFrame:
+    """The rows of `key` to draw, on a time or a line-number axis, at cells of `2**exp`."""
+    if time:
+        return pick(data.by_time).rows(key, exp)
+    timed, untimed = pick(data.by_time), pick(data.by_line)
+    rows = pl.concat(
+        [timed.on_lines(timed.all_rows(key)), untimed.all_rows(key)], how="diagonal_relaxed"
     )
-    return frame[keep]
+    if key in timed.reduced or key in untimed.reduced:
+        rows = untimed.merge(rows, max(exp, untimed.exp if untimed.exp is not None else exp))
+    return rows.sort("x", maintain_order=True)
+
+
+def has(data: SourceData, key: int, *, time: bool) -> bool:
+    """Whether series `key` has any row on this axis."""
+    views = [data.by_time] if time else [data.by_time, data.by_line]
+    return any(key in v.points.counts or key in v.markers.counts for v in views)
+
+
+def points(data: SourceData, key: int, exp: int, *, time: bool, shift: float = 0.0) -> Points:
+    """Series `key` of a source at cells of width `2**exp`, its x moved by `shift`."""
+    x = (pl.col("x") + shift).alias("x")
+    finite = drawn(data, _points, key, exp, time=time).select(x, "y")
+    nonfinite = drawn(data, _markers, key, exp, time=time).select(
+        x, "y", "line", "step", "n", "line_last", "step_last"
+    )
+    return Points(finite, nonfinite)
 
 
 def rolling_median(
-    frame: pl.DataFrame, y: str, window: int = 51, *, buckets: int = DEFAULT_BUCKETS
-) -> pl.DataFrame:
-    """`x` and `{y}_median`: the centred rolling median over `window` finite points; for a
-    series longer than the plot is wide, the median per x bucket (the same curve at that width,
-    without a sort per point)."""
-    finite = frame.select("x", y).filter(pl.col(y).is_finite()).sort("x")
-    name = f"{y}_median"
-    if finite.height <= 4 * buckets:
-        return finite.select(
-            "x", pl.col(y).rolling_median(window, min_samples=1, center=True).alias(name)
-        )
-    lo, span = _range(finite)
-    bucket = ((pl.col("x") - lo) / span * buckets).floor().clip(0, buckets - 1)
-    return (
-        finite.group_by(bucket.alias("_b"))
-        .agg(pl.col("x").mean(), pl.col(y).median().alias(name))
-        .sort("_b")
-        .drop("_b")
-    )
+    data: SourceData, key: int, exp: int, *, time: bool, shift: float = 0.0
+) -> Points:
+    """The centred rolling median of `key` over `MEDIAN_WINDOW` points; for a series longer
+    than its raw cap, the median per cell (of the streamed cells' medians, count-weighted)."""
+    rows = drawn(data, _medians, key, exp, time=time)
+    views = (data.by_time, data.by_line)
+    if any(key in v.medians.reduced for v in views):
+        x = (pl.col("sx") / pl.col("n")).alias("x")
+        finite = rows.select(x + shift, pl.col("med").alias("y")).sort("x", maintain_order=True)
+    else:
+        median = pl.col("med").rolling_median(MEDIAN_WINDOW, min_samples=1, center=True)
+        finite = rows.select(pl.col("x") + shift, median.alias("y"))
+    return Points(finite, pl.DataFrame(schema={"x": pl.Float64, "y": pl.Float64}))
 
 
-def mix(frame: pl.DataFrame, *, buckets: int = DEFAULT_BUCKETS) -> pl.DataFrame:
-    """The `q_hsb` bucket mix: per x bucket the mean share of each queue bucket (`b0`..), for
-    a stacked area; `x` is the bucket's mean x."""
-    lists = frame.filter(pl.col("q_hsb").list.len() > 0)
-    if lists.is_empty():
-        return pl.DataFrame({"x": []}, schema={"x": pl.Float64})
-    width = int(lists.get_column("q_hsb").list.len().max())  # type: ignore[arg-type]  # UInt32
-    total = pl.col("q_hsb").list.sum().cast(pl.Float64)
-    shares = lists.select(
-        "x",
-        *(
-            (pl.col("q_hsb").list.get(i, null_on_oob=True).fill_null(0) / total)
-            .fill_nan(0.0)
-            .fill_null(0.0)
-            .alias(f"b{i}")
-            for i in range(width)
-        ),
-    ).sort("x")
-    if shares.height <= buckets:
-        return shares
-    lo, span = _range(shares)
-    bucket = ((pl.col("x") - lo) / span * buckets).floor().clip(0, buckets - 1)
-    return shares.group_by(bucket.alias("_b")).agg(pl.all().mean()).sort("_b").drop("_b")
+def shares(data: SourceData, exp: int, *, time: bool, shift: float = 0.0) -> pl.DataFrame:
+    """The `q_hsb` bucket mix: `x` and the mean share of each queue bucket (`b0`..) per cell."""
+    rows = drawn(data, _mix, 0, exp, time=time)
+    if rows.is_empty():
+        return pl.DataFrame(schema={"x": pl.Float64})
+    buckets = sorted((c for c in rows.columns if c[:1] == "b"), key=lambda c: int(c[1:]))
+    n = pl.col("n").cast(pl.Float64)
+    return rows.select(
+        (pl.col("sx") / n + shift).alias("x"),
+        *((pl.col(b).fill_null(0.0) / n).alias(b) for b in buckets),
+    ).sort("x", maintain_order=True)
 
 
-def _range(frame: pl.DataFrame) -> tuple[float, float]:
-    """The lowest x and the width of the x range (1 when all x are equal)."""
-    lo, hi = frame.select(pl.col("x").min(), pl.col("x").max().alias("hi")).row(0)
-    return float(lo), float(hi - lo) or 1.0
+def _points(view: View) -> CellReducer:
+    return view.points
+
+
+def _markers(view: View) -> CellReducer:
+    return view.markers
+
+
+def _medians(view: View) -> CellReducer:
+    return view.medians
+
+
+def _mix(view: View) -> CellReducer:
+    return view.mix

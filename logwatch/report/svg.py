@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
+from typing import Any
 
 import polars as pl
 
@@ -150,7 +151,7 @@ def _markers(line: Line, points: Points, axis: XAxis, plot_h: int) -> str:
         value = row["y"]
         kind = "nan" if math.isnan(value) else ("inf" if value > 0 else "ninf")
         word = {"nan": "NaN", "inf": "+Inf", "ninf": "-Inf"}[kind]
-        tip = escape(f"{line.label} {word} at step {row['step']} (line {row['line']})")
+        tip = escape(_marker_tip(line.label, word, row))
         if kind == "inf":
             y0 = TOP
             shape = f'<path d="M{x:.1f},{y0} l-5,9 l10,0 z"/>'
@@ -166,6 +167,17 @@ def _markers(line: Line, points: Points, axis: XAxis, plot_h: int) -> str:
             f"<title>{tip}</title>{shape}</g>"
         )
     return "".join(out)
+
+
+def _marker_tip(label: str, word: str, row: dict[str, Any]) -> str:
+    """A marker's tooltip: its step and line, or for one standing for several, how many and
+    the steps and lines from the first to the last."""
+    if row.get("n", 1) == 1:
+        return f"{label} {word} at step {row['step']} (line {row['line']})"
+    return (
+        f"{label} {word} x{row['n']:,} from step {row['step']} to {row['step_last']} "
+        f"(lines {row['line']} to {row['line_last']})"
+    )
 
 
 def _bands(bands: Sequence[Band], axis: XAxis, plot_h: int) -> str:
