@@ -12,7 +12,9 @@ import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
 from logwatch.rules.anomaly import PAUSE_PATTERN, DropRule, SpikeRule
-from logwatch.rules.log import NonFiniteRule, Override, StreakRule, Transition
+from logwatch.rules.base import Override, Transition
+from logwatch.rules.log import StreakRule
+from logwatch.rules.nonfinite import NonFiniteRule
 
 
 def _transitions(events: pl.DataFrame, value_column: str | None) -> list[Transition]:

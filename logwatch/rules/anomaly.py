@@ -24,7 +24,8 @@ from typing import Any
 import polars as pl
 
 from logwatch.alerts import FIRING
-from logwatch.rules.log import Needs, Override, Rule, RuleType, StreakRule, Templates, Transition
+from logwatch.rules.base import Needs, Override, Rule, RuleType, Templates, Transition
+from logwatch.rules.log import StreakRule
 from logwatch.rules.params import Kind, Param, ParamError
 from logwatch.rules.ranked import by_rank, quiet_ranks
 

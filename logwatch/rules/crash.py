@@ -44,7 +44,7 @@ import polars as pl
 
 from logwatch.alerts import FIRING
 from logwatch.redact import redact
-from logwatch.rules.log import Needs, Rule, RuleType, Transition, replace_state
+from logwatch.rules.base import Needs, Rule, RuleType, Transition, replace_state
 from logwatch.rules.params import Kind, Param
 
 CRASH_HINT = (

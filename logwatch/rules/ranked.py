@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
-from logwatch.rules.log import Transition
+from logwatch.rules.base import Transition
 
 UNRANKED = "-1"
 """The history of the lines without a rank."""

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from stateful_reference import ranked, spike, streak
 
 from logwatch.rules.anomaly import SpikeRule
-from logwatch.rules.log import StreakRule, Transition
+from logwatch.rules.base import Transition
+from logwatch.rules.log import StreakRule
 
 # Mostly a flat loss (the exit's case), with noise, spikes, NaN and gaps now and then.
 VALUES = st.lists(
