@@ -14,7 +14,7 @@ import pytest
 from logwatch.drivers.plugins import Plugin
 from logwatch.drivers.replay import replay
 from logwatch.drivers.runner import tail_driver
-from logwatch.drivers.tail import TailOptions
+from logwatch.drivers.tail_options import TailOptions
 from logwatch.rules.base import Transition
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.sinks.base import ListSink
