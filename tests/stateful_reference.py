@@ -11,8 +11,11 @@ from typing import Any
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
-from logwatch.rules.anomaly import PAUSE_PATTERN, DropRule, SpikeRule
-from logwatch.rules.log import NonFiniteRule, Override, StreakRule, Transition
+from logwatch.rules.base import Override, Transition
+from logwatch.rules.drop import PAUSE_PATTERN, DropRule
+from logwatch.rules.log import StreakRule
+from logwatch.rules.nonfinite import NonFiniteRule
+from logwatch.rules.spike import SpikeRule
 
 
 def _transitions(events: pl.DataFrame, value_column: str | None) -> list[Transition]:

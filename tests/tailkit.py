@@ -11,7 +11,8 @@ from typing import Any
 from logwatch.drivers.fanout import FanOut
 from logwatch.drivers.plugins import TailPlugin
 from logwatch.drivers.runner import rule_error_reporter
-from logwatch.drivers.tail import TailDriver, TailOptions
+from logwatch.drivers.tail import TailDriver
+from logwatch.drivers.tail_options import TailOptions
 from logwatch.engine import Engine
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir, load_rules
 from logwatch.sinks.base import ListSink, Sink

@@ -12,8 +12,8 @@ import pytest
 from logwatch.alerts import AlertEvent
 from logwatch.engine import Engine, log_message
 from logwatch.parse import parse_lines
+from logwatch.rules.base import Transition
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir, load_rules
-from logwatch.rules.log import Transition
 
 RULES = load_rules([builtin_rules_dir()])
 

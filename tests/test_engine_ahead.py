@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import logwatch
 from logwatch.engine import Engine
 from logwatch.parse import parse_lines
-from logwatch.rules.anomaly import PAUSES
+from logwatch.rules.drop import PAUSES
 
 OOM = [
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total",

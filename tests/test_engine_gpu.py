@@ -12,9 +12,10 @@ import logwatch.engine
 from logwatch.alerts import FIRING, Severity
 from logwatch.engine import Engine
 from logwatch.parse import parse_lines
+from logwatch.rules.base import Transition
 from logwatch.rules.gpu import GpuRule, HoldRule, LogGpuRows, RiseRule, is_gpu_rule, needs_nvml
 from logwatch.rules.loader import RuleSpec
-from logwatch.rules.log import NonFiniteRule, Transition
+from logwatch.rules.nonfinite import NonFiniteRule
 
 SNAPSHOT = "snapshot step=5 gpu/0/util=3 gpu/1/util=95"
 LINES = ["step 1 loss 1.0", SNAPSHOT, "step 2 loss nan", SNAPSHOT]

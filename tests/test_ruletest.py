@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from logwatch.alerts import FIRING, RESOLVED
 from logwatch.cli import cli
-from logwatch.rules.log import Transition
+from logwatch.rules.base import Transition
 from logwatch.ruletest import RuleTest, report_lines, run_rule_test
 from logwatch.testing import recording_spec
 

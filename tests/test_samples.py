@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from logwatch.cli import cli
+from logwatch.rules.base import WallClockRule
 from logwatch.rules.gpu import needs_nvml
 from logwatch.rules.loader import builtin_rules_dir, load_rules
-from logwatch.rules.log import WallClockRule
 from logwatch.ruletest import load_test_file
 from tests.conftest import ROOT, SAMPLES, expected_alerts, sample_logs
 

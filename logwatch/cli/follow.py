@@ -48,7 +48,7 @@ def follow_setup(
     the config before anything starts (tail's --alertmanager / --metrics)."""
     from logwatch.drivers.runner import check_patterns
     from logwatch.drivers.statesafe import secure_state_dir
-    from logwatch.drivers.tail import StartMode, TailOptions
+    from logwatch.drivers.tail_options import StartMode, TailOptions
     from logwatch.sources.follow import FollowOptions
 
     if from_beginning and from_end:

@@ -14,7 +14,8 @@ from types import FrameType
 from logwatch.alerts import Sink
 from logwatch.drivers.fanout import FanOut
 from logwatch.drivers.plugins import TailPlugin
-from logwatch.drivers.tail import Status, TailDriver, TailOptions
+from logwatch.drivers.tail import TailDriver
+from logwatch.drivers.tail_options import Status, TailOptions
 from logwatch.engine import DataWarning, Engine
 from logwatch.errors import InputError
 from logwatch.rules.loader import RuleSpec

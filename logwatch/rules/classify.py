@@ -24,8 +24,7 @@ from typing import Any
 import polars as pl
 
 from logwatch.alerts import FIRING, Severity
-from logwatch.rules.gates import gate_for, gate_pairs
-from logwatch.rules.log import (
+from logwatch.rules.base import (
     Needs,
     Override,
     Rule,
@@ -35,6 +34,7 @@ from logwatch.rules.log import (
     matching_rows,
     replace_state,
 )
+from logwatch.rules.gates import gate_for, gate_pairs
 from logwatch.rules.params import Kind, Param, ParamError
 
 TAIL_CHARS = 160

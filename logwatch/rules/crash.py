@@ -6,7 +6,7 @@ until something decides:
 - a line that only a dead run prints: torch elastic's `failed (exitcode: N) local_rank: R`,
   the Root Cause block of its `ChildFailedError` summary (`rank : N (local_rank: ...)`,
   `exitcode : -9 (pid: ...)`), `Signals.SIGKILL`, DeepSpeed's launcher `exits with return code
-  = N` (N != 0); the shell's `Killed`, `Segmentation fault (core dumped)`, ... (`_SHELL`),
+  = N` (N != 0); the shell's `Killed`, `Segmentation fault (core dumped)`, ... (`rules.exits`),
   PyCharm's `Process finished with exit code N` (N != 0), srun's `task N: Killed`: the alert
   fires at that line, with the exit code as its value and, for the shell's words, what ended
   the run (`ended`);
@@ -14,14 +14,8 @@ until something decides:
   without a rank: the traceback was survived, it is dropped;
 - the end of the input (`replay`: the file ends after it) or, live, `quiet_after` of wall time
   with no new line (`tail`): the alert fires at the exception line.
-A pasted terminal that ends (`replay`) in a shell prompt (`user@host:~/x$`, `(venv) [u@h d]$`,
-`root@3f2a9c:/workspace#`, `PS C:\\Users>`, `➜  proj git:(main) ✗`, a bare `$`, each maybe with a
-command typed after it) right after training progress (a loss, a step, a progress bar, or a bar
-the prompt is glued onto) says the process died without a word (SIGKILL: the OOM killer, a
-`kill -9`, a lost node): the alert fires at the prompt. A prompt after the run's own end (a
-finished bar, `N/N` steps, `train_runtime`, `Training completed`, `Done`, a checkpoint saved)
-is no crash, nor one after any other line. Only the last few lines are read, at the end of the
-input (`Needs.last_lines`): the gate stays as it is. Live, no prompt comes in a log file.
+A pasted terminal that ends (`replay`) in a shell prompt right after training progress says the
+process died without a word: the alert fires at the prompt (`rules.exits`).
 Pending too: the exception line after frames whose header the excerpt lacks, one in markdown
 bold or a rich box's, and an exception logged at ERROR outside any traceback. A log that ends
 inside a traceback (its header seen, no exception line yet) fires the same way at its header,
@@ -44,7 +38,15 @@ import polars as pl
 
 from logwatch.alerts import FIRING
 from logwatch.redact import redact
-from logwatch.rules.log import Needs, Rule, RuleType, Transition, replace_state
+from logwatch.rules.base import Needs, Rule, RuleType, Transition, replace_state
+from logwatch.rules.exits import (
+    DECIDING,
+    ENDED,
+    LAST_LINES,
+    died_at_prompt,
+    ended_by,
+    named_by_deciding,
+)
 from logwatch.rules.params import Kind, Param
 
 CRASH_HINT = (
@@ -71,75 +73,7 @@ _MARKUP = r"^[\s>*_`]+"  # markdown quoting, bold, code around a pasted line
 _LOGGED_ERROR = r"\b(?:ERROR|CRITICAL|FATAL)\b|^E\d{4} "
 # Traceback markers per line: the state a line leaves its rank's stream in (null: unchanged).
 _CLOSED, _OPEN, _IN_STACK, _HEADLESS = 0, 1, 2, 3
-# The shell's own report of how a process ended: bash `./run.sh: line 5: 4242 Killed  python
-# train.py` or a bare `Killed`, job control `[1]+  Killed ...`, zsh `zsh: killed  python ...`.
-_SIGNALLED = (
-    r"(?i:killed|segmentation fault|aborted|bus error|floating point exception"
-    r"|illegal instruction|terminated)(?: \(core dumped\))?"
-)
-_SHELL_LEAD = r"(?:\S+: line \d+:\s+\d+\s+|\[\d+\][+-]?\s+(?:\d+\s+)?|zsh: )"
-_SHELL = (
-    rf"^(?:{_SHELL_LEAD}(?P<sig>{_SIGNALLED})(?:\s.*)?|(?P<sig2>{_SIGNALLED})\s*)$"
-    # glued onto the progress bar it cut: `11/56 [00:02<00:08,  5.02it/s]Segmentation fault`
-    rf"|(?:it/s|s/it)\](?P<sig3>{_SIGNALLED})\s*$"
-)
-# 128 + the signal: the exit code the shell gives a process that signal ended, and its name.
-_SIGNALS = {
-    "killed": (137, "SIGKILL: the OOM killer?"),
-    "segmentation fault": (139, "SIGSEGV"),
-    "aborted": (134, "SIGABRT"),
-    "bus error": (135, "SIGBUS"),
-    "floating point exception": (136, "SIGFPE"),
-    "illegal instruction": (132, "SIGILL"),
-    "terminated": (143, "SIGTERM"),
-}
-_CODES = {code: name for code, name in _SIGNALS.values()} | {130: "SIGINT"}
-# (pattern, capture of the rank or None, capture of the exit code or None)
-_DECIDING: tuple[tuple[str, int | None, int | None], ...] = (
-    (r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)", 2, 1),  # torch elastic agent
-    (r"^\s*rank\s*: (\d+) \(local_rank", 1, None),  # elastic Root Cause block
-    (r"^\s*exitcode\s*: (-?\d+) \(pid", None, 1),
-    (r"Signals\.SIGKILL|Signal 9 \(SIGKILL\) received", None, None),
-    # DeepSpeed's launcher names the rank in the command it ran
-    (r"--local_rank=(\d+).*exits with return code = (-?[1-9]\d*)", 1, 2),
-    (r"exits with return code = (-?[1-9]\d*)", None, 1),
-)
-# Lines the shell, an IDE or SLURM print once the process has ended, over the line without its
-# rank prefix; named groups: `sig` (the signal's words), `code` (the exit code), `rank`.
-_ENDED = (
-    _SHELL,
-    r"^Process finished with exit code (?P<code>-?[1-9]\d*)",  # PyCharm / IntelliJ
-    # srun: error: node12: task 3: Killed / srun: error: node12: task 3: Exited with exit code 1
-    r"^srun: error: \S+: tasks? (?P<rank>\d+)[^:]*: (?:Exited with exit code (?P<code>[1-9]\d*)|"
-    rf"(?P<sig>{_SIGNALLED}))",
-)
 _EXCEPTION_CHARS = 200
-# The last lines the engine keeps for the end of the input: a prompt, the line before it and a
-# few prompts (the user pressed enter) between them.
-_LAST_LINES = 8
-_ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
-_TYPED = r"(?:\s.*)?$"  # a command typed after the prompt
-_PROMPT = (
-    r"^(?:\([^()\s]+\)\s*)?(?:"  # `(base) `, `(venv) `
-    r"[\w.-]+@[\w.-]+:[^\s$#]*[$#]"  # bash: `user@host:~/dir$`, `root@3f2a9c:/workspace#`
-    r"|\[[\w.-]+@[\w.-]+(?:\s[^\]]*)?\][$#]"  # RHEL / Fedora: `[user@host dir]$`
-    r"|[\w.-]+@[\w.-]+\s+\S+\s+%"  # zsh's default: `user@host ~ %`
-    r"|PS [A-Za-z]:\\[^>]*>"  # PowerShell: `PS C:\Users\x>`
-    r"|➜\s+\S+(?:\s+git:\([^)]*\))?(?:\s+✗)?"  # oh-my-zsh: `➜  proj git:(main) ✗`
-    r"|\$"  # a bare `$ `
-    r")" + _TYPED
-)
-# a progress bar the prompt printed onto (the killed process left the bar without its newline)
-_GLUED_PROMPT = r"(?:it/s|s/it)(?:,[^\]]*)?\](?P<prompt>\S.*)$"
-# what a run that ended on its own prints last, on the line before the prompt
-_FINISHED = (
-    r"(?i)100%|train_runtime|\b(?:training|train|run)\b.{0,20}\b(?:complete|completed|finished"
-    r"|done|ended)\b|^\W*(?:done|finished)\W*$|\bsav(?:ing|ed)\b.{0,40}\b(?:model|checkpoint)"
-)
-_DIED_SILENTLY = (
-    "the shell prompt came back right after training progress, with no word from the run "
-    "(SIGKILL: the OOM killer, a kill -9, a lost node?)"
-)
 _READ = ("line", "ts", "step", "text", "rank", "loss", "grad_norm", "throughput")
 
 
@@ -153,7 +87,7 @@ class CrashRule:
     def needs(self) -> Needs:
         """What a pending exception records and progress reads; a quiet rule moves only on a
         traceback's line, an exception's or a deciding line."""
-        return Needs(frozenset(_READ), CRASH_HINT, last_lines=_LAST_LINES)
+        return Needs(frozenset(_READ), CRASH_HINT, last_lines=LAST_LINES)
 
     def quiet(self, state: dict[str, Any]) -> bool:
         """Fired already, or no traceback open and no exception pending."""
@@ -198,7 +132,7 @@ class CrashRule:
         fired, decided = _decide(state)
         if fired or decided["fired"]:
             return fired, decided
-        found = _died_at_prompt(last)
+        found = died_at_prompt(last)
         if found is None:
             return [], decided
         return [found], replace_state(decided, pending=[], opened={}, fired=True)
@@ -233,45 +167,6 @@ def _decide(state: dict[str, Any]) -> tuple[list[Transition], dict[str, Any]]:
     fields = {"line": first["line"], "ts": ts, "step": first["step"], "text": first["text"]}
     fired = Transition(row=0, status=FIRING, value=None, labels=labels, fields=fields)
     return [fired], replace_state(state, pending=[], opened={}, fired=True)
-
-
-def _died_at_prompt(last: pl.DataFrame) -> Transition | None:
-    """The alert at a prompt that ends the log right after training progress, else None (a
-    loop over the few last lines)."""
-    if last.is_empty():
-        return None
-    rows = last.with_columns(
-        pl.col("text").str.replace_all(_ANSI, "").str.strip_chars().alias("_plain"),
-        pl.any_horizontal(
-            pl.col(name).is_not_null() for name in ("loss", "grad_norm", "throughput", "step")
-        ).alias("_progress"),
-    ).to_dicts()
-    prompt = rows[-1]
-    glued = re.search(_GLUED_PROMPT, prompt["_plain"])
-    if glued is not None and re.match(_PROMPT, glued["prompt"]):
-        before = prompt  # the bar it cut is the last progress
-    elif re.match(_PROMPT, prompt["_plain"]):
-        earlier = [row for row in rows[:-1] if not re.match(_PROMPT, row["_plain"])]
-        if not earlier:
-            return None
-        before = earlier[-1]
-    else:
-        return None
-    if not before["_progress"] or _finished(before["_plain"]):
-        return None
-    fields = {"line": prompt["line"], "ts": prompt["ts"], "text": prompt["text"]}
-    if before["step"] is not None:  # else the step the engine last saw
-        fields["step"] = before["step"]
-    labels = {"ended": _DIED_SILENTLY}
-    return Transition(row=0, status=FIRING, value=None, labels=labels, fields=fields)
-
-
-def _finished(text: str) -> bool:
-    """Whether a line says the run ended on its own: its words, or a count at its total."""
-    if re.search(_FINISHED, text):
-        return True
-    counts = re.findall(r"(\d+)\s*/\s*(\d+)", text)
-    return any(int(done) == int(total) > 0 for done, total in counts)
 
 
 def _classified(frame: pl.DataFrame, open_before: Mapping[str, int]) -> pl.DataFrame:
@@ -329,10 +224,10 @@ def _classified(frame: pl.DataFrame, open_before: Mapping[str, int]) -> pl.DataF
             pl.col("_msg").str.contains(_HEADER, literal=True).alias("_header"),
             pl.col("_msg").str.contains(_BODY).alias("_body"),
             pl.col("_msg").str.contains(_FRAME).alias("_frame"),
-            pl.any_horizontal(pl.col("text").str.contains(p) for p, _, _ in _DECIDING).alias(
+            pl.any_horizontal(pl.col("text").str.contains(p) for p, _, _ in DECIDING).alias(
                 "_deciding"
             ),
-            pl.any_horizontal(_unmarked().str.contains(p) for p in _ENDED).alias("_ended"),
+            pl.any_horizontal(_unmarked().str.contains(p) for p in ENDED).alias("_ended"),
         )
         .with_columns(first_pass.cast(pl.Int8).alias("_first"))
         .with_columns(
@@ -497,15 +392,8 @@ def _fire(row: int, alive: list[dict[str, Any]], deciding: Mapping[str, Any]) ->
     """The alert at a deciding line, naming the earliest pending exception if there is one."""
     text = str(deciding["text"])
     unmarked = re.sub(r"[\s*_`]+$", "", re.sub(_MARKUP, "", str(deciding["_msg"])))
-    rank, code, ended = _ended_by(unmarked) if deciding["_ended"] else (None, None, None)
-    for pattern, rank_group, code_group in _DECIDING:
-        found = pl.Series([text]).str.extract_groups(pattern)[0]
-        if found is None or all(v is None for v in found.values()):
-            continue
-        if rank_group is not None and rank is None:
-            rank = found[str(rank_group)]
-        if code_group is not None and code is None:
-            code = int(found[str(code_group)])
+    rank, code, ended = ended_by(unmarked) if deciding["_ended"] else (None, None, None)
+    rank, code = named_by_deciding(text, rank, code)
     first = min(alive, key=lambda p: p["line"]) if alive else None
     if ended is not None:
         fallback = None
@@ -516,29 +404,6 @@ def _fire(row: int, alive: list[dict[str, Any]], deciding: Mapping[str, Any]) ->
     labels = _labels(first, rank, fallback, ended)
     value = None if code is None else float(code)
     return Transition(row=row, status=FIRING, value=value, labels=labels)
-
-
-def _ended_by(message: str) -> tuple[str | None, int | None, str | None]:
-    """A line saying the process ended: the rank it names, the exit code, and what ended it
-    (`killed (SIGKILL: the OOM killer?)`, `exit code 139 (SIGSEGV)`)."""
-    for pattern in _ENDED:
-        found = re.search(pattern, message)
-        if found is None:
-            continue
-        groups = found.groupdict()
-        words = groups.get("sig") or groups.get("sig2") or groups.get("sig3")
-        if words:
-            name = words.lower().removesuffix(" (core dumped)")
-            code, signal = _SIGNALS[name]
-            return groups.get("rank"), code, f"{name} ({signal})"
-        code = int(groups["code"])
-        signal_name = _CODES.get(code)
-        return (
-            groups.get("rank"),
-            code,
-            f"exit code {code}" + (f" ({signal_name})" if signal_name else ""),
-        )
-    return None, None, None
 
 
 def _build_crash(params: Mapping[str, Any]) -> Rule:

@@ -28,7 +28,7 @@ from logwatch.gpu.frames import (
     narrow_to_gpu_frame,
     read_telemetry_rows,
 )
-from logwatch.rules.log import Needs, RuleType, Transition
+from logwatch.rules.base import Needs, RuleType, Transition
 from logwatch.rules.params import Columns, Kind, Param
 
 LOG_GPU_COLUMNS = frozenset({"text", "snapshot", "gpu_keys", "ts", "line"})

@@ -15,7 +15,7 @@ from logwatch.alerts import Severity
 from logwatch.errors import ConfigError, LogwatchError, RulesError
 from logwatch.parse import SCHEMA
 from logwatch.redact import redact
-from logwatch.rules.log import Rule, Templates
+from logwatch.rules.base import Rule, Templates
 from logwatch.rules.params import (
     Kind,
     Param,

@@ -17,7 +17,7 @@ from typing import Any
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
-from logwatch.rules.log import Transition
+from logwatch.rules.base import Transition
 
 UNRANKED = "-1"
 """The history of the lines without a rank."""
@@ -101,3 +101,8 @@ def _merged(found: list[Transition], before: int) -> list[Transition]:
 def quiet_ranks(state: dict[str, Any], quiet: Callable[[dict[str, Any]], bool]) -> bool:
     """Every rank is quiet."""
     return all(quiet(s) for s in rank_states(state).values())
+
+
+def after_tail(tail: list[float], values: pl.Series) -> pl.Series:
+    """A history's carried tail followed by this batch's values."""
+    return pl.concat([pl.Series(tail, dtype=pl.Float64), values.cast(pl.Float64)])

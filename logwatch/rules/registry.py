@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from logwatch.rules.anomaly import ANOMALY_RULE_TYPES
+from logwatch.rules.base import RuleType
 from logwatch.rules.classify import CLASSIFY_RULE_TYPES
 from logwatch.rules.crash import CRASH_RULE_TYPES
 from logwatch.rules.gpu import GPU_RULE_TYPES
-from logwatch.rules.log import LOG_RULE_TYPES, RuleType
+from logwatch.rules.log import LOG_RULE_TYPES
 from logwatch.rules.params import Kind, Param
 from logwatch.rules.scale import SCALE_RULE_TYPES
 

@@ -23,7 +23,7 @@ import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
 from logwatch.parse import NUMBER
-from logwatch.rules.log import Needs, Override, Rule, RuleType, Templates, Transition
+from logwatch.rules.base import Needs, Override, Rule, RuleType, Templates, Transition
 from logwatch.rules.params import Kind, Param
 
 # four literals: a fast scan, unlike a case-insensitive one

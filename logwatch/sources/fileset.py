@@ -10,20 +10,18 @@ is read from the files, and when, is the driver's business.
 
 from __future__ import annotations
 
-import glob
 import os
 import stat
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 
-from logwatch.sources.access import ABSENT, access_fix, list_error
 from logwatch.sources.follow import Follower, FollowOptions
+from logwatch.sources.matching import Matcher
 from logwatch.sources.pipe import PIPE, PipeSource
 from logwatch.sources.rotated import unseen_rotations
 from logwatch.sources.schedule import PollSchedule
-from logwatch.sources.sniff import HEAD_BYTES, MAGIC, UTF16_BOMS, file_kind, sniff, utf16_note
+from logwatch.sources.sniff import UTF16_BOMS, utf16_note
 from logwatch.sources.watch import (
     NETWORK_FS,
     WatchdogWatcher,
@@ -70,11 +68,9 @@ class FileSet:
         self._watcher_factory = watcher_factory
         self._last_rescan = float("-inf")
         self._said: set[tuple[str, object]] = set()  # one-time notes: (kind, path or key)
-        # Paths that could not be opened (folders: listed) -> what their failure was: said once
-        # per change, retried by a rescan every poll interval until they can.
-        self._blocked: dict[str, tuple[object, ...]] = {}
-        self._failing: set[str] = set()  # blocked paths the last `expand` could not reach
-        self._compressed: set[FileKey] = set()
+        self.matcher = Matcher(
+            self.patterns, poll_interval_s=poll_interval_s, status=status, first=self._first
+        )
         self._stdin = stdin
         self._pipe: PipeSource | None = None  # standard input, when "-" is a pattern
         # Files opened from their create event, oldest first: (path, fd). Holding the fd at
@@ -181,7 +177,7 @@ class FileSet:
         away = any(f.detached_at is not None for f in self.followers.values())
         # A blocked path gets no event when it becomes readable (chmod raises IN_ATTRIB, which
         # a watcher may not deliver): it is tried again every poll interval.
-        polled = away or self._blocked or not self._evented()
+        polled = away or self.matcher.blocked or not self._evented()
         every = self.poll_interval_s if polled else RESCAN_EVERY_S
         if self.rescan_due or now - self._last_rescan >= every:
             return self.rescan(now)
@@ -194,14 +190,12 @@ class FileSet:
         held = self._adopt_held()
         new = self._missed_rotations(held)
         new += [path for path, _ in held.values()]
-        matched = self._matches_by_file()
-        listed = {path for paths in matched.values() for path in paths} | self._failing
-        for path in self._blocked.keys() - listed:
-            del self._blocked[path]  # gone: said again should it come back unreadable
+        matched = self.matcher.by_file()
+        self.matcher.forget_gone(matched)
         for key, paths in matched.items():
             follower = self.followers.get(key)
             if follower is None:
-                if key not in held and not self._is_compressed(key, paths[0]):
+                if key not in held and not self.matcher.compressed(key, paths[0]):
                     new.append(paths[0])
                 continue
             if follower.path not in paths:  # several names (a `latest.log` link) is no rename
@@ -238,7 +232,7 @@ class FileSet:
         for path, fd in held:
             st = os.fstat(fd)
             key = (st.st_dev, st.st_ino)
-            if key in self.followers or key in keep or self._is_compressed(key, path):
+            if key in self.followers or key in keep or self.matcher.compressed(key, path):
                 os.close(fd)
             else:
                 keep[key] = (path, fd)
@@ -251,9 +245,9 @@ class FileSet:
         try:
             follower = self._open_held(path, now) or Follower.open(path, path, self.follow, now)
         except OSError as exc:
-            self._cannot(path, exc)
+            self.matcher.cannot(path, exc)
             return None
-        self._can_again(path)
+        self.matcher.can_again(path)
         if follower.key in self.followers:  # the name moved on to a file already followed
             follower.close()
             return None
@@ -316,98 +310,8 @@ class FileSet:
         return now - max(follower.detached_at, follower.last_growth) >= self.rotate_wait_s
 
     def expand(self) -> list[str]:
-        """The regular files the patterns match now, each once, sorted; a path or folder that
-        is there but may not be reached is said (`_cannot`)."""
-        paths: set[str] = set()
-        self._failing = set()
-        for pattern in self.patterns:
-            if pattern == PIPE:
-                continue
-            self._check_directory(pattern)
-            matches = glob.glob(pattern, recursive=True) if is_glob(pattern) else [pattern]
-            for path in matches:
-                try:
-                    mode = os.stat(path).st_mode
-                except OSError as exc:
-                    if exc.errno not in ABSENT:  # e.g. a folder above it it may not search
-                        self._cannot(path, exc)
-                    continue
-                if stat.S_ISREG(mode):
-                    paths.add(path)
-                elif self._first("skipped", path):
-                    self.status(f"skipping {path}: not a regular file ({file_kind(mode)})")
-        return sorted(paths)
-
-    def _matches_by_file(self) -> dict[FileKey, list[str]]:
-        """The matching paths grouped by the file they name (device, inode): a symlink such as
-        `latest.log -> run5.log` is the same file, followed once, under its real name first."""
-        by_file: dict[FileKey, list[str]] = {}
-        for path in self.expand():
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue
-            by_file.setdefault((st.st_dev, st.st_ino), []).append(path)
-        for key, paths in by_file.items():
-            paths.sort(key=os.path.islink)  # real files before links, otherwise sorted
-            if len(paths) > 1 and self._first("alias", key):
-                self.status(
-                    f"{', '.join(paths)}: one file under {len(paths)} names; following it once as {paths[0]}"
-                )
-        return by_file
-
-    def _check_directory(self, pattern: str) -> None:
-        """Say once when the fixed directory above a glob does not exist, once per change
-        when it may not be listed."""
-        if not is_glob(pattern):
-            return
-        parts = Path(pattern).parts
-        fixed = next(i for i, part in enumerate(parts) if is_glob(part))
-        directory = Path(*parts[:fixed]) if fixed else Path(".")
-        error = list_error(directory)
-        if error is None:
-            self._can_again(str(directory))
-        elif error.errno not in ABSENT:
-            self._cannot(str(directory), error, listing=True)
-        elif self._first("no-dir", pattern):
-            self.status(f"{pattern}: directory {directory} does not exist (yet); waiting for it")
-
-    def _cannot(self, path: str, exc: OSError, *, listing: bool = False) -> None:
-        """Say that `path` cannot be opened (a folder: listed), why and how to fix it: once per
-        change, not per retry; rescans try it again every poll interval meanwhile."""
-        self._failing.add(path)
-        failure = (exc.errno, *_permissions(path))
-        if self._blocked.get(path) == failure:
-            return
-        self._blocked[path] = failure
-        doing = "list" if listing else "open"
-        fix = access_fix(path, exc, listing=listing)
-        self.status(
-            f"{path}: cannot {doing} ({exc.strerror}){fix}; retrying every {self.poll_interval_s:g}s"
-        )
-
-    def _can_again(self, path: str) -> None:
-        """Say that a path said to be blocked can be read now."""
-        if self._blocked.pop(path, None) is not None:
-            self.status(f"{path}: readable now")
-
-    def _is_compressed(self, key: FileKey, path: str) -> bool:
-        """Whether a new match is compressed (said once, remembered by inode): not followed."""
-        if key in self._compressed:
-            return True
-        try:
-            with open(path, "rb") as file:
-                kind = sniff(file.read(HEAD_BYTES))
-        except OSError:
-            return False  # opening it will say why
-        if kind not in MAGIC:
-            return False
-        self._compressed.add(key)
-        self.status(
-            f"skipping {path}: {kind}-compressed; tail follows plain text "
-            "(read it with `logwatch replay`)"
-        )
-        return True
+        """The regular files the patterns match now, each once, sorted (`Matcher.expand`)."""
+        return self.matcher.expand()
 
     def _check_encoding(self, follower: Follower) -> None:
         """Say once per file that a UTF-16 one is followed as bytes (its lines will not match)."""
@@ -454,7 +358,7 @@ class FileSet:
                 continue
             if not os.access(directory, os.R_OK):  # watchdog skips it without a word (EACCES)
                 self._unwatched = True
-                said = {os.path.abspath(path) for path in self._blocked}  # "cannot list" it
+                said = {os.path.abspath(path) for path in self.matcher.blocked}  # "cannot list" it
                 if directory not in said and self._first("unwatchable", directory):
                     self.status(
                         f"{directory}: not readable, so no file events from it; polling it every "
@@ -482,15 +386,6 @@ class FileSet:
             f"{self.poll_interval_s:g}s instead (raise fs.inotify.max_user_watches / "
             "max_user_instances to get events back)"
         )
-
-
-def _permissions(path: str) -> tuple[int, ...]:
-    """What decides whether `path` can be opened: its file, mode and owner (empty if gone)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return ()
-    return (st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid)
 
 
 class _Known:

@@ -18,8 +18,8 @@ import polars as pl
 
 from logwatch.alerts import Severity
 from logwatch.drivers.statesafe import RealStateFS
+from logwatch.rules.base import Transition
 from logwatch.rules.loader import RuleSpec
-from logwatch.rules.log import Transition
 
 if TYPE_CHECKING:
     from logwatch.drivers.tail import TailDriver

@@ -26,7 +26,8 @@ from typing import Any, Protocol, TextIO, runtime_checkable
 
 from logwatch.drivers.plugins import TailPlugin
 from logwatch.drivers.runner import check_patterns, tail_driver
-from logwatch.drivers.tail import TailDriver, TailOptions
+from logwatch.drivers.tail import TailDriver
+from logwatch.drivers.tail_options import TailOptions
 from logwatch.errors import LogwatchError
 from logwatch.gpu.link import GpuLink
 from logwatch.gpu.model import GpuSample

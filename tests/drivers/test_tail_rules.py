@@ -14,9 +14,9 @@ import pytest
 from logwatch.drivers.plugins import Plugin
 from logwatch.drivers.replay import replay
 from logwatch.drivers.runner import tail_driver
-from logwatch.drivers.tail import TailOptions
+from logwatch.drivers.tail_options import TailOptions
+from logwatch.rules.base import Transition
 from logwatch.rules.loader import builtin_rules_dir, load_rules
-from logwatch.rules.log import Transition
 from logwatch.sinks.base import ListSink
 from logwatch.testing import recording_spec, running
 from tests.conftest import SAMPLES, sample_logs

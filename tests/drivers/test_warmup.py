@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from logwatch.drivers.tail import StartMode
+from logwatch.drivers.tail_options import StartMode
 from logwatch.drivers.warmup import SCRATCH_SOURCE, WARM_UP_LINES, warm_up
 from logwatch.engine import Engine
 from logwatch.parse import shape_of

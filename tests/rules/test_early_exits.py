@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stateful_reference import ranked, spike, streak
 
-from logwatch.rules.anomaly import SpikeRule
-from logwatch.rules.log import StreakRule, Transition
+from logwatch.rules.base import Transition
+from logwatch.rules.log import StreakRule
+from logwatch.rules.spike import SpikeRule
 
 # Mostly a flat loss (the exit's case), with noise, spikes, NaN and gaps now and then.
 VALUES = st.lists(

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stateful_reference import drop, nonfinite, ranked
 
-from logwatch.rules.anomaly import PAUSE_PATTERN, DropRule
-from logwatch.rules.log import NonFiniteRule, Transition
+from logwatch.rules.base import Transition
+from logwatch.rules.drop import PAUSE_PATTERN, DropRule
+from logwatch.rules.nonfinite import NonFiniteRule
 
 
 def _cuts(height: int, cuts: list[int], singles: bool) -> list[tuple[int, int]]:

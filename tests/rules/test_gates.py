@@ -13,18 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logwatch.parse import parse_lines
+from logwatch.rules.base import Gated, matching_rows, replace_state
 from logwatch.rules.classify import _CONTINUATION_PREFIX, HEAD_CHARS, TAIL_CHARS, ClassifyRule
 from logwatch.rules.gates import _FOLDS, gate_for, gate_pairs
 from logwatch.rules.loader import builtin_rules_dir, load_rules
-from logwatch.rules.log import (
-    NONFINITE_GATE,
-    NONFINITE_ROWS,
-    Gated,
-    MatchRule,
-    NonFiniteRule,
-    matching_rows,
-    replace_state,
-)
+from logwatch.rules.log import MatchRule
+from logwatch.rules.nonfinite import NONFINITE_GATE, NONFINITE_ROWS, NonFiniteRule
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = load_rules([builtin_rules_dir()])

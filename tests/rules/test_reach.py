@@ -13,7 +13,7 @@ from logwatch import api
 from logwatch.engine import Engine
 from logwatch.parse import parse_block, shapes_giving
 from logwatch.rules.gates import NEVER, Literal
-from logwatch.rules.log import NONFINITE_GATE
+from logwatch.rules.nonfinite import NONFINITE_GATE
 from logwatch.rules.reach import ANY, _automaton, _shape_automaton, _Unreadable, holds, reached
 from logwatch.shapes import SHAPES
 from tests.test_shapes import MIXED_LINES

@@ -7,8 +7,8 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from logwatch.rules.base import Needs, gate_rows
 from logwatch.rules.gates import NEVER
-from logwatch.rules.log import Needs, gate_rows
 from logwatch.rules.scan import UNION_ALTERNATIVES, GateScan
 
 PLAIN = ["ab", "(?i)ab|cd", "AB", "b|c", r"a\|b", "^ab", "cd$", "|".join("ABCD")]

@@ -1,0 +1,172 @@
+"""The `nonfinite` rule: a NaN or Inf in a column (the loss, the grad norm), per rank, with the
+gate that lets a batch without one pass it by."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from logwatch.alerts import FIRING, RESOLVED
+from logwatch.rules.base import Needs, Override, Transition
+
+# Every way a value parses as non-finite (parse.NUMBER and the NaN-in-words patterns): a NaN or
+# Inf in some casing, or a number too large for a float, which needs an exponent of 3 digits or,
+# with a smaller one, over 200 digits before the point (1.8e308 is the largest float). A value
+# ends where the parser's patterns end one (`_END` and `ANY_LOSS`, after `.0` padding), so the
+# `INF` of every `INFO` level does not open the gate.
+_SPELLED_NONFINITE = r"(?i:nan|inf)(?i:inity)?(?:\.0*)?(?:[\s,|\]})';\"*/]|$)"
+NONFINITE_GATE = _SPELLED_NONFINITE + r"|[eE]\+?\d{3}|\d{200}"
+
+
+def _nonfinite_rows() -> pl.Expr:
+    """The lines `NONFINITE_GATE` selects that can hold a non-finite value, and a few more, at a
+    third of its cost: its exponent and digit-run branches find no literal to search for, so its
+    regex steps through every line. Here the spelled branch is the regex; an exponent a float
+    overflows on needs an `e` then a digit or `+` (a literal set); and a run of 200 digits lies
+    in a piece of 200 bytes or more between spaces (only long lines are split)."""
+    text = pl.col("text")
+    spelled = text.str.contains(_SPELLED_NONFINITE)
+    exponent = text.str.contains_any([e + c for e in "eE" for c in "+0123456789"])
+    pieces = pl.when(text.str.len_bytes() >= 200).then(text).str.split(" ")
+    long_piece = pieces.list.eval(pl.element().str.len_bytes()).list.max() >= 200
+    return spelled | exponent | long_piece.fill_null(False)
+
+
+NONFINITE_ROWS = _nonfinite_rows()
+
+
+@dataclass(frozen=True, slots=True)
+class NonFiniteRule:
+    """Fires at the first row whose `column` is NaN or +-Inf; resolves at the next finite one.
+
+    Lines of several ranks in one log (`[rank3]:` prefixes) are followed per rank: the alert
+    fires when the first rank goes non-finite and resolves when no rank is non-finite any more,
+    so ranks reporting in turn do not make it flap.
+
+    `masked_by`: a value of exactly 0 on a line where that column is non-finite counts as
+    non-finite too (a trainer that leaves NaN losses out of its average prints `'loss': 0.0`
+    beside `'grad_norm': nan`); such a line fires with `masked_summary` and never resolves."""
+
+    column: str
+    masked_by: str | None = None
+    masked_summary: str | None = None
+
+    @property
+    def needs(self) -> Needs:
+        """The column and the rank; only a line spelling a non-finite value can make it bad."""
+        masked = {self.masked_by} if self.masked_by else set()
+        return Needs(
+            frozenset({self.column, "rank", *masked}),
+            NONFINITE_GATE,
+            NONFINITE_ROWS,
+            valued=frozenset({self.column}),  # a line without a value is passed over
+        )
+
+    def quiet(self, state: dict[str, Any]) -> bool:
+        """No rank is non-finite."""
+        return not any(state["bad"].values())
+
+    def initial_state(self) -> dict[str, Any]:
+        return {"bad": {}}
+
+    def evaluate(
+        self, frame: pl.DataFrame, state: dict[str, Any]
+    ) -> tuple[list[Transition], dict[str, Any]]:
+        values = frame.get_column(self.column)
+        # A sum is finite only when every value is (a NaN or an Inf carries through; finite
+        # values that overflow only take the exact path below): no polars call.
+        masks = None if self.masked_by is None else frame.get_column(self.masked_by)
+        if (
+            not any(state["bad"].values())
+            and math.isfinite(values.sum())
+            and (masks is None or math.isfinite(masks.sum()))
+        ):
+            return [], state  # nothing is bad and nothing goes bad: no transition (most batches)
+        if values.null_count() == frame.height:
+            return [], state  # no value: no rank moves
+        known: dict[str, bool] = dict(state["bad"])
+        before = sum(known.values())
+        if frame.get_column("rank").null_count() == frame.height:
+            lines = self._lines(frame, None)
+            on = _unranked_on(lines, known, before)
+        else:
+            lines = self._lines(frame, pl.col("rank").fill_null(-1))
+            on = _ranked_on(lines, known, before)
+        # a transition wherever "some rank is bad" changes, from the state's to the last line's
+        changed = on != pl.Series([before > 0]).append(on.head(-1))
+        rows, fires, found_values, masked = (
+            series.filter(changed)
+            for series in (
+                lines.get_column("_row"),
+                on,
+                lines.get_column("_value"),
+                lines.get_column("_masked"),
+            )
+        )
+        override = Override(summary=self.masked_summary) if self.masked_summary else None
+        found = [
+            Transition(
+                row=row,
+                status=FIRING if fire else RESOLVED,
+                value=value,
+                override=override if fire and hidden else None,
+            )
+            for row, fire, value, hidden in zip(rows, fires, found_values, masked, strict=True)
+        ]
+        return found, {"bad": known}
+
+    def _lines(self, frame: pl.DataFrame, rank: pl.Expr | None) -> pl.DataFrame:
+        """The lines with a value: row, value, whether it is non-finite (and rank), one select
+        (without a filter when every line has a value: fewer expressions to plan)."""
+        values = frame.get_column(self.column)
+        if self.masked_by is None and rank is None and not values.null_count():  # a live line
+            rows = pl.Series(range(frame.height))
+            bad = ~values.is_finite()
+            hidden = pl.Series([False] * frame.height)
+            return pl.DataFrame({"_row": rows, "_value": values, "_bad": bad, "_masked": hidden})
+        value = pl.col(self.column)
+        masked = pl.lit(False)
+        if self.masked_by is not None:
+            masked = ((value == 0) & ~pl.col(self.masked_by).is_finite()).fill_null(False)
+        columns = {
+            "_row": pl.int_range(pl.len()),
+            "_value": value,
+            "_bad": ~value.is_finite() | masked,
+            "_masked": masked,
+        }
+        if rank is not None:
+            columns["_rank"] = rank
+        if values.null_count():
+            columns = {name: expr.filter(value.is_not_null()) for name, expr in columns.items()}
+        return frame.select(**columns)
+
+
+def _unranked_on(lines: pl.DataFrame, known: dict[str, bool], before: int) -> pl.Series:
+    """Whether some rank is bad after each of `lines`, all of no rank ("-1"): the other ranks'
+    count stays, plus this line's badness. Sets that rank's state in `known` (its last line)."""
+    bads = lines.get_column("_bad")
+    others = before - known.get("-1", False)
+    known["-1"] = bool(bads[-1])
+    return bads | (others > 0)
+
+
+def _ranked_on(lines: pl.DataFrame, known: dict[str, bool], before: int) -> pl.Series:
+    """Whether some rank is bad after each of `lines` (with `_rank`): the count of bad ranks,
+    moved by each line that changes its rank's badness. Updates `known` with each rank's last
+    line."""
+    # A rank's previous value: its previous line's, else its state's.
+    bad_ranks = [int(name) for name, bad in known.items() if bad]
+    stated = pl.col("_rank").is_in(bad_ranks) if bad_ranks else pl.lit(False)
+    was_bad = pl.col("_bad").shift(1).over("_rank").fill_null(stated)
+    delta = pl.col("_bad").cast(pl.Int64) - was_bad.cast(pl.Int64)
+    scored = lines.select(
+        (before + delta.cum_sum() > 0).alias("_on"),
+        pl.col("_rank").is_last_distinct().alias("_last"),
+    )
+    last = scored.get_column("_last")
+    ranks = lines.get_column("_rank").filter(last).cast(pl.String)
+    known.update(zip(ranks, lines.get_column("_bad").filter(last), strict=True))
+    return scored.get_column("_on")
