@@ -298,7 +298,9 @@ def ranked(
         ]
         if name not in own and not any(paused):
             continue
-        moved, ranks[name] = step(frame[rows], ranks.get(name, initial))
+        moved, after = step(frame[rows], ranks.get(name, initial))
+        if name in ranks or after != initial:  # no history starts with nothing in it
+            ranks[name] = after
         found.extend(replace(t, row=rows[t.row]) for t in moved)
     bad, out = before, []
     for t in sorted(found, key=lambda t: t.row):

@@ -76,7 +76,9 @@ def by_rank(
         }
     found: list[Transition] = []
     for name, group in groups.items():
-        moved, ranks[name] = step(group, ranks.get(name, initial))
+        moved, after = step(group, ranks.get(name, initial))
+        if name in ranks or after != initial:  # a rank whose lines moved nothing keeps none
+            ranks[name] = after
         rows = group.get_column("_row")
         found.extend(replace(t, row=int(rows[t.row])) for t in moved)
     return _merged(found, before), {"ranks": ranks}

@@ -7,7 +7,7 @@ import itertools
 from typing import Any
 
 import polars as pl
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from stateful_reference import ranked, spike, streak
 
@@ -57,6 +57,9 @@ def _spike_reference(
     st.sampled_from([(0.0, 3), (100.0, 3), (10.0, 1), (1.05, 5)]),
     st.lists(st.sampled_from([None, 0, 1, 7]), max_size=300),
 )
+# a Hypothesis find: a NaN alone moves no history, so the fast path keeps no state for its rank
+@example([float("nan")], [], 5, True, (0.0, 3), [])
+@example([float("nan")], [], 5, True, (0.0, 3), [7])
 def test_spike_early_exit_matches_the_full_logic(
     values: list[float | None],
     cuts: list[int],
