@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 import logwatch
 import logwatch.engine as engine_module
-from logwatch.engine import Engine, _LiveChecks, _opened
+from logwatch.engine import Engine
+from logwatch.engine.batch import _LiveChecks, _opened
 from logwatch.parse import parse_lines
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import StreakRule
