@@ -3,7 +3,7 @@
 `corpus(seed, lines)` mixes, in random order: real lines from tests/data/dialects.toml,
 failures.toml and stateful.toml; runs of lines cut from the sample logs; DFlash step, snapshot
 (8 GPUs, some keys or whole GPUs missing, NVML-off stretches, idle and hot episodes) and `[hsq]`
-lines with random values; every NaN / Inf spelling logwatch/parse.py knows; `\\r` redraws, CRLF,
+lines with random values; every NaN / Inf spelling logwatch/parse/ knows; `\\r` redraws, CRLF,
 ANSI colours, rank prefixes, yearless timestamps, rsyslog `#015` escapes, binary garbage, run
 restarts and stalls. Same seed, same inputs: same bytes. The corpora the goldens were made from
 are stored beside them (tests/data/golden/corpus/), so an edit to the inputs never moves a golden.
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 
-# Every non-finite spelling the parser reads as a number (NUMBER, _PADDING in parse.py).
+# Every non-finite spelling the parser reads as a number (NUMBER, PADDING in parse/dialects/generic.py).
 NONFINITE = [
     "nan", "NaN", "NAN", "-nan", "+nan", "inf", "-inf", "+inf", "Inf", "-Inf", "INF",
     "Infinity", "-Infinity", "infinity", "nan.0", "inf.0", "-inf.", "NaN.000",

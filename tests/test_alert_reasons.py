@@ -12,7 +12,7 @@ import logwatch
 from logwatch.alerts import RESOLVED, AlertEvent, EndReason, event_from_json
 from logwatch.cli import cli
 from logwatch.config import AlertsConfig
-from logwatch.lifecycle import Lifecycle
+from logwatch.engine.lifecycle import Lifecycle
 from logwatch.sinks.render import timeline_line
 from logwatch.sinks.slack.notifier import Notifier
 from logwatch.testing import FakeClock

@@ -8,7 +8,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-import logwatch.engine
+import logwatch.engine.gpu_rows
 from logwatch.alerts import FIRING, Severity
 from logwatch.engine import Engine
 from logwatch.parse import parse_lines
@@ -71,13 +71,13 @@ def batch(lines: list[str], first_line: int = 1) -> pl.DataFrame:
 def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the engine's calls of log_gpu_rows (one entry per call: the batch height)."""
     calls: list[int] = []
-    real = logwatch.engine.log_gpu_rows
+    real = logwatch.engine.gpu_rows.log_gpu_rows
 
     def counting(frame: pl.DataFrame, metrics: frozenset[str] | None = None) -> LogGpuRows:
         calls.append(frame.height)
         return real(frame, metrics)
 
-    monkeypatch.setattr(logwatch.engine, "log_gpu_rows", counting)
+    monkeypatch.setattr(logwatch.engine.gpu_rows, "log_gpu_rows", counting)
     return calls
 
 

@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 
 import logwatch
 import logwatch.engine as engine_module
-from logwatch.engine import Engine, _LiveChecks, _opened
+import logwatch.engine.evaluate as evaluate_module
+from logwatch.engine import Engine
+from logwatch.engine.batch import _LiveChecks, _opened
 from logwatch.parse import parse_lines
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import StreakRule
@@ -77,7 +79,7 @@ def test_live_batches_give_the_general_paths_events_and_states(seed: int, sizes:
     fast = _run(lines, sizes, RULES)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine_module.Engine, "_live_checks", _general_checks)
-        patch.setattr(engine_module, "_step_filled", lambda frame: False)
+        patch.setattr(evaluate_module, "_step_filled", lambda frame: False)
         general = _run(lines, sizes, RULES)
     assert fast == general
 
@@ -98,7 +100,7 @@ def test_the_live_checks_are_taken_and_streaks_still_fire(monkeypatch: pytest.Mo
     monkeypatch.setattr(engine_module.Engine, "_live_checks", spy)
     events, states, _ = _run(lines, [1], RULES)
     monkeypatch.setattr(engine_module.Engine, "_live_checks", _general_checks)
-    monkeypatch.setattr(engine_module, "_step_filled", lambda frame: False)
+    monkeypatch.setattr(evaluate_module, "_step_filled", lambda frame: False)
     assert (events, states) == _run(lines, [1], RULES)[:2]
     assert sum(calm) > len(lines)  # three streak rules, calm on most lines
     streaks = {spec.id for spec in RULES if isinstance(spec.rule, StreakRule)}
@@ -120,7 +122,7 @@ def test_a_streak_that_fails_on_a_batch_fails_as_on_the_general_path(tmp_path: P
     fast = _run(lines, [1], rules)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine_module.Engine, "_live_checks", _general_checks)
-        patch.setattr(engine_module, "_step_filled", lambda frame: False)
+        patch.setattr(evaluate_module, "_step_filled", lambda frame: False)
         general = _run(lines, [1], rules)
     assert fast == general
     assert fast[2] == ["digits t"]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from logwatch.alerts import FIRING, RESOLVED, AlertEvent, Severity
-from logwatch.lifecycle import Lifecycle
+from logwatch.engine.lifecycle import Lifecycle
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import StallRule
 

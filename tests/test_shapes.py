@@ -17,8 +17,8 @@ from logwatch.parse import (
     parse_lines,
     shape_of,
 )
-from logwatch.shapes import PLAIN_PAIRS_SHAPES, SHAPES, Shape, cut_tokens, line_shape
-from logwatch.timestamps import ParsedBlock
+from logwatch.parse.shapes import PLAIN_PAIRS_SHAPES, SHAPES, Shape, cut_tokens, line_shape
+from logwatch.parse.timestamps import ParsedBlock
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -25,6 +25,7 @@ from logwatch.engine import (
 )
 from logwatch.errors import InputError
 from logwatch.parse import SCHEMA, parse_block
+from logwatch.parse.timestamps import ParsedBlock, YearCarry
 from logwatch.rules.loader import RuleSpec
 from logwatch.sources.framing import (
     DEFAULT_BLOCK_BYTES,
@@ -33,7 +34,6 @@ from logwatch.sources.framing import (
     read_blocks,
 )
 from logwatch.sources.streams import check_readable, close_stream, open_log
-from logwatch.timestamps import ParsedBlock, YearCarry
 
 T = TypeVar("T")
 U = TypeVar("U")

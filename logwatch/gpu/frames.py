@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from logwatch.gpu.template import template_rows
-from logwatch.parse import NUMBER
+from logwatch.parse.telemetry import PAIRS_COLUMN, telemetry_pairs
+from logwatch.parse.telemetry import gpu_key_count as gpu_key_count  # its callers read it here
 
 if TYPE_CHECKING:  # replay builds frames from logs, not samples: it need not load the records
     from logwatch.gpu.model import GpuSample
@@ -142,29 +143,6 @@ def _as_gpu_frame(
     if ordered and row_column:
         return framed
     return framed.sort([row_column, "gpu"] if row_column else ["ts", "gpu"], maintain_order=True)
-
-
-# The parser's telemetry grammar (`logwatch.parse._telemetry`): `a/b/c=<number>` pairs, of which
-# the `gpu/<i>/<metric>` ones are GPU keys.
-TELEMETRY_PAIR = r"(?:[\w.-]+/)+[\w.-]+=" + NUMBER
-
-
-PAIRS_COLUMN = "telemetry_pairs"
-"""A column of `telemetry_pairs()` a caller may have put in a log frame, so that the pairs are
-extracted once for `gpu_key_count` and `telemetry_rows`."""
-
-
-def telemetry_pairs() -> pl.Expr:
-    """Each line's telemetry pairs (`key=value` strings) over `text`, as the parser reads them."""
-    return pl.col("text").str.extract_all(TELEMETRY_PAIR)
-
-
-def gpu_key_count(pairs: pl.Expr | None = None) -> pl.Expr:
-    """How many of a line's telemetry keys start with `gpu/` (over `text`, or over `pairs` from
-    `telemetry_pairs()`): the `gpu_keys` column, without the parsed `telemetry` column."""
-    starts = pl.element().str.starts_with("gpu/").cast(pl.UInt32)
-    found = telemetry_pairs() if pairs is None else pairs
-    return found.list.eval(starts).list.sum().cast(pl.UInt32)
 
 
 METRIC = pl.Enum(list(_LOG_METRICS))
@@ -303,8 +281,8 @@ def _plain(
 PLAIN_PAIRS_LINE = r"^[^/]*(?: [a-z0-9_]+(?:/[a-z0-9_]+)+=-?[0-9]+(?:\.[0-9]+)?)*$"
 """A line whose only `/` are in plain ` key=value` pairs at its end (lowercase keys, decimal
 values: the `dflash-snapshot` shape's pairs). On such a line the parser's pairs
-(`TELEMETRY_PAIR`, leftmost first) are exactly those pairs: a pair needs a `/`, none is
-before them, and none can span their blanks. So its blanks cut exactly those pairs."""
+(`parse.telemetry.TELEMETRY_PAIR`, leftmost first) are exactly those pairs: a pair needs a `/`,
+none is before them, and none can span their blanks. So its blanks cut exactly those pairs."""
 
 
 def _plain_rows(lines: pl.DataFrame, kept: frozenset[str] | None) -> pl.DataFrame | None:

@@ -16,8 +16,8 @@ import polars as pl
 
 from logwatch.alerts import AlertEvent, Severity
 from logwatch.engine import render_summary
+from logwatch.engine.lifecycle import Lifecycle
 from logwatch.gpu.frames import GIB, mark_run_gpus
-from logwatch.lifecycle import Lifecycle
 from logwatch.rules.base import Transition
 from logwatch.rules.gpu import GpuRule, HoldRule, is_gpu_rule
 from logwatch.rules.loader import RuleSpec

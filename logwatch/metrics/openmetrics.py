@@ -18,7 +18,7 @@ import polars as pl
 
 from logwatch.alerts import FIRING, AlertEvent
 from logwatch.atomic import write_atomic
-from logwatch.engine import _RUN_ID
+from logwatch.engine.state import _RUN_ID
 from logwatch.errors import InputError
 
 _POINTS = {"source": pl.String, "sec": pl.Int64, "run": pl.String} | {

@@ -1,6 +1,6 @@
 """Which line shapes a gate can match: where a long batch's gate scan can pass over rows.
 
-A parse knows each line's shape (`logwatch.shapes`): a line it cut by a shape matches that
+A parse knows each line's shape (`logwatch.parse.shapes`): a line it cut by a shape matches that
 shape's anchored pattern. Most of a long run's lines have a shape, and most gates look for words
 (`NCCL `, `Traceback`, `out of memory`) that no line of the DFlash step shape can hold: its text
 is digits, separators and a few fixed words. So a gate scan need only read the lines without a
@@ -34,8 +34,8 @@ from re._constants import (  # type: ignore[import-not-found]  # stdlib, no stub
 )
 from typing import Any
 
+from logwatch.parse.shapes import SHAPES
 from logwatch.rules.gates import _FOLDS, NEVER, Literal, required_literals
-from logwatch.shapes import SHAPES
 
 ANY = frozenset(range(len(SHAPES)))
 """Every shape: what a gate reaches when nothing can be said of it."""

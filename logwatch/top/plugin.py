@@ -17,7 +17,7 @@ import polars as pl
 from logwatch.alerts import FIRING, AlertEvent
 from logwatch.drivers.plugins import DriverView, Plugin
 from logwatch.engine import run_id
-from logwatch.lifecycle import moved_source
+from logwatch.engine.lifecycle import moved_source
 
 LOSS_POINTS = 40
 """Losses kept per source for the sparkline."""

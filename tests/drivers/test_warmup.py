@@ -11,7 +11,7 @@ from logwatch.drivers.tail_options import StartMode
 from logwatch.drivers.warmup import SCRATCH_SOURCE, WARM_UP_LINES, warm_up
 from logwatch.engine import Engine
 from logwatch.parse import shape_of
-from logwatch.shapes import SHAPES
+from logwatch.parse.shapes import SHAPES
 from logwatch.testing import running
 from tests.tailkit import Tail
 from tests.test_engine import RULES, exploding_spec, frames

@@ -24,9 +24,9 @@ from logwatch.gpu.frames import (
 from logwatch.gpu.frames import telemetry_to_gpu_frame as wide_gpu_frame
 from logwatch.gpu.template import TEMPLATES_PER_BATCH, template_rows
 from logwatch.parse import parse_lines
+from logwatch.parse.shapes import SHAPES
 from logwatch.rules.gpu import HoldRule, log_gpu_metrics, log_gpu_rows
 from logwatch.rules.loader import builtin_rules_dir, load_pack
-from logwatch.shapes import SHAPES
 
 METRICS = ["util", "mem_gb", "mem_total_gb", "power_w", "power_limit_w", "temp_c"]
 PLAIN_VALUES = ["0", "90", "70.7", "007", "-0", "-3.25", "1.50", "99999999999", "85"]

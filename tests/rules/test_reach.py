@@ -12,10 +12,10 @@ from polars.testing import assert_frame_equal
 from logwatch import api
 from logwatch.engine import Engine
 from logwatch.parse import parse_block, shapes_giving
+from logwatch.parse.shapes import SHAPES
 from logwatch.rules.gates import NEVER, Literal
 from logwatch.rules.nonfinite import NONFINITE_GATE
 from logwatch.rules.reach import ANY, _automaton, _shape_automaton, _Unreadable, holds, reached
-from logwatch.shapes import SHAPES
 from tests.test_shapes import MIXED_LINES
 
 SHAPE = {shape.name: number for number, shape in enumerate(SHAPES)}
@@ -134,7 +134,7 @@ def test_a_pattern_the_automaton_does_not_read_reaches_every_line() -> None:
 
 
 def test_a_rule_moving_on_a_column_the_engine_fills_reads_every_shape() -> None:
-    from logwatch.engine import _gate_reach, _Needs
+    from logwatch.engine.plan import _gate_reach, _Needs
 
     def quiet(state: dict[str, object]) -> bool:
         return True

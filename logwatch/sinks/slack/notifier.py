@@ -26,7 +26,7 @@ from logwatch.clock import Clock
 from logwatch.config import AlertsConfig
 from logwatch.drivers.statesafe import write_failure
 from logwatch.durations import format_duration
-from logwatch.lifecycle import moved_source
+from logwatch.engine.lifecycle import moved_source
 from logwatch.redact import stderr_line
 from logwatch.sinks.slack import messages
 from logwatch.sinks.slack.silences import SilenceStore

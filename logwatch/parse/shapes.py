@@ -1,6 +1,6 @@
 """Line shapes: the few line forms that make up most of a log, cut by one anchored pattern.
 
-The general parser (`logwatch.parse`) finds every metric by key, anywhere in a line, with one
+The general parser (`parse.general`) finds every metric by key, anywhere in a line, with one
 regex pass per key. Most lines of a long run are a handful of fixed forms, though: the DFlash
 step line, its queue report and its telemetry snapshot, the Hugging Face Trainer's dict. A
 shape recognises one such form by a literal (a fast substring search) and an anchored pattern
@@ -10,7 +10,7 @@ position: between the fixed separators around them, one substring search each.
 A shape is exact by construction and by test: its pattern only accepts lines on which the
 general path's extractors give what the shape gives (each field is a plain number between
 fixed separators; no other key the general path reads can appear), and the values are cast the
-way the general path casts them. `tests/parse/test_shapes.py` proves it with generated lines.
+way the general path casts them. `tests/test_shapes.py` proves it with generated lines.
 Every line a shape does not accept takes the general path.
 """
 
@@ -24,7 +24,7 @@ import polars as pl
 
 # ASCII digits throughout: a Unicode `\d` makes the regex engine's DFA several times slower
 # (a line with other digits takes the general path, which reads them as it always did).
-# Python logging's default prefix, the form the dense timestamp reads (`parse._LOGGING_TS_FORMAT`).
+# Python logging's default prefix, the form the dense timestamp reads (`framing._LOGGING_TS_FORMAT`).
 _TS = r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3} (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
 # A value as a shape accepts it: a plain decimal, or a non-finite spelling polars reads.
 _NUM = r"-?(?:[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|nan|inf)"
@@ -54,7 +54,7 @@ def _integer(field: pl.Expr) -> pl.Expr:
 
 
 def _bucket_list(field: pl.Expr) -> pl.Expr:
-    """A `q_hsb=[...]` body as the general path reads it (`parse._q_hsb`). The shapes admit
+    """A `q_hsb=[...]` body as the general path reads it (`extract._q_hsb`). The shapes admit
     only digits and commas there, so there are no blanks to strip: a cast of the list does."""
     return field.str.split(",").cast(pl.List(pl.Int64), strict=False)
 
@@ -249,7 +249,7 @@ def cut_tokens(shape: Shape, text: pl.Series, names: Sequence[str]) -> pl.DataFr
 
 def line_shape() -> pl.Expr:
     """Each line's shape (its index in `SHAPES`): the first whose literal the line holds and
-    whose pattern fits it, null if none. `parse.shape_of` as one expression, for live batches:
+    whose pattern fits it, null if none. `shaped.shape_of` as one expression, for live batches:
     it runs every shape's pattern on every line, which costs nothing on a few lines and saves
     the queries that pick the candidates' rows first."""
     text = pl.col("text")

@@ -8,9 +8,12 @@ the driver (`YearCarry`), so any split of a file gives the same timestamps.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
+
+from logwatch.parse.sparse import _fill, _sparse
 
 _TS_HEAD_CHARS = 96
 _MONTHS = {
@@ -127,3 +130,47 @@ class YearCarry:
         if block.last_year is not None:
             self.year = block.last_year
         return frame
+
+
+def _timestamps(
+    frame: pl.DataFrame, year: int, segments: Sequence[tuple[int, int]] | None = None
+) -> tuple[pl.DataFrame, int, int | None, tuple[int | None, ...]]:
+    """`ts` from every form (logging's default was read densely), the rows before the block's
+    first full date, the year of its last one, and each segment's last one."""
+    ts = frame.get_column("ts")
+    if not ts.has_nulls():  # every line in logging's default form (most blocks, live ones too)
+        last = None if ts.is_empty() else int(ts[-1].year)
+        ends = _segment_ends(segments)
+        return frame, 0, last, tuple(ts.dt.year().gather(ends).to_list()) if ends else ()
+    nulls = ts.is_null()
+    dated = _fill(frame, "ts", _sparse(frame, nulls, dated_timestamp(), "ts"))
+    years = dated.dt.year()
+    found = years.drop_nulls()
+    head_rows = int(years.is_not_null().arg_max() or 0) if found.len() else frame.height
+    last_year = int(found[-1]) if found.len() else None
+    segment_years: tuple[int | None, ...] = ()
+    if segments is None:
+        carried = years.forward_fill().fill_null(year)
+    else:  # carried within each file only, from its own default year
+        sizes, defaults = [n for n, _ in segments], [d for _, d in segments]
+        spans = pl.DataFrame({"_s": range(len(segments)), "_n": sizes, "_d": defaults})
+        own = (
+            spans.select(pl.col("_s", "_d").repeat_by("_n").explode())
+            .with_columns(pl.lit(years).alias("_y"))
+            .select(pl.col("_y").forward_fill().over("_s"), "_d")
+        )
+        carried = own.select(pl.col("_y").fill_null(pl.col("_d"))).to_series()
+        segment_years = tuple(own.get_column("_y").gather(_segment_ends(segments)).to_list())
+    frame = frame.with_columns(dated, carried.alias("_year"))
+    rows = dated.is_null()
+    yearless = _sparse(frame, rows, yearless_timestamp(), "ts", columns=("text", "_year"))
+    return frame.with_columns(_fill(frame, "ts", yearless)), head_rows, last_year, segment_years
+
+
+def _segment_ends(segments: Sequence[tuple[int, int]] | None) -> list[int]:
+    """The row of each segment's last line."""
+    ends, row = [], -1
+    for size, _ in segments or ():  # one step per file, not per line
+        row += size
+        ends.append(row)
+    return ends

@@ -1,0 +1,174 @@
+"""One batch's plan: what `Engine.prepare` computes ahead, where a batch is cut at run starts,
+the step filled in from the lines before, and the rows an event reads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import polars as pl
+
+from logwatch.parse import ALWAYS, SCHEMA, complete
+from logwatch.rules.gpu import LogGpuRows
+from logwatch.rules.loader import RuleSpec
+from logwatch.rules.log import (
+    Override,
+)
+
+
+def kept_last(kept: pl.DataFrame | None, frame: pl.DataFrame, count: int) -> pl.DataFrame:
+    """The last `count` non-blank lines of what was kept and the batch `frame` after it (the
+    rows of `frame`'s end are looked at, more only while too few of them are non-blank): what
+    a driver keeps of a source for `Engine.finish`, the same for any split into batches."""
+    size = count
+    while True:
+        found = frame.tail(size).filter(pl.col("text").str.strip_chars() != "")
+        if found.height >= count or size >= frame.height:
+            break
+        size *= 4
+    found = found.select(list(SCHEMA))
+    if kept is None or found.height >= count:
+        return found.tail(count)
+    return pl.concat([kept, found], how="vertical_relaxed").tail(count)
+
+
+def _last_of(kept: pl.DataFrame | None, count: int, columns: frozenset[str]) -> pl.DataFrame:
+    """The last `count` kept lines with `columns` computed from their text (none when 0)."""
+    if kept is None or not count:
+        return pl.DataFrame(schema=SCHEMA)
+    return complete(kept.tail(count), columns - ALWAYS)
+
+
+_SMALL_BATCH = 64
+"""Batches up to this many lines check each gate by its regex (`Engine._small_gate_checks`)."""
+_GATED_ROWS = 64
+"""Rows a quiet gated rule first reads from a gate line (then 4 times as many, ... while it
+is not quiet); a batch whose gate lines are more than one in this many is read whole."""
+
+
+def _step_before(frame: pl.DataFrame, row: int, prior: int | None) -> int | None:
+    """The step in force at the line before `row`: the last one the batch's lines before it
+    say, else `prior` (the source's step before the batch)."""
+    said = last_step_of(frame.head(row)) if row else None
+    return prior if said is None else said
+
+
+class _EventRows:
+    """The rows a batch's events read, with the columns their summaries show (`columns`, not yet
+    computed) added: for a few events on a long batch, on their own rows only."""
+
+    def __init__(
+        self, frame: pl.DataFrame, columns: set[str], prior: int | None, rows: list[int]
+    ) -> None:
+        self._frame, self._columns, self._prior = frame, columns, prior
+        self._picked: dict[int, dict[str, Any]] = {}
+        if columns and len(rows) * _GATED_ROWS > frame.height:  # many: the whole batch
+            self._frame = complete(frame, columns)
+            if "step" in columns:
+                self._frame = _filled_step(self._frame, prior)
+            self._columns = set()
+
+    def row(self, index: int) -> dict[str, Any]:
+        """Row `index` of the batch, as a dict."""
+        if not self._columns:
+            return self._frame.row(index, named=True)
+        if index not in self._picked:
+            one = complete(self._frame.slice(index, 1), self._columns)
+            if "step" in self._columns and one.item(0, "step") is None:
+                one = _filled_step(one, _step_before(self._frame, index, self._prior))
+            self._picked[index] = one.row(0, named=True)
+        return self._picked[index]
+
+
+def _filled_step(frame: pl.DataFrame, prior: int | None) -> pl.DataFrame:
+    """The batch with its step forward-filled, from `prior` (the source's last step) first."""
+    step = pl.col("step").forward_fill().fill_null(pl.lit(prior, dtype=pl.Int64))
+    return frame.with_columns(step)
+
+
+_TAIL_ROWS = 64
+
+
+def last_step_of(frame: pl.DataFrame) -> int | None:
+    """The last step a batch's lines say, parsing the step only of its last lines (64, then
+    twice as many, ... until one says a step): exact, as a line's step is its own."""
+    rows = _TAIL_ROWS
+    while True:
+        tail = frame.tail(rows)
+        steps = complete(tail, {"step"}).get_column("step").drop_nulls()
+        if steps.len() or rows >= frame.height:
+            return int(steps[-1]) if steps.len() else None
+        rows *= 4
+
+
+def _with(frame: pl.DataFrame, columns: frozenset[str], done: frozenset[str]) -> pl.DataFrame:
+    missing = columns - done
+    return complete(frame, missing) if missing else frame
+
+
+def _overridden(spec: RuleSpec, override: Override) -> RuleSpec:
+    """The spec as one kind of line states it: its case's summary, fix and severity."""
+    return replace(
+        spec,
+        summary=spec.summary if override.summary is None else override.summary,
+        fix=spec.fix if override.fix is None else override.fix,
+        severity=spec.severity if override.severity is None else override.severity,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """`Engine.prepare`'s work on one parsed frame: the lines each gate selects, maybe its last
+    step, its GPU rows (`telemetry_rows`), or the error reading them raised."""
+
+    frame: pl.DataFrame
+    hits: Mapping[str, pl.Series]  # gate -> the rows of the lines it selects
+    gpu_rows: LogGpuRows | None
+    error: Exception | None
+    stepped: bool = False  # `last_step` is the last step the frame's lines say
+    last_step: int | None = None
+    ahead: pl.DataFrame | None = None  # the rules' `Needs.ahead` columns, one row per line
+
+
+@dataclass(frozen=True, slots=True)
+class _LiveChecks:
+    """What `Engine._live_checks` found on a batch: whether each gate opens, the streak rules
+    (by order) that cannot move on it, and whether it lacks GPU snapshot keys (None: not
+    checked)."""
+
+    opened: dict[str, bool]
+    calm: frozenset[int] = frozenset()
+    gpu_empty: bool | None = None
+    ahead: pl.DataFrame | None = None  # the rules' `Needs.ahead` columns (as `prepare` gives)
+
+
+def _step_filled(frame: pl.DataFrame) -> bool:
+    """Whether a small batch's step needs no filling: every line says one (a live DFlash step
+    line), so `_filled_step` would give the same frame."""
+    step = frame.get_column("step")
+    return frame.height <= _SMALL_BATCH and step.dtype == pl.Int64 and not step.null_count()
+
+
+def _opened(frame: pl.DataFrame, checks: Mapping[str, pl.Expr]) -> dict[str, bool]:
+    """Whether some line of `frame` matches each gate (gate -> its check): one select."""
+    if not checks:
+        return {}
+    found = frame.select(checks.values()).row(0)
+    return {gate: bool(hit) for gate, hit in zip(checks, found, strict=True)}
+
+
+def _split_runs(frame: pl.DataFrame, *, has_history: bool) -> list[tuple[pl.DataFrame, int | None]]:
+    """Cut a batch where a new run starts; each cut after the source's first line restarts state."""
+    run_start = frame.get_column("run_start")
+    if not run_start.any():  # a native check; `arg_true` is a query
+        return [(frame, None)]
+    starts = run_start.arg_true().to_list()
+    bounds = sorted({0, *starts})
+    pieces = []
+    for i, begin in enumerate(bounds):
+        end = bounds[i + 1] if i + 1 < len(bounds) else frame.height
+        piece = frame.slice(begin, end - begin)
+        is_restart = begin in starts and (begin > 0 or has_history)
+        pieces.append((piece, int(piece.get_column("line")[0]) if is_restart else None))
+    return pieces

@@ -1,0 +1,391 @@
+"""Rule evaluation: each rule's step on a batch of one source's lines (quiet gated rules only
+where their gate opens), transitions into alert events in line order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from functools import partial
+from typing import Any, cast
+
+import polars as pl
+
+from logwatch.alerts import FIRING, AlertEvent
+from logwatch.engine.batch import (
+    _GATED_ROWS,
+    _SMALL_BATCH,
+    Prepared,
+    _EventRows,
+    _filled_step,
+    _LiveChecks,
+    _opened,
+    _overridden,
+    _split_runs,
+    _step_before,
+    _step_filled,
+    _with,
+    last_step_of,
+)
+from logwatch.engine.gpu_rows import _gpu_keys_present, _LazyGpuFrame, _log_step
+from logwatch.engine.plan import _Planned
+from logwatch.engine.state import (
+    STATS_COLUMNS,
+    DataWarning,
+    SourceState,
+    Step,
+    masked,
+    run_id,
+)
+from logwatch.gpu.frames import DroppedPair, read_telemetry_rows
+from logwatch.parse import ALWAYS, SCHEMA, complete
+from logwatch.parse.shapes import PLAIN_PAIRS_SHAPES
+from logwatch.redact import redact
+from logwatch.rules.gpu import LogGpuRows
+from logwatch.rules.loader import RuleSpec
+from logwatch.rules.log import (
+    StreakRule,
+    Transition,
+)
+from logwatch.rules.scan import ShapeRows
+
+
+class _Evaluator(_Planned):
+    """Rule evaluation over parsed batches of any number of sources (`Engine`)."""
+
+    def state_of(self, source: str) -> SourceState:
+        """The state of one source, created on first use."""
+        return self.sources.setdefault(source, SourceState())
+
+    def prepare(
+        self,
+        frame: pl.DataFrame,
+        computed: Iterable[str] | None = None,
+        *,
+        shapes: pl.Series | None = None,
+    ) -> Prepared | None:
+        """What `process` can use of a parsed batch that no engine state changes, computed
+        ahead (replay does it on its parse threads): the lines each rule gate selects, the last
+        step its lines say (when `computed`, the columns its parse computed, lacks the step),
+        the rules' `Needs.ahead` columns, and the GPU rows of its snapshot lines (with each GPU
+        hold rule's scored rows), or the error reading them raised (raised again, as the GPU
+        rules' error, when they read them). `shapes`: each line's shape, where the parse
+        knows it (`ParsedBlock.shapes`): gates and `ahead` columns are read only on the lines
+        where they can match, and the GPU rows of plain-pairs lines are cut by position
+        (`gpu.frames.telemetry_rows`)."""
+        if frame.is_empty():
+            return None
+        plain_pairs = None if shapes is None else shapes.is_in(PLAIN_PAIRS_SHAPES).fill_null(False)
+        lines = ShapeRows(frame, shapes)
+        hits = self._gate_scan.hits(frame, lines=lines)
+        stepped = computed is not None and "step" not in computed
+        last_step = last_step_of(frame) if stepped else None
+        ahead = None
+        if self._ahead:
+            ahead = lines.columns(list(zip(self._ahead, self._ahead_reach, strict=True)))
+        ready = partial(Prepared, frame, hits, stepped=stepped, last_step=last_step, ahead=ahead)
+        if not self._log_gpu or _LazyGpuFrame(frame).empty():
+            return ready(None, None)
+        try:
+            found = read_telemetry_rows(frame, self._gpu_metrics, plain_pairs=plain_pairs)
+            rows = LogGpuRows(found.rows, self._gpu_metrics, found.dropped)
+        except Exception as exc:  # the rules that read these rows report it, in order
+            return ready(None, exc)
+        for rule in self._log_holds:
+            try:
+                rows.scored(rule)
+            except Exception:  # not kept: the rule's own step raises it again, as its error
+                continue
+        return ready(rows, None)
+
+    def process(
+        self,
+        frame: pl.DataFrame,
+        computed: Iterable[str] | None = None,
+        prepared: Prepared | None = None,
+    ) -> list[AlertEvent]:
+        """Evaluate every rule on a batch of one source's lines (in file order); `computed`:
+        the columns its parse computed (None: all), the others are computed when a rule needs
+        them; `prepared`: what `prepare` gave for this very frame."""
+        if frame.is_empty():
+            return []
+        if prepared is not None and prepared.frame is not frame:
+            prepared = None  # computed for another frame
+        done = frozenset(SCHEMA) if computed is None else frozenset(computed) | ALWAYS
+        if self._stats:
+            frame = _with(frame, STATS_COLUMNS, done)
+            done |= STATS_COLUMNS
+        source = frame.get_column("source")[0]
+        state = self.state_of(source)
+        if self._stats:
+            state.stats.update(frame)
+        else:
+            state.stats.count(frame)
+        events: list[AlertEvent] = []
+        segments = _split_runs(frame, has_history=state.stats.lines > frame.height)
+        if len(segments) > 1:
+            prepared = None  # computed for the whole batch's rows
+        for segment, restarted_at in segments:
+            if restarted_at is not None:
+                events.extend(self._restart(source, state, segment, restarted_at))
+            if segment.item(0, "run_start"):
+                state.run_id = masked(run_id(segment.item(0, "text")))
+            events.extend(self._evaluate(source, state, segment, done, prepared))
+        return events
+
+    def _restart(
+        self, source: str, state: SourceState, segment: pl.DataFrame, line: int
+    ) -> list[AlertEvent]:
+        """A new run began in the same source: close what the old run left firing, reset state."""
+        first = segment.row(0, named=True)
+        return self.restart(
+            source, line=line, ts=first["ts"], why=f"the run restarted at line {line}"
+        )
+
+    def restart(self, source: str, *, line: int, ts: datetime | None, why: str) -> list[AlertEvent]:
+        """A source starts over (a new run, a truncated file): end what fires (reason
+        `restarted`), reset its rules; its stats go on."""
+        state = self.state_of(source)
+        ended = state.alerts.end_all(line=line, ts=ts, why=why)
+        state.rule_states.clear()
+        state.last_step = None
+        return ended
+
+    def _evaluate(
+        self,
+        source: str,
+        state: SourceState,
+        frame: pl.DataFrame,
+        done: frozenset[str],
+        prepared: Prepared | None = None,
+    ) -> list[AlertEvent]:
+        # Rules and events see the step forward-filled from the lines before. When no loaded
+        # rule reads it, the step is parsed only for the batch's last lines (the one carried)
+        # and, for a batch with events, in full.
+        prior = state.last_step
+        if "step" in done:
+            if not _step_filled(frame):
+                frame = _filled_step(frame, prior)
+            last_step = frame.get_column("step")[-1]
+        elif prepared is not None and prepared.stepped:
+            last_step = prepared.last_step
+        else:
+            last_step = last_step_of(frame)
+        if last_step is not None:
+            state.last_step = last_step
+        # Transitions are collected first and turned into events in line order, so the firing
+        # order the lifecycle keeps (what a restart ends, in that order) is the same for any cut.
+        found: list[tuple[int, int, RuleSpec, Transition]] = []
+        # The quiet gated rules; their gates (gate -> whether a line of the batch matches it)
+        # are checked together, in one pass over the text.
+        quiet = {
+            order
+            for order, spec in enumerate(self.rules)
+            if (needs := self._needs[order]).gate is not None
+            and needs.quiet is not None
+            and needs.quiet(self._rule_state(spec, state))
+        }
+        hits = dict(prepared.hits) if prepared is not None else {}
+        opened = {gate: not lines.is_empty() for gate, lines in hits.items()}
+        gates = {cast(str, self._needs[order].gate) for order in quiet} - opened.keys()
+        live = _LiveChecks({})
+        if frame.height <= _SMALL_BATCH:
+            checks = {gate: self._small_gate_checks[gate] for gate in sorted(gates)}
+            live = self._live_checks(frame, source, state, done, checks)
+            opened |= live.opened
+        elif gates:
+            scanned = self._gate_scan.hits(frame, gates)
+            opened |= {gate: not lines.is_empty() for gate, lines in scanned.items()}
+        warn = partial(self._warn_dropped, source, frame)
+        gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics, live.gpu_empty, warn)
+        for order, spec in enumerate(self.rules):
+            needs = self._needs[order]
+            if order in quiet and not opened[cast(str, needs.gate)]:
+                continue  # the rule cannot move on this batch (exact): nothing to compute
+            if order in live.calm:
+                # no streak carried in and none starts here: what its step returns (exact)
+                state.rule_states[spec.id] = self._rule_state(spec, state)
+                continue
+            missing = needs.columns - done
+            if missing and order in quiet and self._gpu[order] is None:
+                lines = hits.get(cast(str, needs.gate))
+                gated = self._gated(order, source, state, frame, missing, prior, lines)
+                if gated is not None:
+                    found.extend((line, order, spec, t) for line, t in gated)
+                    continue
+            if missing:
+                frame = complete(frame, missing)
+                if "step" in missing:
+                    frame = _filled_step(frame, prior)
+                done |= missing
+                gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics, said=warn)
+            seen = frame  # with the columns computed ahead for this rule
+            ahead = prepared.ahead if prepared is not None else live.ahead
+            if needs.ahead and ahead is not None:
+                given = [name for name in needs.ahead if name in ahead.columns]
+                seen = frame.hstack(ahead.select(given).get_columns())
+            step = _log_step(spec, self._gpu[order], seen, gpu_frame)
+            for transition in self._guarded(spec, source, state, step):
+                line = transition.fields.get("line", frame.item(transition.row, "line"))
+                found.append((line, order, spec, transition))
+        found.sort(key=lambda item: (item[0], item[1]))
+        shown = {name for _, order, _, _ in found for name in self._needs[order].shown}
+        if found:
+            shown.add("step")  # every event says its step
+        # what the summaries of this batch's events show (a rule's own columns, computed on its
+        # gated rows only, are shown where its summary says them)
+        rows = _EventRows(frame, shown - done, prior, [t.row for *_, t in found])
+        events = [self._event(spec, source, rows.row(t.row), t, state) for _, _, spec, t in found]
+        return [event for event in events if event is not None]
+
+    def _live_checks(
+        self,
+        frame: pl.DataFrame,
+        source: str,
+        state: SourceState,
+        done: frozenset[str],
+        gates: Mapping[str, pl.Expr],
+    ) -> _LiveChecks:
+        """On a small (live) batch, in one select: whether each of `gates` opens, which quiet
+        streak rules no line of the batch can start a streak in (the first check their step
+        makes, each its own select), whether the batch has GPU snapshot keys (the GPU rules'
+        first check), and the rules' `Needs.ahead` columns (what `prepare` computes for a long
+        batch; each rule would run its own query for its column). A select that raises (a
+        streak expression that fails on this batch) leaves the streaks, the GPU check and the
+        columns to the rules' steps, where errors are reported rule by rule."""
+        streaks = {
+            order: check
+            for order, check in self._streak_checks.items()
+            if self._needs[order].columns <= done
+            and (self.rules[order].id, source) not in self._failed
+            and cast(StreakRule, self.rules[order].rule).quiet(
+                self._rule_state(self.rules[order], state)
+            )
+        }
+        exprs = [*gates.values(), *(c.alias(f"_s{o}") for o, c in streaks.items())]
+        if self._log_gpu:
+            exprs.append(_gpu_keys_present(frame).alias("_gpu"))
+        if not exprs and not self._ahead:
+            return _LiveChecks({})
+        try:
+            # the checks are aggregates: polars repeats them along the per-line columns
+            selected = frame.select(*exprs, *self._ahead)
+        except Exception:
+            return _LiveChecks(_opened(frame, gates))
+        found = selected.row(0)[: len(exprs)]
+        ahead = selected.select(selected.columns[len(exprs) :]) if self._ahead else None
+        opened = {gate: bool(hit) for gate, hit in zip(gates, found, strict=False)}
+        calm = {o for o, hit in zip(streaks, found[len(gates) :], strict=False) if not hit}
+        gpu_empty = not found[-1] if self._log_gpu else None
+        return _LiveChecks(opened, frozenset(calm), gpu_empty, ahead)
+
+    def _warn_dropped(
+        self, source: str, frame: pl.DataFrame, dropped: Sequence[DroppedPair]
+    ) -> None:
+        """Say each snapshot pair of `frame` the GPU rows left out, once per source and kind."""
+        for pair in dropped:
+            if (source, pair.kind) in self._warned:
+                continue
+            self._warned.add((source, pair.kind))
+            if self._on_warning is not None:
+                line = int(frame.item(pair.row, "line"))
+                self._on_warning(DataWarning(source, line, pair.message))
+
+    def _rule_state(self, spec: RuleSpec, state: SourceState) -> dict[str, Any]:
+        """A rule's state as its step receives it (`_guarded`)."""
+        return state.rule_states.get(spec.id) or spec.rule.initial_state()
+
+    def _gated(
+        self,
+        order: int,
+        source: str,
+        state: SourceState,
+        frame: pl.DataFrame,
+        missing: frozenset[str],
+        prior: int | None,
+        hits: pl.Series | None = None,
+    ) -> list[tuple[int, Transition]] | None:
+        """A quiet gated rule's step over a batch its gate opens, with its `missing` columns
+        computed only from each gate line on, until the rule is quiet again (the lines between
+        cannot move a quiet rule, as a batch without a gate line cannot): (line, transition)
+        with rows of `frame`. None where the gate opens on too many lines to gain by this."""
+        spec, needs = self.rules[order], self._needs[order]
+        if hits is None:  # the rows of its gate's lines
+            hits = frame.select(cast(pl.Expr, needs.rows).fill_null(False)).to_series().arg_true()
+        if hits.len() * _GATED_ROWS > frame.height:
+            return None
+        found: list[tuple[int, Transition]] = []
+        end = 0
+        for hit in hits.to_list():
+            if hit < end:
+                continue  # evaluated with the rows before it
+            start, size = hit, _GATED_ROWS
+            while True:
+                piece = complete(frame.slice(start, size), missing)
+                if "step" in missing:
+                    piece = _filled_step(piece, _step_before(frame, start, prior))
+                step = partial(spec.rule.evaluate, piece)
+                for transition in self._guarded(spec, source, state, step):
+                    moved = replace(transition, row=transition.row + start)
+                    found.append((moved.fields.get("line", frame.item(moved.row, "line")), moved))
+                end = start + piece.height
+                rule_state = self._rule_state(spec, state)
+                if end >= frame.height or (spec.id, source) in self._failed:
+                    break
+                if cast(Callable[..., bool], needs.quiet)(rule_state):
+                    break
+                start, size = end, size * 4
+            if end >= frame.height:
+                break
+        return found
+
+    def _event(
+        self,
+        spec: RuleSpec,
+        source: str,
+        row: dict[str, Any],
+        transition: Transition,
+        state: SourceState,
+    ) -> AlertEvent | None:
+        if transition.fields:  # summary-only values: they fill placeholders, not identity
+            row = {**row, **transition.fields}
+        if transition.override is not None:
+            spec = _overridden(spec, transition.override)
+        event = AlertEvent(
+            rule=spec.id,
+            severity=spec.severity,
+            status=transition.status,
+            source=source,
+            line=row["line"],
+            ts=row["ts"],
+            step=row["step"],
+            value=transition.value,
+            summary="",
+            fix=spec.fix,
+            text=redact(row["text"]),
+            labels=masked(dict(transition.labels)),
+            run=state.run_id,
+            runbook_url=spec.runbook_url,
+        )
+        emitted = state.alerts.step(event, spec, row)
+        if emitted is not None and emitted.status == FIRING:
+            state.stats.fired[spec.id] += 1
+        return emitted
+
+    def _guarded(
+        self, spec: RuleSpec, source: str, state: SourceState, step: Step
+    ) -> list[Transition]:
+        """Run one rule step on its state; a rule that raises is reported once and switched off
+        for that source, so the reader and the other rules keep working."""
+        if (spec.id, source) in self._failed:
+            return []
+        rule_state = self._rule_state(spec, state)
+        try:
+            transitions, state.rule_states[spec.id] = step(rule_state)
+        except Exception as exc:
+            self._failed.add((spec.id, source))
+            if self._on_error is None:
+                raise
+            self._on_error(spec.id, source, exc)
+            return []
+        return transitions
