@@ -37,7 +37,8 @@ from pathlib import Path
 
 from logwatch.cluster_config import AlertmanagerConfig
 from logwatch.drivers.fanout import FanOut
-from logwatch.drivers.tail import TailDriver, TailOptions
+from logwatch.drivers.tail import TailDriver
+from logwatch.drivers.tail_options import TailOptions
 from logwatch.engine import Engine
 from logwatch.metrics.exporter import MetricsExporter
 from logwatch.rules.loader import builtin_rules_dir, load_rules

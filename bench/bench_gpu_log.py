@@ -28,9 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import polars as pl
 
-from logwatch import engine
 from logwatch.drivers.replay import scan_log
-from logwatch.parse import _sparse, _telemetry
+from logwatch.engine.gpu_rows import _gpu_step, _LazyGpuFrame
+from logwatch.parse.sparse import _sparse
+from logwatch.parse.telemetry import _telemetry
 from logwatch.rules.gpu import is_gpu_rule, needs_nvml
 from logwatch.rules.loader import builtin_rules_dir, load_pack
 
@@ -76,12 +77,12 @@ def gpu_rules_cost(frames: list[pl.DataFrame], rules: list[Any], *, wide: bool) 
     """Every GPU rule's step on every block, one shared GPU frame per block."""
     states = [rule.initial_state() for rule in rules]
     for frame in frames:
-        lazy = engine._LazyGpuFrame(frame)
+        lazy = _LazyGpuFrame(frame)
         for i, rule in enumerate(rules):
             if wide:
                 _, states[i] = rule.evaluate_gpu(lazy.get(), states[i])
             else:
-                _, states[i] = engine._gpu_step(rule, lazy, states[i])
+                _, states[i] = _gpu_step(rule, lazy, states[i])
 
 
 def main() -> None:

@@ -16,8 +16,9 @@ from typing import Any
 
 import polars as pl
 
-from logwatch.rules.anomaly import DropRule, SpikeRule
-from logwatch.rules.log import NonFiniteRule
+from logwatch.rules.drop import DropRule
+from logwatch.rules.nonfinite import NonFiniteRule
+from logwatch.rules.spike import SpikeRule
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import stateful_reference as reference  # tests/ is not a package: found on sys.path

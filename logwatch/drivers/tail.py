@@ -264,5 +264,4 @@ class TailDriver(TailRounds):
             self.state.record_emitted(key)
 
 
-# TailOptions too: bench/ imports it from here.
-__all__ = ["TailDriver", "TailOptions"]
+__all__ = ["TailDriver"]

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from logwatch.engine.batch import Prepared, kept_last, last_step_of
 from logwatch.engine.core import Engine
-from logwatch.engine.gpu_rows import _gpu_step as _gpu_step  # bench/bench_gpu_log.py times them
-from logwatch.engine.gpu_rows import _LazyGpuFrame as _LazyGpuFrame
 from logwatch.engine.state import (
     STATS_COLUMNS,
     DataWarning,

@@ -10,11 +10,9 @@ from typing import Any
 import polars as pl
 
 from logwatch.parse import ALWAYS, SCHEMA, complete
+from logwatch.rules.base import Override
 from logwatch.rules.gpu import LogGpuRows
 from logwatch.rules.loader import RuleSpec
-from logwatch.rules.log import (
-    Override,
-)
 
 
 def kept_last(kept: pl.DataFrame | None, frame: pl.DataFrame, count: int) -> pl.DataFrame:

@@ -22,10 +22,7 @@ from logwatch.engine.state import (
     masked,
 )
 from logwatch.parse import SCHEMA
-from logwatch.rules.log import (
-    EndOfInputRule,
-    WallClockRule,
-)
+from logwatch.rules.base import EndOfInputRule, WallClockRule
 from logwatch.statecheck import (
     LIST,
     OBJECT,

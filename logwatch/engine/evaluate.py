@@ -41,12 +41,10 @@ from logwatch.gpu.frames import DroppedPair, read_telemetry_rows
 from logwatch.parse import ALWAYS, SCHEMA, complete
 from logwatch.parse.shapes import PLAIN_PAIRS_SHAPES
 from logwatch.redact import redact
+from logwatch.rules.base import Transition
 from logwatch.rules.gpu import LogGpuRows
 from logwatch.rules.loader import RuleSpec
-from logwatch.rules.log import (
-    StreakRule,
-    Transition,
-)
+from logwatch.rules.log import StreakRule
 from logwatch.rules.scan import ShapeRows
 
 

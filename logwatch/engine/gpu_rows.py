@@ -16,11 +16,9 @@ from logwatch.engine.state import (
     Step,
 )
 from logwatch.gpu.frames import DroppedPair
+from logwatch.rules.base import Transition
 from logwatch.rules.gpu import GpuRule, HoldRule, LogGpuRows, log_gpu_rows
 from logwatch.rules.loader import RuleSpec
-from logwatch.rules.log import (
-    Transition,
-)
 
 
 def _gpu_keys_present(frame: pl.DataFrame) -> pl.Expr:

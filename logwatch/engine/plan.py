@@ -16,16 +16,10 @@ from logwatch.engine.state import (
     WarningHandler,
 )
 from logwatch.parse import ALWAYS, SCHEMA, shapes_giving
+from logwatch.rules.base import Needs, WallClockRule, ahead_expr, gate_rows
 from logwatch.rules.gpu import GpuRule, HoldRule, log_gpu_metrics
 from logwatch.rules.loader import RuleSpec
-from logwatch.rules.log import (
-    Needs,
-    StreakRule,
-    WallClockRule,
-    ahead_expr,
-    gate_rows,
-    streak_starts,
-)
+from logwatch.rules.log import StreakRule, streak_starts
 from logwatch.rules.reach import ANY, reached
 from logwatch.rules.scan import GateScan
 

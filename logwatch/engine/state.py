@@ -14,9 +14,7 @@ import polars as pl
 from logwatch.engine.lifecycle import Lifecycle
 from logwatch.engine.summary import _summary
 from logwatch.redact import MASK, redact
-from logwatch.rules.log import (
-    Transition,
-)
+from logwatch.rules.base import Transition
 from logwatch.statecheck import (
     INT,
     LIST,

@@ -16,8 +16,6 @@ from logwatch.parse.dialects.generic import NUMBER
 from logwatch.parse.schema import ALWAYS, SCHEMA, closure
 from logwatch.parse.shaped import TOKEN_ROWS, shape_of, shapes_giving
 from logwatch.parse.sparse import TINY_BATCH_ROWS
-from logwatch.parse.sparse import _sparse as _sparse  # bench/bench_gpu_log.py times them
-from logwatch.parse.telemetry import _telemetry as _telemetry
 from logwatch.parse.timestamps import ParsedBlock, YearCarry
 
 __all__ = [

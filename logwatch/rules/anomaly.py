@@ -96,5 +96,4 @@ ANOMALY_RULE_TYPES: dict[str, RuleType] = {
 }
 """The history rule types (`logwatch.rules.registry` assembles every rule type)."""
 
-# DropRule and SpikeRule too: bench/ imports them from here.
-__all__ = ["ANOMALY_RULE_TYPES", "DropRule", "SpikeRule"]
+__all__ = ["ANOMALY_RULE_TYPES"]

@@ -14,16 +14,11 @@ import polars as pl
 from logwatch.alerts import FIRING, RESOLVED
 from logwatch.parse import SCHEMA
 from logwatch.rules.base import (
-    EndOfInputRule,
     Needs,
-    Override,
     Rule,
     RuleType,
     Templates,
     Transition,
-    WallClockRule,
-    ahead_expr,
-    gate_rows,
     matching_rows,
     replace_state,
 )
@@ -259,20 +254,4 @@ LOG_RULE_TYPES: dict[str, RuleType] = {
 """The log rule types (`logwatch.rules.registry` assembles every rule type)."""
 
 
-# Besides its own names, those of `base` and `nonfinite` that engine.py and bench/ import from
-# here (both are being reworked on other branches): drop them once those import from there.
-__all__ = [
-    "LOG_RULE_TYPES",
-    "EndOfInputRule",
-    "MatchRule",
-    "Needs",
-    "NonFiniteRule",
-    "Override",
-    "StallRule",
-    "StreakRule",
-    "Transition",
-    "WallClockRule",
-    "ahead_expr",
-    "gate_rows",
-    "streak_starts",
-]
+__all__ = ["LOG_RULE_TYPES", "MatchRule", "StallRule", "StreakRule", "streak_starts"]
