@@ -12,7 +12,7 @@ process CPU time (all threads) of:
     gpu-memory-high, gpu-hot) on one shared per-batch GPU frame, state carried across blocks.
 Pass `--wide` to time the wide path with this checkout's rules (the whole GPU frame, pivoted,
 handed to `evaluate_gpu`), for a ratio in the same run; `--shared-pairs` to time the narrow path
-with the pairs extracted once for both (`logwatch.gpu.frames.PAIRS_COLUMN`).
+with the pairs extracted once for both (`logwatch.parse.telemetry.PAIRS_COLUMN`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def gpu_keys_cost(frames: list[pl.DataFrame], *, wide: bool, shared: bool = Fals
             )
             pl.DataFrame([telemetry]).select(keys.list.sum())
         elif shared:
-            from logwatch.gpu.frames import PAIRS_COLUMN, gpu_key_count, telemetry_pairs
+            from logwatch.parse.telemetry import PAIRS_COLUMN, gpu_key_count, telemetry_pairs
 
             indexed = frame.drop(PAIRS_COLUMN, strict=False).with_row_index("_i")
             found = indexed.filter(rows).select("_i", telemetry_pairs().alias(PAIRS_COLUMN))
@@ -68,7 +68,7 @@ def gpu_keys_cost(frames: list[pl.DataFrame], *, wide: bool, shared: bool = Fals
             frames[i] = joined.drop("_i")
             frames[i].select(gpu_key_count(pl.col(PAIRS_COLUMN)))
         else:
-            from logwatch.gpu.frames import gpu_key_count
+            from logwatch.parse.telemetry import gpu_key_count
 
             _sparse(frame, rows, gpu_key_count(), "gpu_keys")
 

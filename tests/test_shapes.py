@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from logwatch.gpu.frames import PLAIN_PAIRS_LINE, TelemetryRows, read_telemetry_rows
+from logwatch.gpu.log_rows import PLAIN_PAIRS_LINE, TelemetryRows, read_telemetry_rows
 from logwatch.parse import (
     SCHEMA,
     TINY_BATCH_ROWS,

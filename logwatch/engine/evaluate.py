@@ -37,7 +37,7 @@ from logwatch.engine.state import (
     masked,
     run_id,
 )
-from logwatch.gpu.frames import DroppedPair, read_telemetry_rows
+from logwatch.gpu.log_rows import DroppedPair, read_telemetry_rows
 from logwatch.parse import ALWAYS, SCHEMA, complete
 from logwatch.parse.shapes import PLAIN_PAIRS_SHAPES
 from logwatch.redact import redact
@@ -70,7 +70,7 @@ class _Evaluator(_Planned):
         rules' error, when they read them). `shapes`: each line's shape, where the parse
         knows it (`ParsedBlock.shapes`): gates and `ahead` columns are read only on the lines
         where they can match, and the GPU rows of plain-pairs lines are cut by position
-        (`gpu.frames.telemetry_rows`)."""
+        (`gpu.log_rows.telemetry_rows`)."""
         if frame.is_empty():
             return None
         plain_pairs = None if shapes is None else shapes.is_in(PLAIN_PAIRS_SHAPES).fill_null(False)

@@ -15,7 +15,7 @@ from logwatch.engine.batch import (
 from logwatch.engine.state import (
     Step,
 )
-from logwatch.gpu.frames import DroppedPair
+from logwatch.gpu.log_rows import DroppedPair
 from logwatch.rules.base import Transition
 from logwatch.rules.gpu import GpuRule, HoldRule, LogGpuRows, log_gpu_rows
 from logwatch.rules.loader import RuleSpec

@@ -16,7 +16,7 @@ from functools import lru_cache
 import polars as pl
 
 KeyReader = Callable[[pl.Series, frozenset[str] | None], pl.DataFrame | None]
-"""Reads distinct `gpu/<i>/<metric>` keys (`logwatch.gpu.frames._read_keys`): the rows
+"""Reads distinct `gpu/<i>/<metric>` keys (`logwatch.gpu.log_rows._read_keys`): the rows
 (`_key`, gpu, metric, `_scale`) of the `kept` metrics' keys, or None to refuse them all."""
 
 TEMPLATES_PER_BATCH = 3

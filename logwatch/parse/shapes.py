@@ -122,7 +122,7 @@ class Shape:
     # splitting the lines into those tokens (`cut_tokens`).
     tokens: int = 0
     # Whether every line of `pattern` has `/` only in plain ` key=value` pairs at its end
-    # (`gpu.frames.PLAIN_PAIRS_LINE`): the GPU rows of its lines are then read without that
+    # (`gpu.log_rows.PLAIN_PAIRS_LINE`): the GPU rows of its lines are then read without that
     # line pattern's pass (`ParsedBlock.plain_pairs`).
     plain_pairs: bool = False
 

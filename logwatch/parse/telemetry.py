@@ -14,7 +14,7 @@ TELEMETRY_PAIR = r"(?:[\w.-]+/)+[\w.-]+=" + NUMBER
 
 PAIRS_COLUMN = "telemetry_pairs"
 """A column of `telemetry_pairs()` a caller may have put in a log frame, so that the pairs are
-extracted once for `gpu_key_count` and `gpu.frames.telemetry_rows`."""
+extracted once for `gpu_key_count` and `gpu.log_rows.telemetry_rows`."""
 
 
 def telemetry_pairs() -> pl.Expr:

@@ -20,14 +20,8 @@ from typing import Any, Protocol, runtime_checkable
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
-from logwatch.gpu.frames import (
-    GPU_SCHEMA,
-    LOG_METRIC_OF,
-    DroppedPair,
-    narrow_metrics,
-    narrow_to_gpu_frame,
-    read_telemetry_rows,
-)
+from logwatch.gpu.frames import GPU_SCHEMA, LOG_METRIC_OF, narrow_metrics, narrow_to_gpu_frame
+from logwatch.gpu.log_rows import DroppedPair, read_telemetry_rows
 from logwatch.rules.base import Needs, RuleType, Transition
 from logwatch.rules.params import Columns, Kind, Param
 

@@ -11,20 +11,20 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from logwatch.gpu import frames
-from logwatch.gpu.frames import (
+from logwatch.gpu import frames, log_rows
+from logwatch.gpu.frames import narrow_to_gpu_frame
+from logwatch.gpu.frames import telemetry_to_gpu_frame as wide_gpu_frame
+from logwatch.gpu.log_rows import (
     PLAIN_PAIRS_LINE,
     DroppedPair,
     TelemetryRows,
-    gpu_key_count,
-    narrow_to_gpu_frame,
     read_telemetry_rows,
     telemetry_rows,
 )
-from logwatch.gpu.frames import telemetry_to_gpu_frame as wide_gpu_frame
 from logwatch.gpu.template import TEMPLATES_PER_BATCH, template_rows
 from logwatch.parse import parse_lines
 from logwatch.parse.shapes import SHAPES
+from logwatch.parse.telemetry import gpu_key_count
 from logwatch.rules.gpu import HoldRule, log_gpu_metrics, log_gpu_rows
 from logwatch.rules.loader import builtin_rules_dir, load_pack
 
@@ -117,7 +117,7 @@ def _general(frame: pl.DataFrame, metrics: set[str] | None = None) -> TelemetryR
         .filter(pl.col("snapshot").fill_null(False))
     )
     kept = None if metrics is None else frozenset(metrics) & set(METRICS)
-    return frames._held(frame, *frames._general_rows(snapshots, kept))
+    return log_rows._held(frame, *log_rows._general_rows(snapshots, kept))
 
 
 def _same(fast: TelemetryRows, general: TelemetryRows) -> None:
@@ -386,7 +386,7 @@ def test_lines_of_a_batchs_first_key_sequences_are_cut_by_their_templates() -> N
     ]
     assert TEMPLATES_PER_BATCH == 3
     snapshots = _parse(lines).select("ts", "text").with_row_index("_log_row")
-    followed = template_rows(snapshots, None, frames._read_keys)
+    followed = template_rows(snapshots, None, log_rows._read_keys)
     assert followed is not None
     pieces, rest = followed
     line_rows = [piece.get_column("_log_row").unique(maintain_order=True) for piece in pieces]

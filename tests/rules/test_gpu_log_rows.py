@@ -14,15 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logwatch.gpu.frames import (
-    PAIRS_COLUMN,
-    gpu_key_count,
-    narrow_to_gpu_frame,
-    telemetry_pairs,
-    telemetry_rows,
-    telemetry_to_gpu_frame,
-)
+from logwatch.gpu.frames import narrow_to_gpu_frame, telemetry_to_gpu_frame
+from logwatch.gpu.log_rows import telemetry_rows
 from logwatch.parse import parse_lines
+from logwatch.parse.telemetry import PAIRS_COLUMN, gpu_key_count, telemetry_pairs
 from logwatch.rules.gpu import HoldRule, LogGpuRows, log_gpu_rows, with_log_context
 from logwatch.rules.loader import builtin_rules_dir, load_pack
 
