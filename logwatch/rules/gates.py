@@ -26,8 +26,18 @@ NEVER = r"\b\B"
 """A gate no line matches: for a rule that no batch moves while it is quiet."""
 
 # Syntax that polars' regex reads otherwise than Python's: POSIX and nested classes, class set
-# operations, `\<` / `\>` and `\b{start}` word boundaries. A pattern with any of it gets no gate.
-_RUST_ONLY = re.compile(r"\[:|\[\[|&&|~~|--|\\[<>]|\\[bB]\{")
+# operations (sought with escaped characters taken out: `\[[0-9]` is a literal `[` and a class),
+# `\<` / `\>` and `\b{start}` word boundaries. A pattern with any of it gets no gate.
+_RUST_ONLY_SETS = re.compile(r"\[:|\[\[|&&|~~|--")
+_RUST_ONLY_ESCAPES = re.compile(r"\\[<>]|\\[bB]\{")
+_ESCAPED = re.compile(r"\\.", re.S)
+
+
+def _rust_only(pattern: str) -> bool:
+    """Whether `pattern` has syntax polars reads otherwise than Python (see `_RUST_ONLY_SETS`)."""
+    return bool(
+        _RUST_ONLY_ESCAPES.search(pattern) or _RUST_ONLY_SETS.search(_ESCAPED.sub("", pattern))
+    )
 # Characters that are syntax in polars' (Rust) regex outside a class: escaped in a gate.
 _META = frozenset(r"\.+*?()|[]{}^$#&-~")
 # A gate literal shorter than this finds too many lines to be worth a pass of its own.
@@ -58,7 +68,7 @@ def required_literals(
     per top-level alternative), or None when the pattern has no such set. `split_on`: characters
     no literal may hold (a literal is cut there), for text joined with them. `rank` 1 takes
     each part's second-best literal where it has two: another set every match needs one of."""
-    if _RUST_ONLY.search(pattern):
+    if _rust_only(pattern):
         return None
     try:
         parsed = _parse(pattern)

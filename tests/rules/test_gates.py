@@ -202,6 +202,24 @@ def test_gate_literals_of_an_alternation_and_of_a_wrapped_message() -> None:
     assert NonFiniteRule("loss").needs.columns == frozenset({"loss", "rank"})
 
 
+def test_an_escaped_bracket_before_a_class_keeps_the_gate() -> None:
+    """`\\[[0-9, ]*\\]` is a literal `[` and a class, not Rust's nested class: the pattern keeps
+    its gate (without one, a wrapped rule joins and searches every line of every batch), while
+    a real nested or POSIX class still has none."""
+    assert gate_for(r"with shape \[[\d, ]*\]") == r"with shape \["
+    assert gate_for(r"with shape [[a-z]]") is None
+    assert gate_for(r"with shape [[:digit:]]") is None
+
+
+def test_every_builtin_classify_rule_has_a_line_gate() -> None:
+    """No built-in classify rule reads every line: each has literals a matching line holds."""
+    rules = [
+        spec for spec in load_rules([builtin_rules_dir()]) if isinstance(spec.rule, ClassifyRule)
+    ]
+    assert rules
+    assert [spec.id for spec in rules if spec.rule.line_gate is None] == []
+
+
 def _recased(line: str, flips: list[bool]) -> str:
     cycle = itertools.islice(itertools.cycle(flips), len(line))
     return "".join(c.swapcase() if flip else c for c, flip in zip(line, cycle, strict=True))
