@@ -1,5 +1,5 @@
 """The stateful rules on live batches: ms per 1-line batch of throughput-drop, nan-loss and
-loss-spike, against their logic before the live paths (tests/stateful_reference.py), in the same
+loss-spike, against their logic before the live paths (tests/support/stateful_reference.py), in the same
 run. Each source gets a step line, then a NaN line (so nan-loss fires and resolves every batch).
 
 Usage: python bench/bench_rules_live.py [--batches 400] [--runs 3]
@@ -19,8 +19,8 @@ import polars as pl
 from logwatch.rules.anomaly import DropRule, SpikeRule
 from logwatch.rules.log import NonFiniteRule
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-import stateful_reference as reference  # tests/ is not a package: found on sys.path
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.support import stateful_reference as reference
 
 Step = Callable[[Any, pl.DataFrame, dict[str, Any]], Any]
 

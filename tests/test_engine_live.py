@@ -23,7 +23,7 @@ from logwatch.parse import parse_lines
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import StreakRule
 from logwatch.sources.framing import lines_to_series
-from tests import corpus
+from tests.support import corpus
 
 RULES = logwatch.load_rules()
 

@@ -14,7 +14,8 @@ from logwatch.rules.gpu import needs_nvml
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.rules.log import WallClockRule
 from logwatch.ruletest import load_test_file
-from tests.conftest import ROOT, SAMPLES, expected_alerts, sample_logs
+from tests.support.paths import ROOT, SAMPLES
+from tests.support.samples import expected_alerts, sample_logs
 
 RULES = load_rules([builtin_rules_dir()])
 PACK_TESTS = sorted((builtin_rules_dir() / "tests").glob("*.toml"))

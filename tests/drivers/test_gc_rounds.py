@@ -16,7 +16,7 @@ from logwatch.alerts import AlertEvent
 from logwatch.drivers.gc_rounds import RoundCollector, due_generation
 from logwatch.drivers.plugins import Plugin
 from logwatch.drivers.tail import TailDriver
-from tests.tailkit import Tail, wait_until
+from tests.support.tailkit import Tail, wait_until
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from tests.drivers.test_tail_cli import Tailer
-from tests.tailkit import wait_until
+from tests.support.tailkit import wait_until
 
 MIB = 1 << 20
 

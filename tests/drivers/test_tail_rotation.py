@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from logwatch.testing.rotating import EACH_LINE_PACK
-from tests.conftest import ROOT
-from tests.tailkit import wait_until
+from tests.support.paths import ROOT
+from tests.support.tailkit import wait_until
 
 RATE, SECONDS = 2500, 2.0
 

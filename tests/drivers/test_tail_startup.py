@@ -8,7 +8,7 @@ from pathlib import Path
 from logwatch.config import Config, SlackConfig
 from logwatch.drivers.startup import sinks_line
 from tests.drivers.test_tail_cli import Tailer
-from tests.tailkit import wait_until
+from tests.support.tailkit import wait_until
 
 
 def block(tailer: Tailer) -> list[str]:

@@ -21,9 +21,9 @@ from logwatch.gpu.model import GpuSettings
 from logwatch.gpu.sampler import start_gpu
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.testing import FakeClock, FakeGpuReader, running
-from tests.conftest import ROOT, SAMPLES
 from tests.fakenvml.build import build, compiler, write_control
-from tests.tailkit import Tail, wait_until
+from tests.support.paths import ROOT, SAMPLES
+from tests.support.tailkit import Tail, wait_until
 
 RULES = load_rules([builtin_rules_dir()])
 SLAMMED4 = SAMPLES / "dflash" / "train_slammed4.log"

@@ -9,10 +9,10 @@ from typing import Any
 import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from stateful_reference import ranked, spike, streak
 
 from logwatch.rules.anomaly import SpikeRule
 from logwatch.rules.log import StreakRule, Transition
+from tests.support.stateful_reference import ranked, spike, streak
 
 # Mostly a flat loss (the exit's case), with noise, spikes, NaN and gaps now and then.
 VALUES = st.lists(

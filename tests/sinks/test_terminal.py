@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from logwatch.sinks.slack.silences import SilenceStore
-from tests.conftest import ROOT
 from tests.drivers.test_tail_cli import PACK
-from tests.tailkit import wait_until
+from tests.support.paths import ROOT
+from tests.support.tailkit import wait_until
 
 NAN = b"2026-11-28 14:02:07,199 INFO step 5 | loss nan | lr 1e-4\n"
 FIX_WORDS = [

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from slackhelp import T0, ListOutbox, alert
 
 from logwatch.config import AlertsConfig
 from logwatch.sinks.slack.messages import BLOCKS_MAX, HEADER_MAX, SECTION_MAX, TEXT_MAX
 from logwatch.sinks.slack.notifier import Notifier
 from logwatch.sinks.slack.silences import SilenceStore
 from logwatch.testing import FakeClock
+from tests.support.slackhelp import T0, ListOutbox, alert
 
 
 def make(

@@ -7,10 +7,9 @@ import signal
 import time
 from pathlib import Path
 
-from slackhelp import TOKEN, SlackTail
-
 from logwatch.testing import FakeSlack
-from tests.tailkit import wait_until
+from tests.support.slackhelp import TOKEN, SlackTail
+from tests.support.tailkit import wait_until
 
 TRIALS = 3
 
