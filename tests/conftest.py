@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from logwatch.testing import FakeSlack
+from tests.fakenvml.build import build, compiler
 from tests.support.slackhelp import TOKEN
 
 
@@ -28,3 +29,11 @@ def fake_slack() -> Iterator[FakeSlack]:
     """A fake Slack server on a loopback port of its own, bot token `TOKEN`, no rate limit."""
     with FakeSlack(token=TOKEN, rate_per_s=None) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def fake_nvml_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stand-in libnvidia-ml.so.1 (tests/fakenvml), compiled once per test process."""
+    if compiler() is None:
+        pytest.skip("no C compiler (gcc/cc): cannot build the stand-in libnvidia-ml.so.1")
+    return build(tmp_path_factory.mktemp("fakenvml"))
