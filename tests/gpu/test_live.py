@@ -73,9 +73,9 @@ def quiet_run(
         for _ in range(30):
             clock.advance(30)
             sampler.poll()
-            time.sleep(0.06)  # let the driver run a round (it ticks on its poll interval)
+            driver.sync()  # a round of the driver sees this NVML round
         wait_until(lambda: until_rule in [e.rule for e in tail.sink.events])
-        time.sleep(0.3)  # anything else this round would say
+        driver.sync()  # anything else this round would say
     link.close()
     return tail.sink.events
 
@@ -107,12 +107,11 @@ def test_gpu_alerts_are_not_repeated_after_a_restart(tmp_path: Path) -> None:
     tail, link = linked_tail(tmp_path, reader, clock, poll_interval_s=0.05)
     sampler = link.started.sampler
     assert sampler is not None
-    with running(tail.driver):
+    with running(tail.driver) as driver:
         for _ in range(10):
             clock.advance(30)
             sampler.poll()
-            time.sleep(0.06)
-        time.sleep(0.3)
+            driver.sync()
     link.close()
     assert [(e.rule, e.status) for e in tail.sink.events] == []
 
