@@ -3,7 +3,7 @@ measured in the same run, on the same file.
 
 Usage: python bench/bench_framing.py FILE [--runs 3]
 
-The baseline frames each block the framer hands out with tests/framing_reference.py (every
+The baseline frames each block the framer hands out with tests/support/framing_reference.py (every
 fix-up built for every row, the over-long check on every block); today's `LineFramer.feed`
 is shared, so the baseline leaves out the old framer's two extra copies of each read. Runs
 alternate, each the process CPU time (all threads) of one pass; prints the best of --runs.
@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from logwatch.sources.framing import DEFAULT_BLOCK_BYTES, LineFramer, read_blocks
-from tests.framing_reference import reference_lines_to_series
+from tests.support.framing_reference import reference_lines_to_series
 
 
 def framed(path: str) -> int:

@@ -1,5 +1,5 @@
 """The stateful rules on live batches: ms per 1-line batch of throughput-drop, nan-loss and
-loss-spike, against their logic before the live paths (tests/stateful_reference.py), in the same
+loss-spike, against their logic before the live paths (tests/support/stateful_reference.py), in the same
 run. Each source gets a step line, then a NaN line (so nan-loss fires and resolves every batch).
 
 Usage: python bench/bench_rules_live.py [--batches 400] [--runs 3]
@@ -20,8 +20,8 @@ from logwatch.rules.drop import DropRule
 from logwatch.rules.nonfinite import NonFiniteRule
 from logwatch.rules.spike import SpikeRule
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-import stateful_reference as reference  # tests/ is not a package: found on sys.path
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.support import stateful_reference as reference
 
 Step = Callable[[Any, pl.DataFrame, dict[str, Any]], Any]
 

@@ -1,35 +1,19 @@
-"""Shared test helpers: sample discovery and expectation parsing."""
+"""The fixtures the tests share, one per concern; shared helpers live in tests/support/."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from logwatch.ruletest import load_test_file
-
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT / "samples"
-
-
-def sample_test_file(log: Path) -> Path:
-    """The `logwatch test` file of a sample log: `X.log` has `X.test.toml` beside it."""
-    return log.with_suffix(".test.toml")
-
-
-def sample_logs() -> list[Path]:
-    """Every annotated sample log (one with a `.test.toml` file beside it)."""
-    return sorted(p for p in SAMPLES.rglob("*.log") if sample_test_file(p).exists())
-
-
-def expected_alerts(log: Path) -> list[tuple[int, str, str]]:
-    """The (line, rule, status) triples a sample's test file expects, in file order."""
-    (test,) = load_test_file(sample_test_file(log)).tests
-    return [(e.line, e.rule, str(e.status)) for e in test.expect]
+from logwatch.testing import FakeSlack
+from tests.fakenvml.build import build, compiler
+from tests.support.slackhelp import TOKEN
 
 
 @pytest.fixture
-def write_log(tmp_path: Path):  # type: ignore[no-untyped-def]
+def write_log(tmp_path: Path) -> Callable[..., str]:
     """Write bytes to a log file in a temp folder and return its path as a string."""
 
     def write(data: bytes, name: str = "train.log") -> str:
@@ -38,3 +22,18 @@ def write_log(tmp_path: Path):  # type: ignore[no-untyped-def]
         return str(path)
 
     return write
+
+
+@pytest.fixture
+def fake_slack() -> Iterator[FakeSlack]:
+    """A fake Slack server on a loopback port of its own, bot token `TOKEN`, no rate limit."""
+    with FakeSlack(token=TOKEN, rate_per_s=None) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def fake_nvml_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stand-in libnvidia-ml.so.1 (tests/fakenvml), compiled once per test process."""
+    if compiler() is None:
+        pytest.skip("no C compiler (gcc/cc): cannot build the stand-in libnvidia-ml.so.1")
+    return build(tmp_path_factory.mktemp("fakenvml"))

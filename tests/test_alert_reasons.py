@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-from slackhelp import T0, ListOutbox, alert
 
 import logwatch
 from logwatch.alerts import RESOLVED, AlertEvent, EndReason, event_from_json
@@ -16,7 +15,8 @@ from logwatch.engine.lifecycle import Lifecycle
 from logwatch.sinks.render import timeline_line
 from logwatch.sinks.slack.notifier import Notifier
 from logwatch.testing import FakeClock
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
+from tests.support.slackhelp import T0, ListOutbox, alert
 
 RESTARTED_LOG = ROOT / "samples" / "dflash" / "train_restarted.log"
 NAN_LOG = ROOT / "samples" / "dflash" / "train_nan.log"

@@ -15,9 +15,9 @@ from typing import Any
 
 import polars as pl
 import pytest
-from tests_paths import NAN_LOG
 
 import logwatch
+from tests.support.paths import NAN_LOG
 
 RESTARTED = str(Path(NAN_LOG).with_name("train_restarted.log"))
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
-# `logwatch/parse/`, `rules/*.toml`, `block.py` (in a row that names its folder), `tests/golden.py`
+# `logwatch/parse/`, `rules/*.toml`, `block.py` (in a row that names its folder), `tests/support/golden.py`
 _NAMED = re.compile(r"`([\w./*-]+(?:/|\.py|\.toml|\.md))`")
 
 

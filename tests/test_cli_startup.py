@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests_paths import NAN_LOG
+
+from tests.support.paths import NAN_LOG
 
 # Modules only other commands (tail, top, gpu, doctor, silence, --notify, --export) need; the
 # GPU records (gpu.model) are NVML's, while replay reads GPU metrics from the log's own keys.

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from logwatch.config import find_config
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 SLACK = '[slack]\nchannel = "{channel}"\ntoken_file = "{token}"\n'
 

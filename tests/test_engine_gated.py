@@ -18,7 +18,7 @@ import logwatch
 import logwatch.engine as engine_module
 from logwatch.engine import Engine
 from logwatch.parse import parse_lines
-from tests import corpus
+from tests.support import corpus
 
 GATED = ("nan-loss", "nan-grad", "loss-scale-overflow", "run-crashed")
 RULES = [spec for spec in logwatch.load_rules() if spec.id in GATED]

@@ -25,7 +25,7 @@ from logwatch.parse import parse_lines
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import StreakRule
 from logwatch.sources.framing import lines_to_series
-from tests import corpus
+from tests.support import corpus
 
 RULES = logwatch.load_rules()
 
@@ -75,7 +75,7 @@ def _corpus_lines(seed: int, count: int) -> list[str]:
 def test_live_batches_give_the_general_paths_events_and_states(seed: int, sizes: list[int]) -> None:
     """Every built-in rule over the corpus in batches of 1 to 64 lines (the live sizes): the
     same events and the same rule states after every batch as the general path."""
-    lines = _corpus_lines(seed, 300)
+    lines = _corpus_lines(seed, 120)
     fast = _run(lines, sizes, RULES)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine_module.Engine, "_live_checks", _general_checks)
@@ -96,7 +96,7 @@ def test_the_live_checks_are_taken_and_streaks_still_fire(monkeypatch: pytest.Mo
         calm.append(len(found.calm))
         return found
 
-    lines = _corpus_lines(11, 1500)
+    lines = _corpus_lines(11, 300)  # fires all three streak rules and resolves two
     monkeypatch.setattr(engine_module.Engine, "_live_checks", spy)
     events, states, _ = _run(lines, [1], RULES)
     monkeypatch.setattr(engine_module.Engine, "_live_checks", _general_checks)

@@ -1,9 +1,9 @@
-"""Replay output is byte-identical to the goldens made before the speed work (tests/golden.py):
+"""Replay output is byte-identical to the goldens made before the speed work (tests/support/golden.py):
 every sample log and a seeded randomized corpus, through the command and through the library at
 several block sizes (random cuts, 1-line blocks) on 1 and 2 parse threads.
 
 A failure here means replay's output changed. If the change is meant (a rule or the parser
-changed on purpose), regenerate the goldens from a clean commit: `python tests/golden.py --write`.
+changed on purpose), regenerate the goldens from a clean commit: `python tests/support/golden.py --write`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from click.testing import CliRunner
 import logwatch
 import logwatch.parse
 from logwatch.cli import cli
-from tests import corpus, golden
+from tests.support import corpus, golden
 
 MANIFEST: dict[str, Any] = json.loads(golden.MANIFEST.read_text(encoding="utf-8"))
 NAMES: list[str] = list(MANIFEST["files"])

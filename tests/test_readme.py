@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from logwatch.cli import cli
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 
 def test_readme_python_example_runs() -> None:

@@ -15,7 +15,8 @@ from logwatch.rules.base import WallClockRule
 from logwatch.rules.gpu import needs_nvml
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.ruletest import load_test_file
-from tests.conftest import ROOT, SAMPLES, expected_alerts, sample_logs
+from tests.support.paths import ROOT, SAMPLES
+from tests.support.samples import expected_alerts, sample_logs
 
 RULES = load_rules([builtin_rules_dir()])
 RULES_DIR = ROOT / "rules"

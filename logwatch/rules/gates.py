@@ -38,6 +38,8 @@ def _rust_only(pattern: str) -> bool:
     return bool(
         _RUST_ONLY_ESCAPES.search(pattern) or _RUST_ONLY_SETS.search(_ESCAPED.sub("", pattern))
     )
+
+
 # Characters that are syntax in polars' (Rust) regex outside a class: escaped in a gate.
 _META = frozenset(r"\.+*?()|[]{}^$#&-~")
 # A gate literal shorter than this finds too many lines to be worth a pass of its own.

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.process import Collected
+from tests.support.process import Collected
 
 ALERTMANAGER = "prometheus-alertmanager"
 PROMETHEUS = "prometheus"

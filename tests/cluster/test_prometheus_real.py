@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.cluster.clusterkit import NAN, RUN, START, append
 from tests.cluster.conftest import Cluster
 from tests.cluster.engines import PROMTOOL, binary, free_port, wait_for
-from tests.conftest import ROOT, SAMPLES
+from tests.support.paths import ROOT, SAMPLES
 
 DEAD_MAN = "time() - logwatch_last_line_timestamp_seconds > 600"
 

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from tests.cluster.engines import binary
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 
 def test_readme_route_passes_amtool_check_config(tmp_path: Path) -> None:

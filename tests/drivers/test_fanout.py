@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
-from slackhelp import T0, alert
 
 from logwatch.drivers.fanout import FanOut
 from logwatch.sinks.base import ListSink
+from tests.support.slackhelp import T0, alert
 
 
 class Failing:

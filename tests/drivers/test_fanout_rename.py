@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from slackhelp import alert
-
 from logwatch.drivers.fanout import FanOut
 from logwatch.sinks.base import ListSink
+from tests.support.slackhelp import alert
 
 
 class Renames(ListSink):

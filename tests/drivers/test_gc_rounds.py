@@ -15,7 +15,7 @@ import pytest
 from logwatch.alerts import AlertEvent
 from logwatch.drivers.gc_rounds import RoundCollector, due_generation
 from logwatch.drivers.plugins import DriverView, Plugin
-from tests.tailkit import Tail, wait_until
+from tests.support.tailkit import Tail, wait_until
 
 
 @pytest.mark.parametrize(

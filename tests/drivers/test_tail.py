@@ -9,7 +9,7 @@ from pathlib import Path
 from logwatch.sources.framing import TRUNCATION_MARKER
 from logwatch.sources.watch import fs_type
 from logwatch.testing import UnavailableWatcher, running
-from tests.tailkit import Tail, numbered, wait_until
+from tests.support.tailkit import Tail, numbered, wait_until
 
 
 def test_steady_appends_are_delivered_once_in_order(tmp_path: Path) -> None:

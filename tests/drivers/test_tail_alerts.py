@@ -10,7 +10,7 @@ from pathlib import Path
 
 from logwatch.alerts import EndReason
 from logwatch.testing import running
-from tests.tailkit import BUILTIN, Tail
+from tests.support.tailkit import BUILTIN, Tail
 
 NAN = b"2026-11-28 14:09:09,201 INFO [train] step 1403/200000 | loss nan | grad_norm 1.2\n"
 

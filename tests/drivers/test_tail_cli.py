@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from logwatch.cli import cli
 from logwatch.testing import running
-from tests.process import Collected
-from tests.tailkit import Tail, wait_until
+from tests.support.process import Collected
+from tests.support.tailkit import Tail, wait_until
 
 PACK = """
 [[rule]]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from logwatch.testing import running
-from tests.conftest import ROOT
-from tests.tailkit import Tail, numbered, wait_until
+from tests.support.paths import ROOT
+from tests.support.tailkit import Tail, numbered, wait_until
 
 UTF16_NOTE = (
     ": UTF-16 text; logwatch reads UTF-8 — make the writer log UTF-8 "

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from slackhelp import alert
 
 from logwatch.alerts import AlertEvent
 from logwatch.drivers.plugins import Plugin
 from logwatch.sinks.base import ListSink
 from logwatch.testing import running
-from tests.tailkit import BUILTIN, Tail
+from tests.support.slackhelp import alert
+from tests.support.tailkit import BUILTIN, Tail
 
 NAN = b"step 1 | loss nan\nstep 2 | loss 1.0\n"
 

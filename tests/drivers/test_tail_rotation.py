@@ -14,15 +14,19 @@ from pathlib import Path
 import pytest
 
 from logwatch.testing.rotating import EACH_LINE_PACK
-from tests.conftest import ROOT
-from tests.tailkit import wait_until
+from tests.support.paths import ROOT
+from tests.support.tailkit import wait_until
 
 RATE, SECONDS = 2500, 2.0
+BACKUPS = 40
+"""Rotated files kept (at ~20 rotations a second: 2 s of them). With the handler's default of 5,
+a tail that a parallel test starves of CPU for a quarter second finds the oldest unread file
+already deleted; the renames it must follow by inode are the same either way."""
 
 
 def follow_rotating_writer(folder: Path, pattern: str) -> list[int]:
     """Run `logwatch tail PATTERN` (one alert per line) while a writer subprocess logs RATE
-    numbered lines/s through a 10 KiB RotatingFileHandler (5 backups) for SECONDS; the seq
+    numbered lines/s through a 10 KiB RotatingFileHandler (BACKUPS kept) for SECONDS; the seq
     numbers of the alerts it printed."""
     (folder / "pack.toml").write_text(EACH_LINE_PACK, encoding="utf-8")
     args = [str(folder / pattern), "--format", "jsonl", "--no-builtin-rules", "--gpu", "off"]
@@ -44,7 +48,8 @@ def follow_rotating_writer(folder: Path, pattern: str) -> list[int]:
     try:
         wait_until(lambda: bool(err))  # "no file matches ... yet": the watch is set up
         writer = [sys.executable, "-m", "logwatch.testing.rotating", str(folder / "train.log")]
-        subprocess.run([*writer, "--rate", str(RATE), "--seconds", str(SECONDS)], check=True)
+        pace = ["--rate", str(RATE), "--seconds", str(SECONDS), "--backups", str(BACKUPS)]
+        subprocess.run([*writer, *pace], check=True)
         total = int(RATE * SECONDS)
         # A generous hang bound, not a timing assertion: what is lost never comes.
         with contextlib.suppress(AssertionError):

@@ -19,8 +19,9 @@ from logwatch.rules.base import Transition
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.sinks.base import ListSink
 from logwatch.testing import recording_spec, running
-from tests.conftest import SAMPLES, sample_logs
-from tests.tailkit import BUILTIN, Tail, numbered
+from tests.support.paths import SAMPLES
+from tests.support.samples import sample_logs
+from tests.support.tailkit import BUILTIN, Tail, numbered
 
 DFLASH = SAMPLES / "dflash"
 LIVE = load_rules([builtin_rules_dir() / "live.toml"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from logwatch.sources.schedule import SAFETY_POLL_FILES
 from logwatch.testing import DeafWatcher, running
-from tests.tailkit import Tail, numbered, wait_until
+from tests.support.tailkit import Tail, numbered, wait_until
 
 
 def test_an_append_whose_event_was_lost_is_found_by_the_safety_poll(tmp_path: Path) -> None:

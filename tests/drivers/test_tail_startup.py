@@ -10,7 +10,7 @@ from logwatch.config import Config, SlackConfig
 from logwatch.drivers.startup import rules_phrase, sinks_line
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from tests.drivers.test_tail_cli import Tailer
-from tests.tailkit import wait_until
+from tests.support.tailkit import wait_until
 
 
 def block(tailer: Tailer) -> list[str]:

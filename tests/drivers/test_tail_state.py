@@ -10,7 +10,7 @@ import pytest
 
 from logwatch.errors import StateError
 from logwatch.testing import running
-from tests.tailkit import BUILTIN, Tail, numbered
+from tests.support.tailkit import BUILTIN, Tail, numbered
 
 
 def nan_at(seq: int, first: int, last: int) -> bytes:

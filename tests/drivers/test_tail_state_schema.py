@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from logwatch.testing import running
-from tests.tailkit import BUILTIN, Tail
+from tests.support.tailkit import BUILTIN, Tail
 
 
 def nan_log(first: int, last: int, nan_at: int | None = None) -> bytes:

@@ -5,16 +5,13 @@ after the masking the sinks apply (`logwatch.redact`)."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from logwatch.testing import FakeSlack
 from logwatch.testing.slack import Fault
-from tests.process import Collected
-from tests.slackhelp import TOKEN
-from tests.tailkit import wait_until
+from tests.support.process import Collected
+from tests.support.slackhelp import TOKEN
+from tests.support.tailkit import wait_until
 
 SECRETS = ("hunter2pw", "s3cretpw", "t0psecret", "sekrit99", "g1napw", "lab3lpw")
 LOG = "".join(
@@ -41,23 +38,17 @@ summary = "dataset {labels.remote} failed"
 """
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeSlack]:
-    with FakeSlack(token=TOKEN, rate_per_s=None) as server:
-        yield server
-
-
-def test_no_state_file_holds_a_url_password(tmp_path: Path, fake: FakeSlack) -> None:
+def test_no_state_file_holds_a_url_password(tmp_path: Path, fake_slack: FakeSlack) -> None:
     """With Slack refusing (jobs stay in the spool) and Alertmanager unreachable (alerts stay
     in alertmanager.json), every file under the state directory is free of the passwords the
     log's URLs carried, and so is what tail printed."""
-    fake.fail("chat.postMessage", *[Fault(status=503)] * 50)
+    fake_slack.fail("chat.postMessage", *[Fault(status=503)] * 50)
     (tmp_path / "train.log").write_text(LOG, encoding="utf-8")
     (tmp_path / "rules").mkdir()
     (tmp_path / "rules" / "pack.toml").write_text(PACK, encoding="utf-8")
     config = tmp_path / "logwatch.toml"
     config.write_text(
-        f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake.base_url}"\ntimeout = "2s"\n'
+        f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake_slack.base_url}"\ntimeout = "2s"\n'
         '[alerts]\ngroup_wait = "0s"\n'
         '[alertmanager]\nurls = ["http://127.0.0.1:9"]\ntimeout = "1s"\n',
         encoding="utf-8",
@@ -70,7 +61,7 @@ def test_no_state_file_holds_a_url_password(tmp_path: Path, fake: FakeSlack) -> 
         wait_until(lambda: len(tail.out) >= 2, timeout_s=60)
         wait_until(lambda: (state / "checkpoint.json").exists(), timeout_s=60)
         wait_until(lambda: (state / "alertmanager.json").exists(), timeout_s=60)
-        wait_until(lambda: bool(fake.seen("chat.postMessage")), timeout_s=60)
+        wait_until(lambda: bool(fake_slack.seen("chat.postMessage")), timeout_s=60)
     finally:
         tail.stop(signal.SIGKILL)  # no clean stop: the journal and delta stay as they were
     files = [path for path in state.rglob("*") if path.is_file()]

@@ -17,9 +17,9 @@ from pathlib import Path
 from logwatch.drivers.checkpoint import StateDir
 from logwatch.rules.loader import load_pack
 from logwatch.testing import FailingStateFS, running
-from tests.conftest import ROOT
 from tests.drivers.test_tail_cli import PACK, Tailer, alert_lines
-from tests.tailkit import Tail, wait_until
+from tests.support.paths import ROOT
+from tests.support.tailkit import Tail, wait_until
 
 
 def _append(log: Path, data: bytes) -> None:

@@ -8,9 +8,9 @@ import sys
 import threading
 from pathlib import Path
 
-from tests.conftest import ROOT
 from tests.drivers.test_tail_cli import PACK
-from tests.tailkit import wait_until
+from tests.support.paths import ROOT
+from tests.support.tailkit import wait_until
 
 
 def test_tail_follows_standard_input_live_and_exits_0_at_its_end(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from tests.tailkit import Tail
+from tests.support.tailkit import Tail
 
 
 def test_stop_returns_while_its_own_thread_holds_the_wake_lock(tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.drivers.test_tail_cli import Tailer, alert_lines
-from tests.process import CAN_BE_DENIED, Collected, unprivileged
-from tests.tailkit import wait_until
+from tests.support.process import CAN_BE_DENIED, Collected, unprivileged
+from tests.support.tailkit import wait_until
 
 pytestmark = pytest.mark.skipif(
     not CAN_BE_DENIED, reason="root reads any file, and setpriv is missing to drop that"

@@ -7,7 +7,7 @@ from pathlib import Path
 from logwatch.rules.loader import load_pack
 from logwatch.sources.follow import Position
 from logwatch.testing import running
-from tests.tailkit import Tail
+from tests.support.tailkit import Tail
 
 PACK = """
 [[rule]]

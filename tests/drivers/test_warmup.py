@@ -13,7 +13,7 @@ from logwatch.engine import Engine
 from logwatch.parse import shape_of
 from logwatch.parse.shapes import SHAPES
 from logwatch.testing import running
-from tests.tailkit import Tail
+from tests.support.tailkit import Tail
 from tests.test_engine import RULES, exploding_spec, frames
 
 LINES = ["step 1 | loss 2.0", "step 2 | loss nan", "step 3 | loss 2.1", "step 4 | loss inf"]

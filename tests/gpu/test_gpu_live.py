@@ -19,7 +19,7 @@ from logwatch.gpu.sampler import GpuSampler, start_gpu
 from logwatch.parse import parse_lines
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.testing import FakeClock, FakeGpuReader
-from tests.conftest import SAMPLES
+from tests.support.paths import SAMPLES
 
 RULES = load_rules([builtin_rules_dir()])
 T0 = datetime(2026, 11, 28, 14, 0, 0)

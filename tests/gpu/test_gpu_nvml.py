@@ -24,7 +24,7 @@ from logwatch.errors import GpuUnavailableError
 from logwatch.gpu.model import GpuSettings, NvmlReason
 from logwatch.gpu.nvml import NvmlReader
 from logwatch.gpu.sampler import start_gpu, take_snapshot
-from tests.fakenvml.build import build, compiler, write_control
+from tests.fakenvml.build import compiler, write_control
 
 TS = datetime(2026, 11, 28, 14, 0, 0)
 pytestmark = pytest.mark.skipif(
@@ -32,19 +32,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="session")
-def fake_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The stand-in library, compiled once per session."""
-    return build(tmp_path_factory.mktemp("fakenvml"))
-
-
 @pytest.fixture
-def control(fake_lib: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def control(fake_nvml_lib: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A control file for the stand-in, with the stand-in loaded in this process."""
     path = tmp_path / "nvml.ctl"
     write_control(path, {"driver": "fake-580.65.06", "count": 2})
     monkeypatch.setenv("FAKE_NVML_CONTROL", str(path))
-    ctypes.CDLL(str(fake_lib), mode=ctypes.RTLD_GLOBAL)
+    ctypes.CDLL(str(fake_nvml_lib), mode=ctypes.RTLD_GLOBAL)
     import pynvml
 
     pynvml.nvmlInit()
@@ -263,7 +257,7 @@ def _cli(lib_dir: Path | None, control: Path, *args: str) -> subprocess.Complete
     )
 
 
-def test_logwatch_gpu_table_through_ld_library_path(fake_lib: Path, tmp_path: Path) -> None:
+def test_logwatch_gpu_table_through_ld_library_path(fake_nvml_lib: Path, tmp_path: Path) -> None:
     """`logwatch gpu` finds the library as a user's would, prints the status line then the table."""
     control = tmp_path / "ctl"
     write_control(
@@ -280,7 +274,7 @@ def test_logwatch_gpu_table_through_ld_library_path(fake_lib: Path, tmp_path: Pa
             "g1.fail.util": 15,
         },
     )
-    result = _cli(fake_lib.parent, control)
+    result = _cli(fake_nvml_lib.parent, control)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "NVML: ok, 2x NVIDIA H200, driver 580.65.06"
@@ -313,13 +307,13 @@ def test_logwatch_gpu_table_through_ld_library_path(fake_lib: Path, tmp_path: Pa
     assert lines[3].split()[:4] == ["1", "NVIDIA", "H200", "LOST"]
 
 
-def test_logwatch_gpu_json_and_unavailable_exit_code(fake_lib: Path, tmp_path: Path) -> None:
+def test_logwatch_gpu_json_and_unavailable_exit_code(fake_nvml_lib: Path, tmp_path: Path) -> None:
     """`--format json` carries the status and nulls for unsupported metrics; a failed init exits 1."""
     control = tmp_path / "ctl"
     write_control(control, {"count": 1, "g0.fail.ecc": 3})
-    ok = _cli(fake_lib.parent, control, "--format", "json")
+    ok = _cli(fake_nvml_lib.parent, control, "--format", "json")
     write_control(control, {"init": 18})
-    bad = _cli(fake_lib.parent, control, "--format", "json")
+    bad = _cli(fake_nvml_lib.parent, control, "--format", "json")
     data = json.loads(ok.stdout)
     assert ok.returncode == 0 and data["nvml"]["available"] is True
     assert data["gpus"][0]["ecc_uncorrected"] is None and data["gpus"][0]["temp_c"] == 40.0

@@ -21,9 +21,9 @@ from logwatch.gpu.model import GpuSettings
 from logwatch.gpu.sampler import start_gpu
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.testing import FakeClock, FakeGpuReader, running
-from tests.conftest import ROOT, SAMPLES
-from tests.fakenvml.build import build, compiler, write_control
-from tests.tailkit import Tail, wait_until
+from tests.fakenvml.build import compiler, write_control
+from tests.support.paths import ROOT, SAMPLES
+from tests.support.tailkit import Tail, wait_until
 
 RULES = load_rules([builtin_rules_dir()])
 SLAMMED4 = SAMPLES / "dflash" / "train_slammed4.log"
@@ -73,9 +73,9 @@ def quiet_run(
         for _ in range(30):
             clock.advance(30)
             sampler.poll()
-            time.sleep(0.06)  # let the driver run a round (it ticks on its poll interval)
+            driver.sync()  # a round of the driver sees this NVML round
         wait_until(lambda: until_rule in [e.rule for e in tail.sink.events])
-        time.sleep(0.3)  # anything else this round would say
+        driver.sync()  # anything else this round would say
     link.close()
     return tail.sink.events
 
@@ -107,12 +107,11 @@ def test_gpu_alerts_are_not_repeated_after_a_restart(tmp_path: Path) -> None:
     tail, link = linked_tail(tmp_path, reader, clock, poll_interval_s=0.05)
     sampler = link.started.sampler
     assert sampler is not None
-    with running(tail.driver):
+    with running(tail.driver) as driver:
         for _ in range(10):
             clock.advance(30)
             sampler.poll()
-            time.sleep(0.06)
-        time.sleep(0.3)
+            driver.sync()
     link.close()
     assert [(e.rule, e.status) for e in tail.sink.events] == []
 
@@ -130,10 +129,9 @@ needs_cc = pytest.mark.skipif(
 )
 
 
-def working_nvml(folder: Path) -> dict[str, str]:
-    """An environment in which pynvml finds the stand-in library: 8 H200s, driver 580.65.06."""
-    (folder / "lib").mkdir()
-    lib = build(folder / "lib")
+def working_nvml(folder: Path, lib: Path) -> dict[str, str]:
+    """An environment in which pynvml finds the stand-in library `lib`: 8 H200s, driver
+    580.65.06."""
     control = folder / "nvml.ctl"
     write_control(control, {"driver": "580.65.06", "count": 8})
     return {**os.environ, "LD_LIBRARY_PATH": str(lib.parent), "FAKE_NVML_CONTROL": str(control)}
@@ -172,13 +170,17 @@ def run_tail(
 
 
 @needs_cc
-def test_cli_tail_with_working_nvml_enriches_the_slammed4_alert(tmp_path: Path) -> None:
+def test_cli_tail_with_working_nvml_enriches_the_slammed4_alert(
+    tmp_path: Path, fake_nvml_lib: Path
+) -> None:
     """`logwatch tail` on train_slammed4.log, NVML found through LD_LIBRARY_PATH: the status line
     on stderr, one enriched nvml-disabled on stdout, no gpu-metrics-missing."""
     logs = tmp_path / "logs"
     logs.mkdir()
     shutil.copy(SLAMMED4, logs / "train_slammed4.log")
-    code, events, err = run_tail(logs, working_nvml(tmp_path), wait_for="following it")
+    code, events, err = run_tail(
+        logs, working_nvml(tmp_path, fake_nvml_lib), wait_for="following it"
+    )
     assert code == 0, err
     assert "logwatch: GPUs: NVML: ok, 8x NVIDIA H200, driver 580.65.06\n" in err
     assert [(e["rule"], e["line"]) for e in events] == [("nvml-disabled", 3)]
@@ -237,12 +239,12 @@ def test_cli_tail_gpu_required_without_nvml_exits_2(tmp_path: Path) -> None:
 
 
 @needs_cc
-def test_doctor_nvml_line_with_working_nvml(tmp_path: Path) -> None:
+def test_doctor_nvml_line_with_working_nvml(tmp_path: Path, fake_nvml_lib: Path) -> None:
     """`logwatch doctor` says NVML works, with the hardware, through the same reader as tail."""
     proc = subprocess.run(
         [sys.executable, "-m", "logwatch.cli", "doctor"],
         cwd=tmp_path,
-        env=working_nvml(tmp_path),
+        env=working_nvml(tmp_path, fake_nvml_lib),
         capture_output=True,
         text=True,
         timeout=60,

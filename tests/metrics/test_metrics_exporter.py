@@ -17,7 +17,7 @@ from logwatch.gpu.sampler import start_gpu
 from logwatch.metrics.exporter import MetricsExporter, start_exporter
 from logwatch.sinks.base import ListSink
 from logwatch.testing import FakeGpuReader
-from tests.tailkit import BUILTIN, Tail
+from tests.support.tailkit import BUILTIN, Tail
 
 LOG = "run start: run_id=r9\nstep=10 loss=2.5 q_hs=7\nstep=11 loss=nan q_hs=3\n"
 

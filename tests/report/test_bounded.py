@@ -15,7 +15,7 @@ from logwatch.report.build import build_report
 from logwatch.report.page import TABLE_CAP, alert_table
 from logwatch.report.svg import PLOT_W
 from logwatch.rules.loader import builtin_rules_dir, load_rules, pack_files
-from tests.conftest import SAMPLES
+from tests.support.paths import SAMPLES
 
 RULES = load_rules(pack_files(builtin_rules_dir()))
 START = datetime(2026, 11, 28, 14, 0, 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logwatch
 from logwatch.report.page import run_header
-from tests.conftest import SAMPLES
+from tests.support.paths import SAMPLES
 
 NAN = str(SAMPLES / "dflash" / "train_nan.log")
 RESTARTED = str(SAMPLES / "dflash" / "train_restarted.log")

@@ -10,7 +10,8 @@ from browser import Dom, dump_dom, screenshot
 from click.testing import CliRunner
 
 from logwatch.cli import cli
-from tests.conftest import SAMPLES, expected_alerts
+from tests.support.paths import SAMPLES
+from tests.support.samples import expected_alerts
 
 DFLASH = sorted((SAMPLES / "dflash").glob("*.log"))
 

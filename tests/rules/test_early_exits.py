@@ -9,11 +9,11 @@ from typing import Any
 import polars as pl
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from stateful_reference import ranked, spike, streak
 
 from logwatch.rules.base import Transition
 from logwatch.rules.log import StreakRule
 from logwatch.rules.spike import SpikeRule
+from tests.support.stateful_reference import ranked, spike, streak
 
 # Mostly a flat loss (the exit's case), with noise, spikes, NaN and gaps now and then.
 VALUES = st.lists(

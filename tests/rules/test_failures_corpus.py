@@ -11,7 +11,7 @@ import pytest
 
 from logwatch.drivers.replay import ReplayOptions, replay
 from logwatch.rules.loader import builtin_rules_dir, load_rules
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 RULES = load_rules([builtin_rules_dir()])
 CORPUS: list[dict[str, Any]] = tomllib.loads(

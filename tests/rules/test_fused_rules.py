@@ -1,4 +1,4 @@
-"""The throughput-drop and non-finite rules equal their reference logic (tests/stateful_reference)
+"""The throughput-drop and non-finite rules equal their reference logic (tests/support/stateful_reference)
 over random inputs cut into random batches, 1-row batches included: same transitions (values,
 medians), same state after every batch."""
 
@@ -10,11 +10,11 @@ from typing import Any
 import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from stateful_reference import drop, nonfinite, ranked
 
 from logwatch.rules.base import Transition
 from logwatch.rules.drop import PAUSE_PATTERN, DropRule
 from logwatch.rules.nonfinite import NonFiniteRule
+from tests.support.stateful_reference import drop, nonfinite, ranked
 
 
 def _cuts(height: int, cuts: list[int], singles: bool) -> list[tuple[int, int]]:

@@ -20,7 +20,7 @@ from logwatch.drivers.replay import ReplayOptions, replay
 from logwatch.engine import Engine
 from logwatch.parse import parse_lines
 from logwatch.rules.loader import builtin_rules_dir, load_rules
-from tests.conftest import SAMPLES
+from tests.support.paths import SAMPLES
 
 RULES = load_rules([builtin_rules_dir()])
 CORPUS: list[dict[str, Any]] = tomllib.loads(

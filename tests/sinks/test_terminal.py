@@ -11,15 +11,16 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from logwatch.sinks.slack.silences import SilenceStore
-from tests.conftest import ROOT
 from tests.drivers.test_tail_cli import PACK
-from tests.tailkit import wait_until
+from tests.support.paths import ROOT
+from tests.support.tailkit import wait_until
 
 NAN = b"2026-11-28 14:02:07,199 INFO step 5 | loss nan | lr 1e-4\n"
 FIX_WORDS = [
@@ -80,7 +81,7 @@ def test_no_color_turns_colour_off_even_on_a_terminal(
     if no_color is not None:
         env["NO_COLOR"] = no_color
     args = [sys.executable, "-m", "logwatch.cli", "replay", str(tmp_path / "a.log")]
-    out = run_on_pty(args, env, 4.0)
+    out = run_on_pty(args, env, 60.0)  # a bound: it ends when replay exits and closes the terminal
     assert "nan-loss" in out
     assert ("\x1b[" in out) is coloured
 
@@ -90,15 +91,17 @@ def test_tail_marks_silenced_alerts_and_arrival_times(tmp_path: Path) -> None:
     arrived, marked as such; replay's rows stay as they are."""
     (tmp_path / "a.log").write_bytes(b"")
     SilenceStore(tmp_path / "state").add("nan-loss", "*", 3600, "known", datetime.now())
-    proc = subprocess.Popen(
-        tail_args(tmp_path), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
+    err = tmp_path / "tail.err"
+    with err.open("wb") as stderr:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(
+            tail_args(tmp_path), cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True
+        )
     assert proc.stdout is not None
     rows: list[str] = []
     pump = threading.Thread(target=lambda: rows.extend(iter(proc.stdout.readline, "")))  # type: ignore[union-attr]
     pump.start()
     try:
-        time.sleep(1.5)
+        wait_until(lambda: "following it" in err.read_text(), timeout_s=60)
         with open(tmp_path / "a.log", "ab") as log:
             log.write(NAN + b"seq=1 ALERT\n")
         wait_until(lambda: len(rows) >= 3)
@@ -119,15 +122,17 @@ def test_tail_fits_an_80_column_terminal(tmp_path: Path) -> None:
     """In an 80-column tmux pane no row is wider than the pane and the fix wraps at word
     boundaries (each word of it whole on some line)."""
     (tmp_path / "a.log").write_bytes(b"")
-    session = f"lw-{os.getpid()}"
-    command = " ".join(f"'{a}'" for a in tail_args(tmp_path)) + " 2>/dev/null"
+    err = tmp_path / "tail.err"
+    command = " ".join(f"'{a}'" for a in tail_args(tmp_path)) + f" 2>'{err}'"
+    # A tmux server of this test's own (socket name), without the user's config
+    tmux = ["tmux", "-L", f"lw-{os.getpid()}-{uuid.uuid4().hex[:8]}", "-f", "/dev/null"]
     subprocess.run(
         [
-            "tmux",
+            *tmux,
             "new-session",
             "-d",
             "-s",
-            session,
+            "tail",
             "-x",
             "80",
             "-y",
@@ -139,20 +144,20 @@ def test_tail_fits_an_80_column_terminal(tmp_path: Path) -> None:
         check=True,
     )
     try:
-        time.sleep(1.5)
+        wait_until(lambda: err.exists() and "following it" in err.read_text(), timeout_s=60)
         with open(tmp_path / "a.log", "ab") as log:
             log.write(NAN)
 
         def pane() -> list[str]:
             done = subprocess.run(
-                ["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True
+                [*tmux, "capture-pane", "-p", "-t", "tail"], capture_output=True, text=True
             )
             return done.stdout.splitlines()
 
         wait_until(lambda: any("checkpoint before" in line for line in pane()))
         lines = pane()
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+        subprocess.run([*tmux, "kill-server"], check=False)
     text = [line for line in lines if line.strip()]
     assert max(len(line) for line in text) <= 80
     assert len([line for line in text if line.startswith(" ")]) >= 2  # summary/fix continued

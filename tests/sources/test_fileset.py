@@ -9,7 +9,7 @@ from pathlib import Path
 from logwatch.sources.fileset import FileSet
 from logwatch.sources.watch import WatchdogWatcher, may_match
 from logwatch.testing import UnavailableWatcher
-from tests.tailkit import wait_until
+from tests.support.tailkit import wait_until
 
 
 def fileset(folder: Path, pattern: str = "*.log", **kw: object) -> tuple[FileSet, list[str]]:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.process import CAN_BE_DENIED, unprivileged
 from tests.sources.test_fileset import fileset
+from tests.support.paths import ROOT
+from tests.support.process import CAN_BE_DENIED, unprivileged
 
 USER = pwd.getpwuid(os.geteuid()).pw_name
 """Who the unprivileged runs are (`unprivileged()` keeps the uid): the notes name them."""

@@ -1,5 +1,5 @@
 """Framing's fast path (plain lines: a byte test, the splitter, nothing else) and each fix-up it
-skips give exactly the lines the pre-issue-9 framing gave (tests/framing_reference.py)."""
+skips give exactly the lines the pre-issue-9 framing gave (tests/support/framing_reference.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import itertools
 
 import polars as pl
 import pytest
-from framing_reference import reference_lines_to_series
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +21,7 @@ from logwatch.sources.framing import (
     lines_to_series,
     read_blocks,
 )
+from tests.support.framing_reference import reference_lines_to_series
 
 PLAIN = b"2026-11-28 14:02:03 step 1300 | loss 2.31 | grad_norm 1.1\n"
 PLAIN_TEXT = PLAIN.decode().rstrip("\n")

@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from tests.fakenvml.build import build, write_control
+from tests.fakenvml.build import write_control
 from tests.gpu.test_live import needs_cc, no_real_nvml
 from tests.top.tmuxkit import START_S, TmuxTop, needs_tmux, run_start, step_line
 
@@ -14,11 +14,10 @@ pytestmark = needs_tmux
 
 
 @needs_cc
-def test_gpu_table_shows_each_gpu_and_the_run_on_it(tmp_path: Path) -> None:
+def test_gpu_table_shows_each_gpu_and_the_run_on_it(tmp_path: Path, fake_nvml_lib: Path) -> None:
     """Two stand-in H200s; the run's logged pid (this test's process) holds GPU 1: each GPU has
     its util, memory, power, temperature and ECC, and GPU 1 names the run."""
-    (tmp_path / "lib").mkdir()
-    lib = build(tmp_path / "lib")
+    lib = fake_nvml_lib
     control = tmp_path / "nvml.ctl"
     write_control(
         control,

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 from tests.top.tmuxkit import START_S, append, run_start, step_line
 
 

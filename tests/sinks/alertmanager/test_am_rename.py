@@ -8,11 +8,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from slackhelp import alert
-
 from logwatch.cluster_config import AlertmanagerConfig
 from logwatch.sinks.alertmanager.payload import Identity
 from logwatch.sinks.alertmanager.sink import AlertmanagerSink
+from tests.support.slackhelp import alert
 
 
 def sink(state: Path) -> AlertmanagerSink:

@@ -6,11 +6,10 @@ import json
 import shutil
 from pathlib import Path
 
-from slackhelp import T0, ListOutbox, alert
-
 from logwatch.config import AlertsConfig
 from logwatch.sinks.slack.notifier import Notifier
 from logwatch.testing import FakeClock
+from tests.support.slackhelp import T0, ListOutbox, alert
 
 
 def test_unwritable_notify_state_is_said_once_and_retried(tmp_path: Path) -> None:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests_paths import NAN_LOG
 
 from logwatch.cli import cli
 from logwatch.testing import FakeSlack, Fault
+from tests.support.paths import NAN_LOG
 
 TOKEN = "plain-bot-token-SECRET-7781"
 

@@ -14,7 +14,7 @@ from logwatch.sinks.slack.delivery import DEAD_LETTER, DeliveryPolicy, DeliveryW
 from logwatch.sinks.slack.spool import Job, Spool
 from logwatch.sinks.slack.transport import BotTransport, SlackTime
 from logwatch.testing import FakeSlack, Fault
-from tests.tailkit import wait_until
+from tests.support.tailkit import wait_until
 
 FAST = DeliveryPolicy(pace_s=0.05, backoff_base_s=0.05, backoff_cap_s=0.2)
 CH = "C0ALERTS01"

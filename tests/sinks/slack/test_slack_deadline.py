@@ -8,14 +8,14 @@ import time
 from pathlib import Path
 
 import pytest
-from slackhelp import T0, TOKEN, SlackTail, alert, slack_config
 
 from logwatch.sinks.slack.delivery import DeliveryPolicy
 from logwatch.sinks.slack.sink import open_slack_sink
 from logwatch.sinks.slack.spool import Job, Spool
 from logwatch.sinks.slack.transport import BotTransport, Transient, WebhookTransport
 from logwatch.testing import FakeClock, FakeSlack, Fault
-from tests.tailkit import wait_until
+from tests.support.slackhelp import T0, TOKEN, SlackTail, alert, slack_config
+from tests.support.tailkit import wait_until
 
 HANG_S = 15.0  # a hang check, not a timing assertion: the old code needed minutes
 

@@ -7,11 +7,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from slackhelp import T0, alert, slack_config
-
 from logwatch.sinks.slack.delivery import DeliveryPolicy
 from logwatch.sinks.slack.sink import open_slack_sink, send_digest
 from logwatch.testing import FakeClock, FakeSlack
+from tests.support.slackhelp import T0, alert, slack_config
 
 RAW = ("<!channel>", "<!here>", "<@U0EVIL1>", "<http://evil.example|click>", "<#C0PRIV>")
 HOSTILE = "<!channel> <@U0EVIL1> <http://evil.example|click> <#C0PRIV> R&D"

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from slackhelp import T0, alert, slack_config
 
 from logwatch.alerts import AlertEvent, EndReason, Severity
 from logwatch.sinks.slack import messages
 from logwatch.sinks.slack.delivery import DeliveryPolicy
 from logwatch.sinks.slack.sink import digest_lines, open_slack_sink
 from logwatch.testing import FakeClock, FakeSlack
+from tests.support.slackhelp import T0, alert, slack_config
 
 
 def shown(blocks: list[dict[str, Any]]) -> str:

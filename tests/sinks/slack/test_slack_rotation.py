@@ -13,9 +13,9 @@ from logwatch.config import AlertsConfig
 from logwatch.sinks.slack.notifier import Notifier
 from logwatch.sinks.slack.spool import POST, UPDATE
 from logwatch.testing import FakeClock, FakeSlack
-from tests.process import Collected
-from tests.slackhelp import ListOutbox, alert
-from tests.tailkit import wait_until
+from tests.support.process import Collected
+from tests.support.slackhelp import ListOutbox, alert
+from tests.support.tailkit import wait_until
 
 FIRST_RUN = b"step 1 | loss 1.0\nstep 2 | loss nan\n"
 

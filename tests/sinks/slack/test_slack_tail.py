@@ -9,13 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from slackhelp import slack_config
-from tailkit import BUILTIN, Tail, wait_until
-from tests_paths import NAN_LOG
-
 from logwatch.sinks.slack.delivery import DeliveryPolicy
 from logwatch.sinks.slack.sink import open_slack_sink
 from logwatch.testing import FakeClock, FakeSlack, running
+from tests.support.paths import NAN_LOG
+from tests.support.slackhelp import slack_config
+from tests.support.tailkit import BUILTIN, Tail, wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from logwatch.alerts import AlertEvent, Severity
 from logwatch.sinks.slack.spool import Job
 from logwatch.testing import FakeSlack
-from tests.conftest import ROOT
-from tests.tailkit import wait_until
+from tests.support.paths import ROOT
+from tests.support.tailkit import wait_until
 
 TOKEN = "plain-bot-token-SECRET-7781"
 

@@ -1,12 +1,12 @@
 """Golden replay outputs: what `logwatch replay` printed, before the speed work, for every sample
-log and a seeded randomized corpus (tests/corpus.py). tests/test_identical.py checks that today's
+log and a seeded randomized corpus (tests/support/corpus.py). tests/test_identical.py checks that today's
 code prints exactly the same bytes.
 
 Regenerate them only when a rule or the parser changes its output on purpose:
 
-    python tests/golden.py --write            # goldens from the stored corpus, clean tree only
-    python tests/golden.py --write --corpus   # new corpus files too (after editing tests/corpus.py)
-    python tests/golden.py --check            # compare only, as the test does (default)
+    python tests/support/golden.py --write            # goldens from the stored corpus, clean tree only
+    python tests/support/golden.py --write --corpus   # new corpus files too (after editing tests/support/corpus.py)
+    python tests/support/golden.py --check            # compare only, as the test does (default)
 
 `--write` refuses on a dirty tree (the goldens must come from a commit, named in the manifest)
 unless `--force`. Files are replayed from a staging copy whose mtime is fixed (yearless
@@ -34,15 +34,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script: `python tests/golden.py`
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # run as a script: `python tests/support/golden.py`
     sys.path.insert(0, str(ROOT))
 
 import logwatch  # noqa: E402  (after the path fix above, for script use)
 from logwatch.drivers.replay import ReplayOptions  # noqa: E402
 from logwatch.drivers.replay import replay as replay_paths  # noqa: E402
 from logwatch.rules.loader import RuleSpec  # noqa: E402
-from tests.corpus import corpus  # noqa: E402
+from tests.support.corpus import corpus  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "data" / "golden"
 MANIFEST = GOLDEN / "manifest.json"
@@ -167,7 +167,7 @@ def write(*, force: bool, new_corpus: bool) -> None:
     dirty = _git("status", "--porcelain", "--", ".", ":!tests/data/golden")  # all but the outputs
     if dirty and not force:
         raise SystemExit(
-            "tests/golden.py --write: the tree has uncommitted changes, so the goldens would come "
+            "tests/support/golden.py --write: the tree has uncommitted changes, so the goldens would come "
             "from no commit: commit (or use --force, and say why in the commit)\n" + dirty
         )
     if new_corpus:

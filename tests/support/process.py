@@ -11,7 +11,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import IO
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 NO_DAC = ["setpriv", "--inh-caps=-dac_override,-dac_read_search"]
 NO_DAC += ["--bounding-set=-dac_override,-dac_read_search"]
