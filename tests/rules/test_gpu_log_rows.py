@@ -121,13 +121,22 @@ def _wide(frame: pl.DataFrame) -> pl.DataFrame:
 Event = tuple[int, str, str, str]
 
 
-def _run(rule: HoldRule, blocks: list[tuple[int, pl.DataFrame]], *, narrow: bool) -> Any:
+Views = list[tuple[int, LogGpuRows, pl.DataFrame]]
+
+
+def _views(blocks: list[tuple[int, pl.DataFrame]]) -> Views:
+    """Each block's narrow rows and wide frame, built once for every rule (they do not depend
+    on the rule; the rules only read them)."""
+    return [(first, log_gpu_rows(frame), _wide(frame)) for first, frame in blocks]
+
+
+def _run(rule: HoldRule, views: Views, *, narrow: bool) -> Any:
     state, out = rule.initial_state(), []
-    for first, frame in blocks:
+    for first, rows, wide in views:
         if narrow:
-            transitions, state = rule.evaluate_log(log_gpu_rows(frame), state)
+            transitions, state = rule.evaluate_log(rows, state)
         else:
-            transitions, state = rule.evaluate_gpu(_wide(frame), state)
+            transitions, state = rule.evaluate_gpu(wide, state)
         out += [_event(first, t.row, t.status, t.labels, t.value) for t in transitions]
     return out, state
 
@@ -137,13 +146,13 @@ def _event(first: int, row: int, status: str, labels: dict[str, str], value: Any
     return (first + row, status, labels.get("gpu", "run"), shown)
 
 
-def _brute(rule: HoldRule, blocks: list[tuple[int, pl.DataFrame]]) -> list[Event]:
+def _brute(rule: HoldRule, views: Views) -> list[Event]:
     """Per GPU: fire once the condition has held `hold_s`, resolve at its first false sample."""
     since: dict[str, datetime] = {}
     fired: set[str] = set()
     out: list[Event] = []
-    for first, frame in blocks:
-        rows = _wide(frame).select(
+    for first, _, wide in views:
+        rows = wide.select(
             "ts", pl.col("gpu").cast(pl.String), "_row", rule.condition.alias("c"), "temp_c"
         )
         rows = rows.filter(pl.col("ts").is_not_null() & pl.col("c").is_not_null())
@@ -169,12 +178,12 @@ def _brute(rule: HoldRule, blocks: list[tuple[int, pl.DataFrame]]) -> list[Event
 def test_narrow_rows_give_the_wide_paths_transitions(lines: list[str], cuts: list[int]) -> None:
     """Every GPU rule gives the same transitions and state from the narrow rows as from the
     pivoted telemetry column, in any cut into blocks; gpu-scoped ones as the brute force too."""
-    blocks = _blocks(lines, cuts)
+    views = _views(_blocks(lines, cuts))
     for name, rule in RULES.items():
-        narrow, wide = _run(rule, blocks, narrow=True), _run(rule, blocks, narrow=False)
+        narrow, wide = _run(rule, views, narrow=True), _run(rule, views, narrow=False)
         assert narrow == wide, name
         if rule.scope == "gpu":
-            assert [e[:3] for e in narrow[0]] == [e[:3] for e in _brute(rule, blocks)], name
+            assert [e[:3] for e in narrow[0]] == [e[:3] for e in _brute(rule, views)], name
 
 
 @settings(max_examples=60, deadline=None)
