@@ -38,28 +38,40 @@ def _general_checks(
     return _LiveChecks(_opened(frame, gates))
 
 
+def _batches(lines: list[str], sizes: list[int], rules: list[RuleSpec]) -> list[pl.DataFrame]:
+    """`lines` cut into batches of `sizes` (in turn), parsed as tail parses them; parsed once
+    and fed to both engines (a frame is immutable: neither engine can change what the other
+    reads)."""
+    columns = Engine(rules).every_column
+    frames = []
+    start, turn = 0, 0
+    while start < len(lines):
+        size = sizes[turn % len(sizes)]
+        frames.append(
+            parse_lines(
+                pl.Series(lines[start : start + size], dtype=pl.String),
+                source="t",
+                first_line=start + 1,
+                default_year=2026,
+                columns=columns,
+            )
+        )
+        start, turn = start + size, turn + 1
+    return frames
+
+
 def _run(
-    lines: list[str], sizes: list[int], rules: list[RuleSpec]
+    batches: list[pl.DataFrame], rules: list[RuleSpec]
 ) -> tuple[list[str], list[str], list[str]]:
-    """(events as JSONL, each source's exported state after every batch, rule errors) of
-    `lines` cut into batches of `sizes` (in turn), parsed as tail parses them."""
+    """(events as JSONL, each source's exported state after every batch, rule errors) of the
+    engine over `batches`."""
     errors: list[str] = []
     engine = Engine(rules, on_error=lambda rule, source, exc: errors.append(f"{rule} {source}"))
     columns = engine.every_column
     events, states = [], []
-    start, turn = 0, 0
-    while start < len(lines):
-        size = sizes[turn % len(sizes)]
-        frame = parse_lines(
-            pl.Series(lines[start : start + size], dtype=pl.String),
-            source="t",
-            first_line=start + 1,
-            default_year=2026,
-            columns=columns,
-        )
+    for frame in batches:
         events += [event.to_jsonl() for event in engine.process(frame, columns)]
         states.append(json.dumps(engine.export_state("t"), sort_keys=True, default=str))
-        start, turn = start + size, turn + 1
     return events, states, errors
 
 
@@ -75,12 +87,12 @@ def _corpus_lines(seed: int, count: int) -> list[str]:
 def test_live_batches_give_the_general_paths_events_and_states(seed: int, sizes: list[int]) -> None:
     """Every built-in rule over the corpus in batches of 1 to 64 lines (the live sizes): the
     same events and the same rule states after every batch as the general path."""
-    lines = _corpus_lines(seed, 120)
-    fast = _run(lines, sizes, RULES)
+    batches = _batches(_corpus_lines(seed, 120), sizes, RULES)
+    fast = _run(batches, RULES)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine_module.Engine, "_live_checks", _general_checks)
         patch.setattr(evaluate_module, "_step_filled", lambda frame: False)
-        general = _run(lines, sizes, RULES)
+        general = _run(batches, RULES)
     assert fast == general
 
 
@@ -98,10 +110,11 @@ def test_the_live_checks_are_taken_and_streaks_still_fire(monkeypatch: pytest.Mo
 
     lines = _corpus_lines(11, 300)  # fires all three streak rules and resolves two
     monkeypatch.setattr(engine_module.Engine, "_live_checks", spy)
-    events, states, _ = _run(lines, [1], RULES)
+    batches = _batches(lines, [1], RULES)
+    events, states, _ = _run(batches, RULES)
     monkeypatch.setattr(engine_module.Engine, "_live_checks", _general_checks)
     monkeypatch.setattr(evaluate_module, "_step_filled", lambda frame: False)
-    assert (events, states) == _run(lines, [1], RULES)[:2]
+    assert (events, states) == _run(batches, RULES)[:2]
     assert sum(calm) > len(lines)  # three streak rules, calm on most lines
     streaks = {spec.id for spec in RULES if isinstance(spec.rule, StreakRule)}
     fired = {(json.loads(e)["rule"], json.loads(e)["status"]) for e in events}
@@ -119,11 +132,12 @@ def test_a_streak_that_fails_on_a_batch_fails_as_on_the_general_path(tmp_path: P
     lines = ["5", "7", "9", "x", "8", "2026-11-28 14:02:07,199 INFO [train] step 1 | loss nan"]
     rng = random.Random(3)
     lines += [rng.choice(lines) for _ in range(40)]
-    fast = _run(lines, [1], rules)
+    batches = _batches(lines, [1], rules)
+    fast = _run(batches, rules)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine_module.Engine, "_live_checks", _general_checks)
         patch.setattr(evaluate_module, "_step_filled", lambda frame: False)
-        general = _run(lines, [1], rules)
+        general = _run(batches, rules)
     assert fast == general
     assert fast[2] == ["digits t"]
     assert any(json.loads(e)["rule"] == "digits" for e in fast[0])
