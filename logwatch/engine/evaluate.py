@@ -127,7 +127,7 @@ class _Evaluator(_Planned):
             if restarted_at is not None:
                 events.extend(self._restart(source, state, segment, restarted_at))
             if segment.item(0, "run_start"):
-                state.run_id = masked(run_id(segment.item(0, "text")))
+                state.run_id = run_id(segment.item(0, "text"))  # redacted there
             events.extend(self._evaluate(source, state, segment, done, prepared))
         return events
 
