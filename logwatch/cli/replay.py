@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,9 +28,14 @@ from logwatch.cli.options import (
     state_dir_path,
     window,
 )
-from logwatch.drivers.replay import ReplayOptions, replay
+from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay
+from logwatch.durations import parse_duration
+from logwatch.fleet.render import fleet_json, host_rows
+from logwatch.fleet.render import timeline as fleet_timeline
+from logwatch.fleet.verdict import Fleet, analyse
 from logwatch.sinks.base import StreamSink
-from logwatch.sinks.render import summary_lines
+from logwatch.sinks.render import summary_lines, timeline_line
+from logwatch.sources.expand import expand_inputs, skipped_line
 
 # What only some runs use (Slack, Parquet export, the terminal sink's colours) is imported where
 # it is used: every `logwatch replay` pays for each module loaded here before it reads a byte
@@ -82,6 +88,21 @@ if TYPE_CHECKING:
     "when PATH is a folder or ends with /.",
 )
 @click.option(
+    "--skew",
+    default="30s",
+    show_default=True,
+    metavar="DURATION",
+    help="How far the hosts' clocks may differ: a rank's error beats another's timeout "
+    "within this window (fleet post-mortems).",
+)
+@click.option(
+    "--layout",
+    default=None,
+    metavar="PATTERN",
+    help="Rank and host from paths no built-in layout knows, e.g. "
+    "'{host}/{*}/attempt_{*}/{local_rank}/{*}.log' ({host}, {rank}, {local_rank}, {*}, {**}).",
+)
+@click.option(
     "--export-events",
     "events_path",
     metavar="FILE",
@@ -104,28 +125,42 @@ def replay_cmd(
     until: str | None,
     export_path: str | None,
     events_path: str | None,
+    skew: str,
+    layout: str | None,
 ) -> None:
-    """Run the rules over finished log files and print a timeline of what went wrong."""
+    """Run the rules over finished log files (or every log under a folder, or a quoted glob)
+    and print a timeline of what went wrong; for many ranks, the first failing one first."""
     config, specs = config_and_rules(config_path, rule_paths, no_builtin_rules)
     lines_window = window(since, until)
+    skew_window = fleet_skew(skew)
+    inputs = expand_inputs(paths)
+    skipped = skipped_line(inputs)
+    if skipped is not None:
+        click.echo(skipped, err=True)
+    files = inputs.files
     stream_fmt = "jsonl" if fmt == "json" else fmt
     sink = StreamSink(sys.stdout, fmt=stream_fmt, colour=_colour(fmt))
     export = _frame_export(export_path)
     progress = _Progress()
     timeline = _timeline() if export_metrics is not None else None
+    # The verdict comes first: text waits for the end; JSONL streams only a single file.
+    streamed = fmt == "jsonl" and len(files) == 1
 
     def on_event(event: AlertEvent) -> None:
-        if fmt != "json":  # json: one document at the end
+        if streamed:
             sink.emit(event)
         if timeline is not None:
             timeline.add_event(event)
 
     try:
         result = replay(
-            paths,
+            files,
             specs,
             options=ReplayOptions(
-                max_line_bytes=max_line_bytes, metrics=export is not None, stats=fmt != "jsonl"
+                max_line_bytes=max_line_bytes,
+                metrics=export is not None,
+                stats=fmt != "jsonl",
+                layout=layout,
             ),
             progress=progress,
             on_event=on_event,
@@ -140,6 +175,11 @@ def replay_cmd(
         raise
     finally:
         progress.close()
+    fleet = analyse(result.facts, skew=skew_window) if result.facts is not None else None
+    verdicts = fleet.verdicts if fleet is not None else []
+    if fmt == "jsonl":
+        for event in verdicts if streamed else [*verdicts, *result.events]:
+            sink.emit(event)
     if timeline is not None and export_metrics is not None:
         samples = timeline.write(export_metrics)
         status_line(f"{samples} metric samples written to {export_metrics} (OpenMetrics)")
@@ -150,25 +190,53 @@ def replay_cmd(
 
         write_events(result.events_frame(), events_path)
     if fmt == "json":
-        click.echo(json.dumps(result.to_json(), allow_nan=False, indent=2))
+        document = result.to_json()
+        if fleet is not None and fleet.is_fleet:
+            document["events"] = [e.to_json() for e in verdicts] + document["events"]
+            document["fleet"] = fleet_json(fleet)
+        click.echo(json.dumps(document, allow_nan=False, indent=2))
     if fmt == "text":
-        if not result.events:
-            click.echo("no alerts")
-        click.echo("")
-        for line in summary_lines(result.stats, result.events):
-            click.echo(line)
+        _print_text(result, fleet, _colour(fmt))
     if notify:
         from logwatch.sinks.slack.sink import send_digest
 
         with logging_to_stderr(verbose):
-            title = f"logwatch replay: {len(result.events)} alert events in {len(paths)} file(s)"
-            if not send_digest(config, state_dir_path(state_dir), title, result.events):
+            title = f"logwatch replay: {len(result.events)} alert events in {len(files)} file(s)"
+            digest = [*verdicts, *result.events]
+            if not send_digest(config, state_dir_path(state_dir), title, digest):
                 click.echo(
                     "logwatch: the Slack digest is not delivered yet; it stays spooled", err=True
                 )
     mark_finished()
-    if fail_on is not None and result.fired(Severity.parse(fail_on)):
+    if fail_on is not None and (result.fired(Severity.parse(fail_on)) or verdicts):
         sys.exit(1)
+
+
+def _print_text(result: ReplayResult, fleet: Fleet | None, colour: bool) -> None:
+    """The timeline and the summary: for a fleet, the verdict first, cascades folded, a row
+    per host; else each event in file order and a summary per file."""
+    if fleet is not None and fleet.is_fleet:
+        for line in fleet_timeline(result, fleet, colour=colour):
+            click.echo(line)
+        click.echo("")
+        for line in host_rows(result, fleet):
+            click.echo(line)
+        return
+    for event in result.events:
+        click.echo(timeline_line(event, colour=colour))
+    if not result.events:
+        click.echo("no alerts")
+    click.echo("")
+    for line in summary_lines(result.stats, result.events):
+        click.echo(line)
+
+
+def fleet_skew(text: str) -> timedelta:
+    """`--skew` as a duration."""
+    try:
+        return timedelta(seconds=parse_duration(text))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--skew") from None
 
 
 class _Progress:

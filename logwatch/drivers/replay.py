@@ -14,6 +14,8 @@ from typing import Any, Protocol, TypeVar
 import polars as pl
 
 from logwatch.alerts import AlertEvent, Severity, json_number, still_firing
+from logwatch.drivers.layout import layout_pattern
+from logwatch.drivers.ranks import FleetFacts
 from logwatch.drivers.window import Window
 from logwatch.engine import (
     Engine,
@@ -53,6 +55,7 @@ class ReplayOptions:
     metrics: bool = False  # fill the `metrics` column (exports); rules do not read it
     stats: bool = True  # the per-source summary (`--format jsonl` shows none: False skips it)
     shapes: bool = True  # False: every line by the general parse path (the shapes' reference)
+    layout: str | None = None  # `--layout`: rank and host from paths no built-in layout knows
 
 
 def scan_log(
@@ -147,9 +150,11 @@ def replay_file(
     source: str | None = None,
     window: Window | None = None,
     on_frame: FrameHook | None = None,
+    tap: FrameHook | None = None,
 ) -> Iterator[AlertEvent]:
     """Yield the alert events of one file, in file order; `source` names it (default: `path`),
-    `window` keeps only the lines between `--since` and `--until`, `on_frame` sees each block."""
+    `window` keeps only the lines between `--since` and `--until`, `on_frame` sees each block,
+    `tap` each block as the engine gets it (ranks and times: `logwatch.drivers.ranks`)."""
     name = source or path
     stats = engine.state_of(name).stats
     rates: list[pl.Series] = []
@@ -165,6 +170,8 @@ def replay_file(
                 rates.append(frame.get_column("throughput").drop_nulls())
             if on_frame is not None:
                 on_frame(frame)
+            if tap is not None:
+                tap(frame)
             yield from engine.process(frame, columns, ready)
             if engine.last_lines:
                 last = kept_last(last, frame, engine.last_lines)
@@ -241,6 +248,7 @@ class ReplayResult:
 
     events: list[AlertEvent]
     stats: dict[str, SourceStats]
+    facts: FleetFacts | None = None  # who wrote what (the fleet post-mortem reads it)
 
     def events_frame(self) -> pl.DataFrame:
         """The events as a frame, one row each in file order, with the JSONL output's field names."""
@@ -338,13 +346,23 @@ def replay(
     `on_warning` each data warning (`DataWarning`: what was read otherwise than written)."""
     check_readable(paths)
     engine = Engine(rules, on_error=on_error, stats=options.stats, on_warning=on_warning)
+    facts = FleetFacts(layout_pattern(options.layout) if options.layout else None)
     events: list[AlertEvent] = []
     for path in paths:
+        tap = facts.tap(path, path)
         blocks = replay_file(
-            path, engine, options=options, progress=progress, window=window, on_frame=on_frame
+            path,
+            engine,
+            options=options,
+            progress=progress,
+            window=window,
+            on_frame=on_frame,
+            tap=tap.see,
         )
-        for event in blocks:
+        # a file's events wait for its end: a later line may name the rank or give the time
+        for event in facts.label(tap, list(blocks)):
             events.append(event)
             if on_event is not None:
                 on_event(event)
-    return ReplayResult(events, {source: state.stats for source, state in engine.sources.items()})
+    stats = {source: state.stats for source, state in engine.sources.items()}
+    return ReplayResult(events, stats, facts)

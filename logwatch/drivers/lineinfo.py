@@ -1,0 +1,239 @@
+"""Who wrote each line of a multi-rank log and what kind of failure line it is, as polars
+expressions over a block: the launchers' line prefixes (`[rankN]:`, `[defaultL]:`, `N: `,
+`[1,N]<stderr>:`, pdsh `host: `), the lines that name a rank or host (NCCL `host:pid:tid [L]`
+headers and `comm ... rank R nRanks W`, `Setting up process group ... [rank=R]`, a kernel
+log's host), and for fleet-relevant lines their class: a primary (the failure itself) or a
+symptom (what the other ranks print because of it)."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+PRIMARY = "primary"
+SYMPTOM = "symptom"
+
+# Nested launcher prefixes, outermost first: `0: [rank3]:[E...`, `[default3]:[rank139]:[E...`.
+PREFIX = (
+    r"^(?:(?P<pdsh>[A-Za-z][\w-]*\d[\w.-]*): )?"
+    r"(?:\s*(?P<srun>\d+): )?"
+    r"(?:[^\[\n]{0,30}\[1,(?:mpirank:)?(?P<mpi>\d+)[^\]]*\]<std(?:out|err)>:)?"
+    r"(?:\[(?:default|[\w.-]+:)(?P<local>\d+)\]:)?"
+    r"(?:\[rank(?P<rank>\d+)\]:)?"
+)
+_PREFIX_FIELDS = ("pdsh", "srun", "mpi", "local", "rank")
+
+# Lines that say who wrote them (kept per source to resolve ranks and hosts), each read alone.
+IDENTITY = (
+    r"^(?P<nhost>[A-Za-z][\w.-]*):\d+:\d+ \[(?P<ndev>\d+)\] NCCL INFO",
+    r"NCCL INFO (?:ncclCommInitRank )?comm 0x[0-9a-fA-F]+ rank (?P<crank>\d+) n[Rr]anks (?P<cworld>\d+)",
+    r"Setting up process group[^\n]*\[rank=(?P<srank>\d+), world_size=(?P<sworld>\d+)\]",
+    r"^\S+ (?P<khost>[A-Za-z][\w.-]*) kernel:",
+    r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?P<shost>[A-Za-z][\w.-]*) kernel:",
+)
+_IDENTITY_GATE = r"NCCL INFO|Setting up process group| kernel:"
+_BUS = r"busId (?P<bus>[0-9a-fA-F]+)"
+
+# (kind, class, pattern): the first that matches a line classes it. Hardware and CUDA errors
+# come before the watchdog symptoms (`watchdog thread terminated with exception: CUDA error`
+# is the culprit's own error); a Python exception not raised by c10d comes last.
+CLASSES: tuple[tuple[str, str, str], ...] = (
+    ("gpu-lost", PRIMARY, r"Xid \([^)]*\): 79\b|fallen off the bus|GPU is lost|GpuIsLost"),
+    ("xid", PRIMARY, r"NVRM: Xid \("),
+    (
+        "cuda-oom",
+        PRIMARY,
+        r"CUDA out of memory|OutOfMemoryError: CUDA|CUDA error: out of memory|"
+        r"CUDA_ERROR_OUT_OF_MEMORY",
+    ),
+    (
+        "cuda-error",
+        PRIMARY,
+        r"CUDA error: |an illegal memory access was encountered|uncorrectable ECC error|"
+        r"unspecified launch failure|device-side assert|CUDA_ERROR_ECC_UNCORRECTABLE",
+    ),
+    (
+        "host-oom",
+        PRIMARY,
+        r"Out of memory: Kill(?:ed)? process|invoked oom-killer|Memory cgroup out of memory|"
+        r"oom[-_]kill event|\bOOMKilled\b",
+    ),
+    ("segfault", PRIMARY, r"Segmentation fault|\bSIGSEGV\b|\bSIGBUS\b|Bus error \(core dumped\)"),
+    (
+        "nan-loss",
+        PRIMARY,
+        r"(?i)\b(?:train[_ ])?loss\b['\"]?\s*[:=]?\s*['\"]?[-+]?(?:nan|inf)\b",
+    ),
+    ("nan-grad", PRIMARY, r"(?i)\bgrad[_ ]?norm\b['\"]?\s*[:=]?\s*['\"]?[-+]?(?:nan|inf)\b"),
+    (
+        "nccl-timeout",
+        SYMPTOM,
+        r"Watchdog caught collective operation timeout|Timeout at NCCL work|"
+        r"detected by watchdog at work|Some NCCL operations have failed or timed out|"
+        r"taking the entire process down|Received a dump signal|"
+        r"Observed flight recorder dump signal|First PG on this rank to signal dumping|"
+        r"preparing to dump debug info|Terminating the process after attempting to dump|"
+        r"watchdog got stuck|flight recorder dumps to finish|collective operation timeout",
+    ),
+    (
+        "nccl-error",
+        SYMPTOM,
+        r"ncclRemoteError|remote process exited|Connection closed by remote peer|"
+        r"NCCL communicator was aborted|NCCL WARN|NCCL error",
+    ),
+    ("dist-error", SYMPTOM, r"DistNetworkError|DistBackendError|DistStoreError"),
+    (
+        "stopped",
+        SYMPTOM,
+        r"closing signal SIG[A-Z]+|Received Signals?\.SIG|SignalException|got signal: \d+|"
+        r"Signal \d+ \(SIG[A-Z]+\) received by PID|sigkill_handler|"
+        r"srun: error: [^\n]*task[s]? [\d-]+: (?:Exited|Killed|Terminated)|CANCELLED AT|"
+        r"\*\*\* STEP [^\n]* CANCELLED",
+    ),
+    ("child-failed", SYMPTOM, r"ChildFailedError"),
+    (
+        "run-crashed",
+        PRIMARY,
+        r"^(?:[^\n]{0,48}\]: ?|\d+: )?(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception)(?:: |$)",
+    ),
+)
+CLASS_GATE = "|".join(f"(?:{pattern})" for _, _, pattern in CLASSES)
+CAUSE_TEXT = {
+    "gpu-lost": "GPU fell off the bus (Xid 79)",
+    "xid": "Xid error",
+    "cuda-oom": "CUDA out of memory",
+    "cuda-error": "CUDA error",
+    "host-oom": "host out of memory",
+    "segfault": "segmentation fault",
+    "nan-loss": "non-finite loss",
+    "nan-grad": "non-finite grad norm",
+    "run-crashed": "Python exception",
+    "none": "printed nothing",
+}
+
+_NUMBERS = {
+    "seq": r"SeqNum=(\d+)|NCCL work: (\d+)|work sequence id: (\d+)|detected by watchdog at work: (\d+)",
+    "timeout_ms": r"Timeout\(ms\)=(\d+)",
+    "enqueued": r"last enqueued (?:NCCL )?work: (-?\d+)",
+    "completed": r"last completed (?:NCCL )?work: (-?\d+)",
+    "pg": r"\[PG (?:ID )?(\d+)",
+    "peer": r"timeout from\s+rank (\d+)",
+}
+_OP = r"OpType=(\w+)"
+_XID_CODE = r"NVRM: Xid \([^)]*\): (\d+)"
+_XID_BUS = r"NVRM: Xid \((?:PCI:)?[0-9A-Fa-f]{4}:([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})"
+
+RECORD_SCHEMA: dict[str, pl.DataType] = {
+    "source": pl.String(),
+    "line": pl.Int64(),
+    "ts": pl.Datetime("us"),
+    "timed": pl.Boolean(),
+    "p_rank": pl.Int64(),
+    "p_local": pl.Int64(),
+    "p_host": pl.String(),
+    "kind": pl.String(),
+    "cls": pl.String(),
+    "seq": pl.Int64(),
+    "op": pl.String(),
+    "pg": pl.Int64(),
+    "timeout_ms": pl.Int64(),
+    "enqueued": pl.Int64(),
+    "completed": pl.Int64(),
+    "peer": pl.Int64(),
+    "xid": pl.Int64(),
+    "bus": pl.String(),
+    "text": pl.String(),
+}
+"""One fleet-relevant line: where, when (`timed`: its own time, else the source's last), who
+by its prefixes, its class and kind, and the collective it names."""
+
+FACT_SCHEMA: dict[str, pl.DataType] = {
+    "source": pl.String(),
+    "p_rank": pl.Int64(),
+    "p_local": pl.Int64(),
+    "p_host": pl.String(),
+    "nhost": pl.String(),
+    "ndev": pl.Int64(),
+    "crank": pl.Int64(),
+    "cworld": pl.Int64(),
+    "srank": pl.Int64(),
+    "sworld": pl.Int64(),
+    "khost": pl.String(),
+    "bus": pl.String(),
+}
+"""One line that names its writer (rank, host, GPU, world size)."""
+
+
+def prefixes(text: pl.Expr) -> list[pl.Expr]:
+    """`p_rank` (a global rank: `[rankN]:`, `N: `, MPI's `[1,N]`), `p_local` (`[defaultL]:`) and
+    `p_host` (pdsh's `host: `) of each line."""
+    groups = text.str.extract_groups(PREFIX)
+    field = groups.struct.field
+    rank = pl.coalesce(field("rank"), field("mpi"), field("srun")).cast(pl.Int64, strict=False)
+    return [
+        rank.alias("p_rank"),
+        field("local").cast(pl.Int64, strict=False).alias("p_local"),
+        field("pdsh").alias("p_host"),
+    ]
+
+
+def classed(frame: pl.DataFrame) -> pl.DataFrame:
+    """The fleet-relevant rows of a block (`source`, `line`, `ts`, `text`, `timed`, and the
+    prefix columns) as `RECORD_SCHEMA` rows."""
+    rows = frame.filter(pl.col("text").str.contains(CLASS_GATE))
+    if rows.is_empty():
+        return pl.DataFrame(schema=RECORD_SCHEMA)
+    text = pl.col("text")
+    kind: pl.Expr = pl.lit(None, dtype=pl.String)
+    cls: pl.Expr = pl.lit(None, dtype=pl.String)
+    for name, klass, pattern in reversed(CLASSES):
+        hit = text.str.contains(pattern)
+        kind = pl.when(hit).then(pl.lit(name)).otherwise(kind)
+        cls = pl.when(hit).then(pl.lit(klass)).otherwise(cls)
+    numbers = [_first_number(text, pattern).alias(name) for name, pattern in _NUMBERS.items()]
+    bus = text.str.extract_groups(_XID_BUS)
+    out = rows.with_columns(
+        kind.alias("kind"),
+        cls.alias("cls"),
+        text.str.extract(_OP, 1).alias("op"),
+        text.str.extract(_XID_CODE, 1).cast(pl.Int64, strict=False).alias("xid"),
+        pl.concat_str(bus.struct.field("1"), bus.struct.field("2")).str.to_lowercase().alias("bus"),
+        *numbers,
+    ).filter(pl.col("kind").is_not_null())
+    return out.select([pl.col(name).cast(dtype) for name, dtype in RECORD_SCHEMA.items()])
+
+
+def _first_number(text: pl.Expr, pattern: str) -> pl.Expr:
+    """The first capture group of any alternative of `pattern` that matched, as an integer."""
+    groups = text.str.extract_groups(pattern)
+    count = re.compile(pattern).groups
+    fields = [groups.struct.field(str(i)) for i in range(1, count + 1)]
+    return pl.coalesce(*fields).cast(pl.Int64, strict=False)
+
+
+def facts(frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows of a block that name their writer, as `FACT_SCHEMA` rows."""
+    rows = frame.filter(pl.col("text").str.contains(_IDENTITY_GATE))
+    if rows.is_empty():
+        return pl.DataFrame(schema=FACT_SCHEMA)
+    # The identity patterns read the line after its launcher prefixes.
+    body = pl.col("text").str.replace(PREFIX, "")
+    found = [body.str.extract_groups(pattern).struct for pattern in IDENTITY]
+    header, comm, setup, kernel, syslog = found
+    out = rows.with_columns(
+        header.field("nhost").alias("nhost"),
+        header.field("ndev").cast(pl.Int64, strict=False).alias("ndev"),
+        comm.field("crank").cast(pl.Int64, strict=False).alias("crank"),
+        comm.field("cworld").cast(pl.Int64, strict=False).alias("cworld"),
+        setup.field("srank").cast(pl.Int64, strict=False).alias("srank"),
+        setup.field("sworld").cast(pl.Int64, strict=False).alias("sworld"),
+        pl.coalesce(kernel.field("khost"), syslog.field("shost")).alias("khost"),
+        body.str.extract(_BUS, 1).str.to_lowercase().alias("bus"),
+    )
+    known = pl.any_horizontal(
+        pl.col(name).is_not_null() for name in ("nhost", "crank", "srank", "khost")
+    )
+    return out.filter(known).select(
+        [pl.col(name).cast(dtype) for name, dtype in FACT_SCHEMA.items()]
+    )

@@ -1,0 +1,301 @@
+"""Rank and host on every event, and a time on every event's line: `FleetFacts` taps each
+replayed block (`SourceTap.see`), keeps per source the few lines that name a writer or a
+failure, and at the end of each file gives its events `labels.rank` / `labels.host` (global
+ranks only, strings) and, for a line with no time of its own, the time of the last timed line
+before it in the same source (the first after it when none is before), marked
+`labels.ts_from_line`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+import polars as pl
+
+from logwatch.alerts import AlertEvent, Status
+from logwatch.drivers.layout import PathIdentity, path_identity
+from logwatch.drivers.lineinfo import FACT_SCHEMA, PREFIX, RECORD_SCHEMA, classed, facts, prefixes
+
+_PREFIX_RE = re.compile(PREFIX)
+WRITER_SCHEMA: dict[str, pl.DataType] = {
+    "source": pl.String(),
+    "p_rank": pl.Int64(),
+    "p_local": pl.Int64(),
+    "lines": pl.UInt32(),
+    "last_line": pl.Int64(),
+    "first_ts": pl.Datetime("us"),
+    "last_ts": pl.Datetime("us"),
+}
+"""Per source and line prefix (one writer): how many lines, the last, the first and last time."""
+
+
+class SourceTap:
+    """One source's view: each block's timed lines, fleet records, facts and writers."""
+
+    def __init__(self, source: str, identity: PathIdentity) -> None:
+        self.source = source
+        self.identity = identity
+        self._timed_lines: list[pl.Series] = []
+        self._timed_ts: list[pl.Series] = []
+        self._carry: tuple[int, datetime] | None = None  # the last timed line so far
+        self.records: list[pl.DataFrame] = []
+        self.facts: list[pl.DataFrame] = []
+        self.writers: list[pl.DataFrame] = []
+
+    def see(self, frame: pl.DataFrame) -> None:
+        """Take one block (with `source`, `line`, `ts`, `text`) before the rules do."""
+        if frame.is_empty():
+            return
+        base = frame.select("source", "line", "ts", "text")
+        timed = base.filter(pl.col("ts").is_not_null())
+        if timed.height:
+            self._timed_lines.append(timed.get_column("line"))
+            self._timed_ts.append(timed.get_column("ts"))
+        carry_line = self._carry[0] if self._carry else None
+        carry_ts = self._carry[1] if self._carry else None
+        base = base.with_columns(
+            pl.col("ts").is_not_null().alias("timed"),
+            pl.col("ts").forward_fill().fill_null(pl.lit(carry_ts, dtype=pl.Datetime("us"))),
+            pl.when(pl.col("ts").is_not_null())
+            .then(pl.col("line"))
+            .forward_fill()
+            .fill_null(pl.lit(carry_line, dtype=pl.Int64))
+            .alias("_from"),
+            *prefixes(pl.col("text")),
+        )
+        if timed.height:
+            last = timed.row(timed.height - 1)
+            self._carry = (last[1], last[2])
+        self.records.append(classed(base))
+        self.facts.append(facts(base))
+        self.writers.append(
+            base.group_by("p_rank", "p_local")
+            .agg(
+                pl.len().cast(pl.UInt32).alias("lines"),
+                pl.col("line").max().alias("last_line"),
+                pl.col("ts").filter(pl.col("timed")).min().alias("first_ts"),
+                pl.col("ts").filter(pl.col("timed")).max().alias("last_ts"),
+            )
+            .with_columns(pl.lit(self.source).alias("source"))
+            .select(list(WRITER_SCHEMA))
+        )
+
+    def time_of(self, line: int) -> tuple[int, datetime] | None:
+        """The last timed line before `line` and its time (the first timed one when none is
+        before), or None when the source has no timed line."""
+        if not self._timed_lines:
+            return None
+        lines = pl.concat(self._timed_lines)
+        stamps = pl.concat(self._timed_ts)
+        at = int(lines.search_sorted(line, side="left")) - 1
+        at = max(at, 0)
+        return int(lines[at]), stamps[at]
+
+    def close(self) -> None:
+        """Drop the per-line index once the file's events are placed (the rest is small)."""
+        self._timed_lines, self._timed_ts = [], []
+        self.records = [_concat(self.records, RECORD_SCHEMA)]
+        self.facts = [_concat(self.facts, FACT_SCHEMA)]
+        self.writers = [_concat(self.writers, WRITER_SCHEMA)]
+
+
+def _concat(frames: list[pl.DataFrame], schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    kept = [frame for frame in frames if frame.height]
+    return pl.concat(kept) if kept else pl.DataFrame(schema=dict(schema))
+
+
+@dataclass(slots=True)
+class Who:
+    """Ranks and hosts as far as the facts so far know them."""
+
+    world: int | None = None
+    source_rank: dict[str, int] = field(default_factory=dict)
+    source_host: dict[str, str] = field(default_factory=dict)
+    source_local: dict[str, int] = field(default_factory=dict)
+    host_local: dict[tuple[str, int], int] = field(default_factory=dict)  # (host, local): rank
+    rank_host: dict[int, str] = field(default_factory=dict)
+    bus_rank: dict[tuple[str, str], int] = field(default_factory=dict)  # (host, bus): rank
+
+    def rank_of(self, source: str, p_rank: int | None, p_local: int | None) -> int | None:
+        """A line's global rank, or None when it cannot be known."""
+        if p_rank is not None:
+            return p_rank
+        local = p_local if p_local is not None else self.source_local.get(source)
+        host = self.source_host.get(source)
+        if local is not None and host is not None and (host, local) in self.host_local:
+            return self.host_local[(host, local)]
+        if p_local is not None:
+            return None  # a node file's line of one local rank: not the file's rank
+        return self.source_rank.get(source)
+
+    def host_of(self, source: str, rank: int | None, p_host: str | None) -> str | None:
+        if p_host is not None:
+            return p_host
+        if source in self.source_host:
+            return self.source_host[source]
+        return self.rank_host.get(rank) if rank is not None else None
+
+
+class FleetFacts:
+    """What every source said of its writers, for labels and the fleet post-mortem."""
+
+    def __init__(self, layout: re.Pattern[str] | None = None) -> None:
+        self.layout = layout
+        self.taps: dict[str, SourceTap] = {}
+        self._who: Who | None = None
+
+    def tap(self, source: str, path: str) -> SourceTap:
+        """The tap of one source (a new one; a source replayed twice starts over)."""
+        tap = SourceTap(source, path_identity(path, self.layout))
+        self.taps[source] = tap
+        self._who = None
+        return tap
+
+    def label(self, tap: SourceTap, events: Iterable[AlertEvent]) -> list[AlertEvent]:
+        """One file's events with their line's time and their writer's rank and host."""
+        self._who = None
+        who = self.who()
+        out: list[AlertEvent] = []
+        given: dict[str, dict[str, str]] = {}  # an alert's firing labels, for its resolve
+        for event in events:
+            key = event.fingerprint
+            added = given.get(key) if event.status == Status.RESOLVED else None
+            if added is None:
+                added = self._labels(tap, who, event)
+                if event.status == Status.FIRING:
+                    given[key] = added
+            ts = event.ts
+            if ts is None:
+                found = tap.time_of(event.line)
+                if found is not None:
+                    ts = found[1]
+                    added = {**added, "ts_from_line": str(found[0])}
+            if added or ts is not event.ts:
+                kept = dict(event.labels)
+                if "local_rank" in added and "rank" not in added:
+                    kept.pop("rank", None)  # a rule's rank from `[defaultL]:` is a local one
+                event = replace(event, ts=ts, labels={**kept, **added})
+            out.append(event)
+        tap.close()
+        return out
+
+    def _labels(self, tap: SourceTap, who: Who, event: AlertEvent) -> dict[str, str]:
+        found = _PREFIX_RE.match(event.text)
+        p_rank = p_local = None
+        p_host = None
+        if found is not None:
+            named = found.groupdict()
+            digits = named["rank"] or named["mpi"] or named["srun"]
+            p_rank = int(digits) if digits else None
+            p_local = int(named["local"]) if named["local"] else None
+            p_host = named["pdsh"]
+        rank = who.rank_of(tap.source, p_rank, p_local)
+        host = who.host_of(tap.source, rank, p_host)
+        labels: dict[str, str] = {}
+        if rank is not None:
+            labels["rank"] = str(rank)
+        local = p_local if p_local is not None else tap.identity.local
+        if local is not None:
+            labels["local_rank"] = str(local)
+        if host is not None:
+            labels["host"] = host
+        return labels
+
+    def who(self) -> Who:
+        """Ranks and hosts from the paths and every fact so far."""
+        if self._who is None:
+            self._who = resolve(self.taps)
+        return self._who
+
+    def records(self) -> pl.DataFrame:
+        """Every fleet-relevant line of every source (`RECORD_SCHEMA`)."""
+        return _concat([r for tap in self.taps.values() for r in tap.records], RECORD_SCHEMA)
+
+    def writers(self) -> pl.DataFrame:
+        """Every source's writers (`WRITER_SCHEMA`)."""
+        return _concat([w for tap in self.taps.values() for w in tap.writers], WRITER_SCHEMA)
+
+
+def resolve(taps: Mapping[str, SourceTap]) -> Who:
+    """Ranks and hosts: from paths first, then from the lines that name their writer."""
+    who = Who()
+    all_facts = _concat([f for tap in taps.values() for f in tap.facts], FACT_SCHEMA)
+    worlds = [w for w in all_facts.get_column("cworld").to_list() if w is not None]
+    worlds += [w for w in all_facts.get_column("sworld").to_list() if w is not None]
+    who.world = max(worlds) if worlds else None
+    groups: dict[str, list[SourceTap]] = {}
+    for tap in taps.values():
+        groups.setdefault(tap.identity.group, []).append(tap)
+        if tap.identity.host is not None:
+            who.source_host[tap.source] = tap.identity.host
+        if tap.identity.local is not None:
+            who.source_local[tap.source] = tap.identity.local
+        if tap.identity.rank is not None:
+            who.source_rank[tap.source] = tap.identity.rank
+    world_level = pl.col("cworld") == pl.lit(who.world) if who.world is not None else pl.lit(True)
+    rows = all_facts.with_columns(
+        pl.when(world_level).then(pl.col("crank")).otherwise(pl.col("srank")).alias("global"),
+        pl.when(pl.col("bus").str.len_chars() == 5)
+        .then(pl.col("bus").str.slice(0, 4))
+        .otherwise(pl.col("bus"))
+        .alias("bus4"),
+    )
+    for row in rows.iter_rows(named=True):
+        _learn(who, row)
+    for group in groups.values():
+        _group_rank(who, group, rows)
+    hosts = set(who.source_host.values()) | set(who.rank_host.values())
+    for tap in taps.values():
+        if tap.source not in who.source_host:
+            parts = re.split(r"[/\\]", tap.source)
+            named = [part for part in parts if part in hosts]
+            if named:
+                who.source_host[tap.source] = named[-1]
+    # a torchrun file's rank from its host and local rank, once the host's map is known
+    for source, local in who.source_local.items():
+        host = who.source_host.get(source)
+        if source not in who.source_rank and host is not None and (host, local) in who.host_local:
+            who.source_rank[source] = who.host_local[(host, local)]
+    for source, rank in who.source_rank.items():
+        host = who.source_host.get(source)
+        if host is not None:
+            who.rank_host.setdefault(rank, host)
+            mate = who.source_local.get(source)
+            if mate is not None:
+                who.host_local.setdefault((host, mate), rank)
+    return who
+
+
+def _learn(who: Who, row: Mapping[str, object]) -> None:
+    """One fact row: a global rank's host, local rank and GPU bus."""
+    rank = row["p_rank"] if row["p_rank"] is not None else row["global"]
+    host = row["nhost"] or row["p_host"]
+    if not isinstance(rank, int) or not isinstance(host, str):
+        return
+    who.rank_host.setdefault(rank, host)
+    local = row["ndev"] if row["ndev"] is not None else row["p_local"]
+    if isinstance(local, int) and row["global"] is not None:
+        who.host_local.setdefault((host, local), rank)
+    if isinstance(row["bus4"], str):
+        who.bus_rank.setdefault((host, row["bus4"]), rank)
+
+
+def _group_rank(who: Who, group: list[SourceTap], rows: pl.DataFrame) -> None:
+    """The rank and host of the files one process wrote, from their unprefixed facts."""
+    sources = [tap.source for tap in group]
+    own = rows.filter(pl.col("source").is_in(sources) & pl.col("p_local").is_null())
+    unprefixed = own.filter(pl.col("p_rank").is_null())
+    ranks = {r for r in unprefixed.get_column("global").to_list() if r is not None}
+    if not ranks:
+        ranks = {r for r in own.get_column("p_rank").to_list() if r is not None}
+    named = unprefixed.get_column("nhost").to_list() + unprefixed.get_column("khost").to_list()
+    hosts = {h for h in named if h is not None}
+    rank = next(iter(ranks)) if len(ranks) == 1 else None  # several: a file of several writers
+    host = next(iter(hosts)) if len(hosts) == 1 else None
+    for source in sources:
+        if rank is not None:
+            who.source_rank.setdefault(source, rank)
+        if host is not None:
+            who.source_host.setdefault(source, host)
