@@ -125,9 +125,15 @@ class AlertEvent:
         return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
+NOT_IDENTITY = frozenset({"ts_from_line"})
+"""Labels that say something of one event, not which alert it is (its firing and its resolve
+may differ in them)."""
+
+
 def alert_fingerprint(rule: str, source: str, labels: Mapping[str, str]) -> str:
     """Stable short hash of an alert's identity."""
-    key = json.dumps([rule, source, sorted(labels.items())], ensure_ascii=False)
+    identity = sorted((k, v) for k, v in labels.items() if k not in NOT_IDENTITY)
+    key = json.dumps([rule, source, identity], ensure_ascii=False)
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 

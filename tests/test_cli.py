@@ -75,10 +75,10 @@ def test_missing_file_is_one_line_exit_2(tmp_path: Path) -> None:
     )
 
 
-def test_directory_is_rejected_with_hint(tmp_path: Path) -> None:
-    """A folder given as a log says how to name its files."""
+def test_empty_directory_is_one_line_naming_it(tmp_path: Path) -> None:
+    """A folder with no file in it (a folder is read recursively) is exit 2, one line."""
     code, _, err = run("replay", str(tmp_path))
-    assert code == 2 and "is a directory" in err and err.count("\n") == 1
+    assert code == 2 and err == f"Error: {tmp_path}: the folder holds no file\n"
 
 
 def test_binary_file_is_read_without_crash(write_log) -> None:  # type: ignore[no-untyped-def]

@@ -215,7 +215,7 @@ def replay_cmd(
 def _print_text(result: ReplayResult, fleet: Fleet | None, colour: bool) -> None:
     """The timeline and the summary: for a fleet, the verdict first, cascades folded, a row
     per host; else each event in file order and a summary per file."""
-    if fleet is not None and fleet.is_fleet:
+    if fleet is not None and fleet.failed:
         for line in fleet_timeline(result, fleet, colour=colour):
             click.echo(line)
         click.echo("")

@@ -360,9 +360,13 @@ def replay(
             tap=tap.see,
         )
         # a file's events wait for its end: a later line may name the rank or give the time
-        for event in facts.label(tap, list(blocks)):
-            events.append(event)
-            if on_event is not None:
-                on_event(event)
+        held: list[AlertEvent] = []
+        try:
+            held.extend(blocks)
+        finally:  # what was read before a read error still goes out, placed, first
+            for event in facts.label(tap, held):
+                events.append(event)
+                if on_event is not None:
+                    on_event(event)
     stats = {source: state.stats for source, state in engine.sources.items()}
     return ReplayResult(events, stats, facts)

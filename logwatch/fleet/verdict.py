@@ -60,8 +60,13 @@ class Fleet:
 
     @property
     def is_fleet(self) -> bool:
-        """Lines from two or more ranks: a verdict is due."""
+        """Lines from two or more ranks: a verdict is due when they failed as a crowd."""
         return len(self.ranks) >= 2
+
+    @property
+    def failed(self) -> bool:
+        """A fleet that failed as a crowd: its post-mortem reads verdict first."""
+        return self.is_fleet and bool(self.verdicts)
 
 
 def analyse(facts: FleetFacts, *, skew: timedelta = DEFAULT_SKEW) -> Fleet:
@@ -84,7 +89,11 @@ def analyse(facts: FleetFacts, *, skew: timedelta = DEFAULT_SKEW) -> Fleet:
     if not fleet.is_fleet:
         return fleet
     verdict = _verdict(fleet, who, skew)
-    return Fleet(ranks, hosts, world, records, last_seen, cascades, [verdict] if verdict else [])
+    if verdict is None or "victims" not in verdict.labels:
+        return fleet  # no crowd: one rank's failure is its own alerts' to tell
+    if "rank" not in verdict.labels and "host" not in verdict.labels:
+        return fleet  # a verdict that names no one helps no one
+    return Fleet(ranks, hosts, world, records, last_seen, cascades, [verdict])
 
 
 def _resolved(frame: pl.DataFrame, who: Who) -> pl.DataFrame:
@@ -191,6 +200,9 @@ def _first_error(
     )
     best = window[0]
     rank = best["rank"]
+    if rank is None:  # a host's kernel line: the rank of that host that erred with it
+        mates = [c for c in window if c["rank"] is not None and c["host"] == best["host"]]
+        rank = mates[0]["rank"] if mates else None
     host = (
         best["host"]
         if best["host"] is not None
@@ -206,6 +218,7 @@ def _first_error(
         line=int(best["line"]),  # type: ignore[call-overload]
         ts=best["ts"] if isinstance(best["ts"], datetime) else None,
         text=str(best["text"]),
+        what=f"Xid {best['xid']}" if best["kind"] == "xid" and best["xid"] is not None else "",
     )
 
 
@@ -301,6 +314,7 @@ def _event(
     line: int,
     ts: datetime | None,
     text: str,
+    what: str = "",
 ) -> AlertEvent:
     victims: set[int] = set()
     for cascade in fleet.cascades[:1]:
@@ -315,7 +329,7 @@ def _event(
     where = f" ({host})" if host else ""
     when = f" at {ts:%H:%M:%S}" if ts is not None else ""
     if basis == "first-error":
-        head = f"{who}{where}: {CAUSE_TEXT.get(cause, cause)}{when}"
+        head = f"{who}{where}: {what or CAUSE_TEXT.get(cause, cause)}{when}"
     else:
         reason = {
             "missing-from-collective": "it is missing from the collective the others timed out in",
@@ -329,7 +343,7 @@ def _event(
         "host": host or "",
         "cause": cause,
         "basis": basis,
-        "victims": str(len(victims)),
+        "victims": str(len(victims)) if victims else "",
     }
     labels = {key: value for key, value in labels.items() if value}
     return AlertEvent(
