@@ -101,12 +101,16 @@ def _resolved(frame: pl.DataFrame, who: Who) -> pl.DataFrame:
     ranks: list[int | None] = []
     hosts: list[str | None] = []
     p_host = frame.get_column("p_host") if "p_host" in frame.columns else None
+    bus = frame.get_column("bus") if "bus" in frame.columns else None
     for i, (source, p_rank, p_local) in enumerate(
         frame.select("source", "p_rank", "p_local").iter_rows()
     ):
         rank = who.rank_of(source, p_rank, p_local)
+        host = who.host_of(source, rank, p_host[i] if p_host is not None else None)
+        if rank is None and host is not None and bus is not None and bus[i] is not None:
+            rank = who.bus_rank.get((host, bus[i]))  # a kernel's Xid names the GPU's bus
         ranks.append(rank)
-        hosts.append(who.host_of(source, rank, p_host[i] if p_host is not None else None))
+        hosts.append(host)
     return frame.with_columns(
         pl.Series("rank", ranks, dtype=pl.Int64), pl.Series("host", hosts, dtype=pl.String)
     )
