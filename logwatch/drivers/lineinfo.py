@@ -24,17 +24,16 @@ PREFIX = (
 )
 _PREFIX_FIELDS = ("pdsh", "srun", "mpi", "local", "rank")
 
-# Lines that say who wrote them (kept per source to resolve ranks and hosts), each read alone.
-IDENTITY = (
-    r"^(?P<nhost>[A-Za-z][\w.-]*):\d+:\d+ \[(?P<ndev>\d+)\] NCCL INFO",
-    r"NCCL INFO (?:ncclCommInitRank )?comm 0x[0-9a-fA-F]+ rank (?P<crank>\d+) n[Rr]anks (?P<cworld>\d+)",
-    r"Setting up process group[^\n]*\[rank=(?P<srank>\d+), world_size=(?P<sworld>\d+)\]",
-    r"^\S+ (?P<khost>[A-Za-z][\w.-]*) kernel:",
-    r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?P<shost>[A-Za-z][\w.-]*) kernel:",
+# Lines that say who wrote them (kept per source to resolve ranks and hosts): NCCL's INFO lines
+# (`host:pid:tid [dev] NCCL INFO comm 0x.. rank R nRanks W ... busId B`), torch's process group
+# setup, a kernel log's host.
+NCCL_INFO = (
+    r"^(?P<nhost>[A-Za-z][\w.-]*):\d+:\d+ \[(?P<ndev>\d+)\] NCCL INFO "
+    r"(?:(?:ncclCommInitRank )?comm 0x[0-9a-fA-F]+ rank (?P<crank>\d+) n[Rr]anks (?P<cworld>\d+)"
+    r"(?:.*?busId (?P<bus>[0-9a-fA-F]+))?)?"
 )
-_IDENTITY_GATE = r"NCCL INFO|Setting up process group| kernel:"
-_BUS = r"busId (?P<bus>[0-9a-fA-F]+)"
-
+SETUP = r"Setting up process group[^\n]*\[rank=(?P<srank>\d+), world_size=(?P<sworld>\d+)\]"
+KERNEL = r"^(?:\S+|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d) (?P<khost>[A-Za-z][\w.-]*) kernel:"
 # (kind, class, pattern): the first that matches a line classes it. Hardware and CUDA errors
 # come before the watchdog symptoms (`watchdog thread terminated with exception: CUDA error`
 # is the culprit's own error); a Python exception not raised by c10d comes last.
@@ -99,6 +98,18 @@ CLASSES: tuple[tuple[str, str, str], ...] = (
     ),
 )
 CLASS_GATE = "|".join(f"(?:{pattern})" for _, _, pattern in CLASSES)
+# Literal words one of which every classed line has: a cheap first pass (Aho-Corasick) so the
+# regexes run only on the few lines that may match.
+CLASS_WORDS = [
+    *("Xid", "fallen off", "GPU is lost", "GpuIsLost", "CUDA", "ECC", "launch failure"),
+    *("device-side", "oom", "OOM", "Out of memory", "out of memory", "Segmentation", "SIG"),
+    # not "INF" nor "inf" alone: every INFO and info line has them
+    *("Bus error", "nan", "NaN", "NAN", " inf", "=inf", ":inf", "'inf", "-inf", "Inf"),
+    *(" INF ", "=INF", ":INF", "'INF", "atchdog", "Timeout", "timed out"),
+    *("timeout", "taking the entire", "dump", "NCCL", "nccl", "Dist", "signal", "Signal"),
+    *("sigkill", "srun:", "CANCELLED", "ChildFailed", "Error", "Exception"),
+]
+_IDENTITY_WORDS = ["NCCL INFO", "Setting up process group", " kernel:"]
 CAUSE_TEXT = {
     "gpu-lost": "GPU fell off the bus (Xid 79)",
     "xid": "Xid error",
@@ -178,9 +189,17 @@ def prefixes(text: pl.Expr) -> list[pl.Expr]:
     ]
 
 
+def maybe_classed(frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows of a block that may be fleet-relevant (one literal pass; `classed` decides,
+    once for every source, as its regexes cost more per call than per line)."""
+    return frame.filter(pl.col("text").str.contains_any(CLASS_WORDS)).select(CANDIDATE_COLUMNS)
+
+
+CANDIDATE_COLUMNS = ["source", "line", "ts", "timed", "p_rank", "p_local", "p_host", "text"]
+
+
 def classed(frame: pl.DataFrame) -> pl.DataFrame:
-    """The fleet-relevant rows of a block (`source`, `line`, `ts`, `text`, `timed`, and the
-    prefix columns) as `RECORD_SCHEMA` rows."""
+    """The fleet-relevant rows (`CANDIDATE_COLUMNS`) as `RECORD_SCHEMA` rows."""
     rows = frame.filter(pl.col("text").str.contains(CLASS_GATE))
     if rows.is_empty():
         return pl.DataFrame(schema=RECORD_SCHEMA)
@@ -214,26 +233,26 @@ def _first_number(text: pl.Expr, pattern: str) -> pl.Expr:
 
 def facts(frame: pl.DataFrame) -> pl.DataFrame:
     """The rows of a block that name their writer, as `FACT_SCHEMA` rows."""
-    rows = frame.filter(pl.col("text").str.contains(_IDENTITY_GATE))
+    rows = frame.filter(pl.col("text").str.contains_any(_IDENTITY_WORDS))
     if rows.is_empty():
         return pl.DataFrame(schema=FACT_SCHEMA)
     # The identity patterns read the line after its launcher prefixes.
-    body = pl.col("text").str.replace(PREFIX, "")
-    found = [body.str.extract_groups(pattern).struct for pattern in IDENTITY]
-    header, comm, setup, kernel, syslog = found
-    out = rows.with_columns(
-        header.field("nhost").alias("nhost"),
-        header.field("ndev").cast(pl.Int64, strict=False).alias("ndev"),
-        comm.field("crank").cast(pl.Int64, strict=False).alias("crank"),
-        comm.field("cworld").cast(pl.Int64, strict=False).alias("cworld"),
-        setup.field("srank").cast(pl.Int64, strict=False).alias("srank"),
-        setup.field("sworld").cast(pl.Int64, strict=False).alias("sworld"),
-        pl.coalesce(kernel.field("khost"), syslog.field("shost")).alias("khost"),
-        body.str.extract(_BUS, 1).str.to_lowercase().alias("bus"),
-    )
+    rows = rows.with_columns(pl.col("text").str.replace(PREFIX, "").alias("_body"))
+    body = pl.col("_body")
+    parts = []
+    for word, pattern in (("NCCL INFO", NCCL_INFO), ("Setting up", SETUP), (" kernel:", KERNEL)):
+        some = rows.filter(body.str.contains(word, literal=True))
+        if some.height:
+            found = some.with_columns(body.str.extract_groups(pattern).alias("_found"))
+            parts.append(found.unnest("_found"))
+    out = pl.concat(parts, how="diagonal_relaxed") if parts else rows.clear()
+    for name, dtype in FACT_SCHEMA.items():
+        if name not in out.columns:
+            out = out.with_columns(pl.lit(None, dtype=dtype).alias(name))
+    out = out.with_columns(pl.col("bus").str.to_lowercase())
     known = pl.any_horizontal(
         pl.col(name).is_not_null() for name in ("nhost", "crank", "srank", "khost")
     )
     return out.filter(known).select(
-        [pl.col(name).cast(dtype) for name, dtype in FACT_SCHEMA.items()]
+        [pl.col(name).cast(dtype, strict=False) for name, dtype in FACT_SCHEMA.items()]
     )

@@ -16,9 +16,19 @@ import polars as pl
 
 from logwatch.alerts import AlertEvent, Status
 from logwatch.drivers.layout import PathIdentity, path_identity
-from logwatch.drivers.lineinfo import FACT_SCHEMA, PREFIX, RECORD_SCHEMA, classed, facts, prefixes
+from logwatch.drivers.lineinfo import (
+    CANDIDATE_COLUMNS,
+    FACT_SCHEMA,
+    PREFIX,
+    RECORD_SCHEMA,
+    classed,
+    facts,
+    maybe_classed,
+    prefixes,
+)
 
 _PREFIX_RE = re.compile(PREFIX)
+CANDIDATE_SCHEMA = {name: RECORD_SCHEMA[name] for name in CANDIDATE_COLUMNS}
 WRITER_SCHEMA: dict[str, pl.DataType] = {
     "source": pl.String(),
     "p_rank": pl.Int64(),
@@ -68,7 +78,7 @@ class SourceTap:
         if timed.height:
             last = timed.row(timed.height - 1)
             self._carry = (last[1], last[2])
-        self.records.append(classed(base))
+        self.records.append(maybe_classed(base))
         self.facts.append(facts(base))
         self.writers.append(
             base.group_by("p_rank", "p_local")
@@ -96,7 +106,7 @@ class SourceTap:
     def close(self) -> None:
         """Drop the per-line index once the file's events are placed (the rest is small)."""
         self._timed_lines, self._timed_ts = [], []
-        self.records = [_concat(self.records, RECORD_SCHEMA)]
+        self.records = [_concat(self.records, CANDIDATE_SCHEMA)]
         self.facts = [_concat(self.facts, FACT_SCHEMA)]
         self.writers = [_concat(self.writers, WRITER_SCHEMA)]
 
@@ -130,6 +140,27 @@ class Who:
             return None  # a node file's line of one local rank: not the file's rank
         return self.source_rank.get(source)
 
+    def hosts(self) -> set[str]:
+        """Every host named so far."""
+        return set(self.source_host.values()) | set(self.rank_host.values())
+
+    def merge(self, other: Who) -> None:
+        """Take what `other` knows that this does not."""
+        self.world = max(self.world or 0, other.world or 0) or None
+        # loops over `other`'s entries only: a file's few into the run's many
+        for source, rank in other.source_rank.items():
+            self.source_rank.setdefault(source, rank)
+        for source, host in other.source_host.items():
+            self.source_host.setdefault(source, host)
+        for source, local in other.source_local.items():
+            self.source_local.setdefault(source, local)
+        for key, rank in other.host_local.items():
+            self.host_local.setdefault(key, rank)
+        for rank, host in other.rank_host.items():
+            self.rank_host.setdefault(rank, host)
+        for bus, rank in other.bus_rank.items():
+            self.bus_rank.setdefault(bus, rank)
+
     def host_of(self, source: str, rank: int | None, p_host: str | None) -> str | None:
         if p_host is not None:
             return p_host
@@ -144,19 +175,24 @@ class FleetFacts:
     def __init__(self, layout: re.Pattern[str] | None = None) -> None:
         self.layout = layout
         self.taps: dict[str, SourceTap] = {}
+        self._groups: dict[str, list[SourceTap]] = {}
         self._who: Who | None = None
+        self._live = Who()  # what the files so far said, for each file's labels
 
     def tap(self, source: str, path: str) -> SourceTap:
         """The tap of one source (a new one; a source replayed twice starts over)."""
         tap = SourceTap(source, path_identity(path, self.layout))
         self.taps[source] = tap
+        self._groups.setdefault(tap.identity.group, []).append(tap)
         self._who = None
         return tap
 
     def label(self, tap: SourceTap, events: Iterable[AlertEvent]) -> list[AlertEvent]:
         """One file's events with their line's time and their writer's rank and host."""
-        self._who = None
-        who = self.who()
+        # this file's process (its sibling files too) against what the files before it said
+        group = {t.source: t for t in self._groups.get(tap.identity.group, [tap])}
+        self._live.merge(resolve(group, known=self._live))
+        who = self._live
         out: list[AlertEvent] = []
         given: dict[str, dict[str, str]] = {}  # an alert's firing labels, for its resolve
         for event in events:
@@ -210,20 +246,24 @@ class FleetFacts:
         return self._who
 
     def records(self) -> pl.DataFrame:
-        """Every fleet-relevant line of every source (`RECORD_SCHEMA`)."""
-        return _concat([r for tap in self.taps.values() for r in tap.records], RECORD_SCHEMA)
+        """Every fleet-relevant line of every source (`RECORD_SCHEMA`), classed."""
+        candidates = [r for tap in self.taps.values() for r in tap.records]
+        return classed(_concat(candidates, CANDIDATE_SCHEMA))
 
     def writers(self) -> pl.DataFrame:
         """Every source's writers (`WRITER_SCHEMA`)."""
         return _concat([w for tap in self.taps.values() for w in tap.writers], WRITER_SCHEMA)
 
 
-def resolve(taps: Mapping[str, SourceTap]) -> Who:
-    """Ranks and hosts: from paths first, then from the lines that name their writer."""
+def resolve(taps: Mapping[str, SourceTap], known: Who | None = None) -> Who:
+    """Ranks and hosts: from paths first, then from the lines that name their writer
+    (`known`: what other files said, for these files' labels)."""
     who = Who()
     all_facts = _concat([f for tap in taps.values() for f in tap.facts], FACT_SCHEMA)
     worlds = [w for w in all_facts.get_column("cworld").to_list() if w is not None]
     worlds += [w for w in all_facts.get_column("sworld").to_list() if w is not None]
+    if known is not None and known.world:
+        worlds.append(known.world)
     who.world = max(worlds) if worlds else None
     groups: dict[str, list[SourceTap]] = {}
     for tap in taps.values():
@@ -244,9 +284,13 @@ def resolve(taps: Mapping[str, SourceTap]) -> Who:
     )
     for row in rows.iter_rows(named=True):
         _learn(who, row)
+    by_source = rows.partition_by("source", as_dict=True, maintain_order=True)
     for group in groups.values():
-        _group_rank(who, group, rows)
+        own = [by_source[(tap.source,)] for tap in group if (tap.source,) in by_source]
+        _group_rank(who, group, _concat(own, rows.schema))
     hosts = set(who.source_host.values()) | set(who.rank_host.values())
+    if known is not None:
+        hosts |= known.hosts()
     for tap in taps.values():
         if tap.source not in who.source_host:
             parts = re.split(r"[/\\]", tap.source)
@@ -256,8 +300,12 @@ def resolve(taps: Mapping[str, SourceTap]) -> Who:
     # a torchrun file's rank from its host and local rank, once the host's map is known
     for source, local in who.source_local.items():
         host = who.source_host.get(source)
-        if source not in who.source_rank and host is not None and (host, local) in who.host_local:
+        if source in who.source_rank or host is None:
+            continue
+        if (host, local) in who.host_local:
             who.source_rank[source] = who.host_local[(host, local)]
+        elif known is not None and (host, local) in known.host_local:
+            who.source_rank[source] = known.host_local[(host, local)]
     for source, rank in who.source_rank.items():
         host = who.source_host.get(source)
         if host is not None:
@@ -285,7 +333,7 @@ def _learn(who: Who, row: Mapping[str, object]) -> None:
 def _group_rank(who: Who, group: list[SourceTap], rows: pl.DataFrame) -> None:
     """The rank and host of the files one process wrote, from their unprefixed facts."""
     sources = [tap.source for tap in group]
-    own = rows.filter(pl.col("source").is_in(sources) & pl.col("p_local").is_null())
+    own = rows.filter(pl.col("p_local").is_null())
     unprefixed = own.filter(pl.col("p_rank").is_null())
     ranks = {r for r in unprefixed.get_column("global").to_list() if r is not None}
     if not ranks:
