@@ -29,10 +29,10 @@ from logwatch.cli.options import (
     window,
 )
 from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay
+from logwatch.drivers.verdict import Fleet
 from logwatch.durations import parse_duration
 from logwatch.fleet.render import fleet_json, host_rows
 from logwatch.fleet.render import timeline as fleet_timeline
-from logwatch.fleet.verdict import Fleet, analyse
 from logwatch.sinks.base import StreamSink
 from logwatch.sinks.render import summary_lines, timeline_line
 from logwatch.sources.expand import expand_inputs, skipped_line
@@ -161,6 +161,7 @@ def replay_cmd(
                 metrics=export is not None,
                 stats=fmt != "jsonl",
                 layout=layout,
+                skew_s=skew_window.total_seconds(),
             ),
             progress=progress,
             on_event=on_event,
@@ -175,10 +176,12 @@ def replay_cmd(
         raise
     finally:
         progress.close()
-    fleet = analyse(result.facts, skew=skew_window) if result.facts is not None else None
+    fleet = result.fleet
     verdicts = fleet.verdicts if fleet is not None else []
-    if fmt == "jsonl":
-        for event in verdicts if streamed else [*verdicts, *result.events]:
+    # the verdict first (a single file's JSONL streamed it last, as it came)
+    in_order = [*verdicts, *(e for e in result.events if all(e is not v for v in verdicts))]
+    if fmt == "jsonl" and not streamed:
+        for event in in_order:
             sink.emit(event)
     if timeline is not None and export_metrics is not None:
         samples = timeline.write(export_metrics)
@@ -192,7 +195,7 @@ def replay_cmd(
     if fmt == "json":
         document = result.to_json()
         if fleet is not None and fleet.is_fleet:
-            document["events"] = [e.to_json() for e in verdicts] + document["events"]
+            document["events"] = [e.to_json() for e in in_order]
             document["fleet"] = fleet_json(fleet)
         click.echo(json.dumps(document, allow_nan=False, indent=2))
     if fmt == "text":
@@ -202,13 +205,12 @@ def replay_cmd(
 
         with logging_to_stderr(verbose):
             title = f"logwatch replay: {len(result.events)} alert events in {len(files)} file(s)"
-            digest = [*verdicts, *result.events]
-            if not send_digest(config, state_dir_path(state_dir), title, digest):
+            if not send_digest(config, state_dir_path(state_dir), title, in_order):
                 click.echo(
                     "logwatch: the Slack digest is not delivered yet; it stays spooled", err=True
                 )
     mark_finished()
-    if fail_on is not None and (result.fired(Severity.parse(fail_on)) or verdicts):
+    if fail_on is not None and result.fired(Severity.parse(fail_on)):
         sys.exit(1)
 
 

@@ -8,6 +8,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -16,6 +17,7 @@ import polars as pl
 from logwatch.alerts import AlertEvent, Severity, json_number, still_firing
 from logwatch.drivers.layout import layout_pattern
 from logwatch.drivers.ranks import FleetFacts
+from logwatch.drivers.verdict import Fleet, analyse
 from logwatch.drivers.window import Window
 from logwatch.engine import (
     Engine,
@@ -56,6 +58,7 @@ class ReplayOptions:
     stats: bool = True  # the per-source summary (`--format jsonl` shows none: False skips it)
     shapes: bool = True  # False: every line by the general parse path (the shapes' reference)
     layout: str | None = None  # `--layout`: rank and host from paths no built-in layout knows
+    skew_s: float = 30.0  # `--skew`: how far the hosts' clocks may differ (the fleet's verdict)
 
 
 def scan_log(
@@ -249,6 +252,7 @@ class ReplayResult:
     events: list[AlertEvent]
     stats: dict[str, SourceStats]
     facts: FleetFacts | None = None  # who wrote what (the fleet post-mortem reads it)
+    fleet: Fleet | None = None  # the ranks, cascades and verdicts (`root-cause`, in `events` too)
 
     def events_frame(self) -> pl.DataFrame:
         """The events as a frame, one row each in file order, with the JSONL output's field names."""
@@ -368,5 +372,11 @@ def replay(
                 events.append(event)
                 if on_event is not None:
                     on_event(event)
+    # lines from two or more ranks that failed as a crowd: the verdict, after every file
+    fleet = analyse(facts, skew=timedelta(seconds=options.skew_s))
+    for event in fleet.verdicts:
+        events.append(event)
+        if on_event is not None:
+            on_event(event)
     stats = {source: state.stats for source, state in engine.sources.items()}
-    return ReplayResult(events, stats, facts)
+    return ReplayResult(events, stats, facts, fleet)

@@ -1,2 +1,2 @@
-"""The fleet post-mortem: every rank's log of a large run, the first failing rank named, each
-NCCL cascade folded into one line (`verdict.py`: which rank; `render.py`: how it reads)."""
+"""The fleet post-mortem as people read it: the verdict first, each NCCL cascade one line, a
+row per host (`render.py`); the verdict itself is `logwatch.drivers.verdict`'s."""

@@ -12,7 +12,7 @@ import polars as pl
 from logwatch.alerts import AlertEvent
 from logwatch.drivers.lineinfo import SYMPTOM
 from logwatch.drivers.replay import ReplayResult
-from logwatch.fleet.verdict import Cascade, Fleet
+from logwatch.drivers.verdict import Cascade, Fleet
 from logwatch.redact import visible
 from logwatch.sinks.render import timeline_line
 
@@ -40,6 +40,8 @@ def timeline(result: ReplayResult, fleet: Fleet, *, colour: bool = False) -> lis
     rows: list[tuple[datetime | None, int, str]] = []
     folded: dict[str, list[AlertEvent]] = defaultdict(list)
     for order, event in enumerate(result.events):
+        if any(event is verdict for verdict in fleet.verdicts):
+            continue  # first, above
         kind = symptom_lines.get((event.source, event.line))
         if kind is not None:
             folded[kind].append(event)

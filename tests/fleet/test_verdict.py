@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 
 from logwatch.drivers.replay import replay
-from logwatch.fleet.verdict import analyse
+from logwatch.drivers.verdict import analyse
 from logwatch.rules.loader import builtin_rules_dir, load_rules, pack_files
 from logwatch.sources.expand import expand_inputs
 
