@@ -16,6 +16,7 @@ from logwatch.cli.options import (
     window,
 )
 from logwatch.drivers.replay import ReplayOptions
+from logwatch.sources.expand import expand_inputs, skipped_line
 
 
 @click.command("report")
@@ -52,9 +53,13 @@ def report_cmd(
 
     _, specs = config_and_rules(config_path, rule_paths, no_builtin_rules)
     lines_window = window(since, until)
+    inputs = expand_inputs(paths)  # a folder (recursively) or a quoted glob: a fleet's logs
+    skipped = skipped_line(inputs)
+    if skipped is not None:
+        click.echo(skipped, err=True)
     browser = find_browser() if png_dir is not None else None  # before the work, not after
     report = build_report(
-        list(paths),
+        inputs.files,
         specs,
         options=ReplayOptions(max_line_bytes=max_line_bytes),
         window=lines_window,

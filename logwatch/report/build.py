@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay
@@ -73,7 +75,18 @@ def build_report(
     headers = [run_header(p, result.stats[p], _starts(collector, p), events) for p in names]
     missing = left_out(placed, events, axis)
     title = "logwatch report: " + ", ".join(Path(p).name for p in names)
-    note = (
+    fleet = result.fleet
+    verdict = ""
+    if fleet is not None and fleet.failed:
+        # a fleet: its folder and size in the title, the verdict first, alerts in time order,
+        # no header per file (hundreds)
+        folder = os.path.commonpath([os.path.abspath(p) for p in names]) if names else ""
+        title = f"logwatch report: {folder}: {len(fleet.ranks)} ranks on {len(fleet.hosts)} hosts"
+        verdict = "Root cause: " + "; ".join(v.summary for v in fleet.verdicts) + ". "
+        ordered = sorted(result.events, key=lambda e: (e.ts is None, e.ts or datetime.min))
+        events = [*fleet.verdicts, *(e for e in ordered if all(e is not v for v in fleet.verdicts))]
+        headers = []
+    note = verdict + (
         f"{len(names)} log file(s) on one {'time' if time else 'line-number'} axis"
         + (", ordered by time" if time and len(names) > 1 else "")
         + f"; {len(events)} alert events."

@@ -292,3 +292,19 @@ def test_the_public_line_forms_are_classed() -> None:
     ).with_columns(*prefixes(pl.col("text")))
     got = classed(frame).select("cls", "kind", "p_rank").rows()
     assert got == [(cls, kind, rank) for _, cls, kind, rank in PUBLIC_LINES]
+
+
+def test_report_of_a_folder_titles_the_fleet_and_puts_the_verdict_first(
+    fleet, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """`report DIR`: the title names the folder and `16 ranks on 2 hosts`, the verdict is the
+    first thing said, and the alert table starts with the root-cause."""
+    out = tmp_path / "r.html"
+    code, _, err = run("report", str(fleet.root), "-o", str(out))
+    assert code == 0, err
+    html = out.read_text("utf-8")
+    assert f"<h1>logwatch report: {fleet.root}: 16 ranks on 2 hosts</h1>" in html
+    rank, host = fleet.culprit_rank, fleet.culprit_host
+    assert f"<p>Root cause: rank {rank} ({host}): GPU fell off the bus (Xid 79) at " in html
+    table = html[html.index("<h2>Alerts</h2>") :]
+    assert table.index("root-cause") < table.index("gpu-lost") < table.index("nccl-timeout")

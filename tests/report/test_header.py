@@ -31,11 +31,12 @@ def test_verdict_names_the_first_critical_alert_and_when() -> None:
 
 
 def test_verdict_says_restarts_and_what_is_left_firing() -> None:
-    """train_restarted: the OOM, one restart, and the NCCL timeout / lost GPU at the end."""
+    """train_restarted: the OOM (its untimed line takes the time of the line before it, 34 s
+    in), one restart, and the NCCL timeout / lost GPU at the end."""
     result = logwatch.replay(RESTARTED)
     header = run_header(RESTARTED, result.stats[RESTARTED], [], result.events)
     assert header.verdict == (
-        "CUDA out of memory at step 90; restarted once; "
+        "CUDA out of memory at step 90 after 34s; restarted once; "
         "still firing at the end: gpu-lost, nccl-timeout."
     )
     assert header.host == "not in the log"
