@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_fleet import FleetSpec, generate  # noqa: E402
+from gen_fleet import FleetSpec, generate
 
 
 def _run(args: list[str]) -> tuple[float, float, float, str]:
