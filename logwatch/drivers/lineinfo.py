@@ -11,6 +11,8 @@ import re
 
 import polars as pl
 
+from logwatch.parse.dialects.darknet import DARKNET_PATTERN
+
 PRIMARY = "primary"
 SYMPTOM = "symptom"
 
@@ -181,7 +183,10 @@ def prefixes(text: pl.Expr) -> list[pl.Expr]:
     `p_host` (pdsh's `host: `) of each line."""
     groups = text.str.extract_groups(PREFIX)
     field = groups.struct.field
-    rank = pl.coalesce(field("rank"), field("mpi"), field("srun")).cast(pl.Int64, strict=False)
+    # darknet's ` 74: ` is its batch number, not `srun -l`'s task
+    srun = pl.when(field("srun").is_not_null() & ~text.str.contains(DARKNET_PATTERN))
+    rank = pl.coalesce(field("rank"), field("mpi"), srun.then(field("srun")))
+    rank = rank.cast(pl.Int64, strict=False)
     return [
         rank.alias("p_rank"),
         field("local").cast(pl.Int64, strict=False).alias("p_local"),

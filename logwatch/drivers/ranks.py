@@ -26,8 +26,10 @@ from logwatch.drivers.lineinfo import (
     maybe_classed,
     prefixes,
 )
+from logwatch.parse.dialects.darknet import DARKNET_PATTERN
 
 _PREFIX_RE = re.compile(PREFIX)
+_DARKNET = re.compile(DARKNET_PATTERN)
 CANDIDATE_SCHEMA = {name: RECORD_SCHEMA[name] for name in CANDIDATE_COLUMNS}
 WRITER_SCHEMA: dict[str, pl.DataType] = {
     "source": pl.String(),
@@ -223,7 +225,8 @@ class FleetFacts:
         p_host = None
         if found is not None:
             named = found.groupdict()
-            digits = named["rank"] or named["mpi"] or named["srun"]
+            srun = named["srun"] if not _DARKNET.match(event.text) else None
+            digits = named["rank"] or named["mpi"] or srun
             p_rank = int(digits) if digits else None
             p_local = int(named["local"]) if named["local"] else None
             p_host = named["pdsh"]

@@ -308,3 +308,20 @@ def test_report_of_a_folder_titles_the_fleet_and_puts_the_verdict_first(
     assert f"<p>Root cause: rank {rank} ({host}): GPU fell off the bus (Xid 79) at " in html
     table = html[html.index("<h2>Alerts</h2>") :]
     assert table.index("root-cause") < table.index("gpu-lost") < table.index("nccl-timeout")
+
+
+def test_darknet_batch_number_is_no_rank(tmp_path: Path) -> None:
+    """darknet's `75: 625.19, 517.63 avg, ...` starts with its batch number, not `srun -l`'s
+    task: its events get no rank label."""
+    log = tmp_path / "yolo.log"
+    log.write_text(
+        "".join(
+            f"{n}: 4.{n:02d}, 4.{n:02d} avg, 0.000100 rate, 3.1 seconds, 64 images\n"
+            for n in range(1, 40)
+        )
+        + "75: nan, nan avg, 0.000100 rate, 3.1 seconds, 64 images\n"
+    )
+    code, out, _ = run("replay", str(log), "--format", "jsonl")
+    assert code == 0
+    events = [json.loads(line) for line in out.splitlines()]
+    assert events and all("rank" not in e["labels"] for e in events)
