@@ -99,8 +99,10 @@ class SourceTap:
         before), or None when the source has no timed line."""
         if not self._timed_lines:
             return None
-        lines = pl.concat(self._timed_lines)
-        stamps = pl.concat(self._timed_ts)
+        if len(self._timed_lines) > 1:  # joined once, for every event of the file after it
+            self._timed_lines = [pl.concat(self._timed_lines)]
+            self._timed_ts = [pl.concat(self._timed_ts)]
+        lines, stamps = self._timed_lines[0], self._timed_ts[0]
         at = int(lines.search_sorted(line, side="left")) - 1
         at = max(at, 0)
         return int(lines[at]), stamps[at]
