@@ -5,7 +5,7 @@ whose log stopped first, else the rank its peers name. A victim is never the ver
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 import polars as pl
@@ -74,6 +74,36 @@ def analyse(facts: FleetFacts, *, skew: timedelta = DEFAULT_SKEW) -> Fleet:
     who = facts.who()
     records = _resolved(facts.records(), who)
     writers = _resolved(facts.writers(), who)
+    attempts = {s: t.identity.attempt for s, t in facts.taps.items() if t.identity.attempt}
+    if len(set(attempts.values())) > 1:
+        # torchrun restarted: each attempt is its own failure, with its own verdict
+        shared = [s for s in facts.taps if s not in attempts]  # a host's kernel log
+        fleets = []
+        for attempt in sorted(set(attempts.values()), key=int):
+            sources = [s for s, a in attempts.items() if a == attempt] + shared
+            fleets.append(
+                _fleet(
+                    records.filter(pl.col("source").is_in(sources)),
+                    writers.filter(pl.col("source").is_in(sources)),
+                    who,
+                    skew,
+                )
+            )
+        whole = _fleet(records, writers, who, skew, verdict=False)
+        verdicts = [v for f in fleets for v in f.verdicts]
+        return replace(whole, verdicts=verdicts)
+    return _fleet(records, writers, who, skew)
+
+
+def _fleet(
+    records: pl.DataFrame,
+    writers: pl.DataFrame,
+    who: Who,
+    skew: timedelta,
+    *,
+    verdict: bool = True,
+) -> Fleet:
+    """The fleet of these lines, and its verdict when asked and due."""
     last_seen: dict[int, datetime | None] = {}
     for row in writers.filter(pl.col("rank").is_not_null()).iter_rows(named=True):
         prev = last_seen.get(row["rank"])
@@ -86,14 +116,14 @@ def analyse(facts: FleetFacts, *, skew: timedelta = DEFAULT_SKEW) -> Fleet:
     world = max(who.world or 0, len(ranks))
     cascades = _cascades(records)
     fleet = Fleet(ranks, hosts, world, records, last_seen, cascades)
-    if not fleet.is_fleet:
+    if not fleet.is_fleet or not verdict:
         return fleet
-    verdict = _verdict(fleet, who, skew)
-    if verdict is None or "victims" not in verdict.labels:
+    found = _verdict(fleet, who, skew)
+    if found is None or "victims" not in found.labels:
         return fleet  # no crowd: one rank's failure is its own alerts' to tell
-    if "rank" not in verdict.labels and "host" not in verdict.labels:
+    if "rank" not in found.labels and "host" not in found.labels:
         return fleet  # a verdict that names no one helps no one
-    return Fleet(ranks, hosts, world, records, last_seen, cascades, [verdict])
+    return Fleet(ranks, hosts, world, records, last_seen, cascades, [found])
 
 
 def _resolved(frame: pl.DataFrame, who: Who) -> pl.DataFrame:

@@ -96,3 +96,25 @@ def test_one_rank_alone_gets_no_verdict(tmp_path: Path) -> None:
     result = replay([str(one)], RULES)
     assert result.facts is not None
     assert analyse(result.facts).verdicts == []
+
+
+def test_each_torchrun_attempt_is_its_own_failure(tmp_path: Path) -> None:
+    """A run that restarted (attempt_0, attempt_1) and failed twice: two root-cause events,
+    each naming that attempt's culprit."""
+    first = gen.generate(tmp_path / "a", gen.FleetSpec(ranks=16, steps=4, cause="oom", seed=1))
+    second = gen.generate(tmp_path / "b", gen.FleetSpec(ranks=16, steps=4, cause="nan", seed=2))
+    assert first.culprit_rank != second.culprit_rank
+    for path in second.files:
+        rel = path.relative_to(second.root)
+        if "attempt_0" in rel.parts:
+            parts = [p if p != "attempt_0" else "attempt_1" for p in rel.parts]
+            target = first.root.joinpath(*parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    result = replay(expand_inputs([str(first.root)]).files, RULES)
+    assert result.facts is not None
+    verdicts = analyse(result.facts).verdicts
+    assert [(v.labels["rank"], v.labels["cause"]) for v in verdicts] == [
+        (str(first.culprit_rank), "cuda-oom"),
+        (str(second.culprit_rank), "nan-loss"),
+    ]
