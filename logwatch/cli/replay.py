@@ -194,7 +194,7 @@ def replay_cmd(
         write_events(result.events_frame(), events_path)
     if fmt == "json":
         document = result.to_json()
-        if fleet is not None and fleet.is_fleet:
+        if fleet is not None and fleet.failed:
             document["events"] = [e.to_json() for e in in_order]
             document["fleet"] = fleet_json(fleet)
         click.echo(json.dumps(document, allow_nan=False, indent=2))

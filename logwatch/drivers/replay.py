@@ -266,7 +266,9 @@ class ReplayResult:
     def to_json(self) -> dict[str, Any]:
         """`replay --format json`: the events (JSONL's objects) and each source's stats, plus
         the alerts still firing at the end, as strict-JSON data."""
-        firing = still_firing(self.events)
+        # a source's own alerts: the fleet's verdict is the whole replay's, not its file's
+        verdicts = self.fleet.verdicts if self.fleet is not None else []
+        firing = still_firing(e for e in self.events if all(e is not v for v in verdicts))
         return {
             "events": [event.to_json() for event in self.events],
             "stats": {
