@@ -55,7 +55,8 @@ if TYPE_CHECKING:
     "--fail-on",
     type=SEVERITIES,
     default=None,
-    help="Exit 1 when an alert of this severity or worse fired.",
+    help="Exit 1 when an alert of this severity or worse fired [default: none: exit 0 "
+    "whatever fired].",
 )
 @MAX_LINE_OPTION
 @click.option(

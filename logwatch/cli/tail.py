@@ -82,6 +82,15 @@ from logwatch.cli.options import (
     default=None,
     help="Write logwatch.prom into this node-exporter textfile-collector folder.",
 )
+@click.option(
+    "--exit-on",
+    "exit_on",
+    multiple=True,
+    metavar="SEVERITY|RULE",
+    help="Exit with status 3 once an alert of this severity or worse (info, warning, critical) "
+    "or of this rule id fired and every sink took it (Slack: delivered or spooled); repeatable. "
+    "A stop by signal still exits 0.",
+)
 @CONFIG_OPTION
 @VERBOSE_OPTION
 def tail_cmd(
@@ -100,11 +109,13 @@ def tail_cmd(
     alertmanager_urls: tuple[str, ...],
     metrics: str | None,
     metrics_textfile: Path | None,
+    exit_on: tuple[str, ...],
     config_path: str | None,
     verbose: bool,
 ) -> None:
     """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
     from logwatch.cluster_config import with_cluster_options
+    from logwatch.drivers.exit_on import exit_condition
     from logwatch.drivers.runner import run_tail
     from logwatch.drivers.startup import metrics_line, startup_lines
     from logwatch.metrics.exporter import start_exporter
@@ -127,6 +138,10 @@ def tail_cmd(
         config_path,
         adjust=lambda c: with_cluster_options(c, alertmanager_urls, metrics, metrics_textfile),
     )
+    try:
+        condition = exit_condition(exit_on, (spec.id for spec in setup.specs)) if exit_on else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--exit-on") from None
     silences = SilenceStore(setup.state_dir, report=status_line)
     terminal = TerminalSink(sys.stdout, fmt=fmt, silences=silences)
     sinks = open_sinks(terminal, setup.config, setup.state_dir)
@@ -138,7 +153,7 @@ def tail_cmd(
     if exporter is not None:
         startup.append(metrics_line(exporter.endpoint, exporter.textfile))
     with logging_to_stderr(verbose):
-        run_tail(
+        code = run_tail(
             patterns,
             setup.specs,
             sinks,
@@ -147,4 +162,7 @@ def tail_cmd(
             status=status_line,
             plugins=[p for p in (setup.gpu, exporter) if p is not None],  # the exporter counts last
             startup=startup,
+            exit_on=condition,
         )
+    if code:
+        sys.exit(code)
