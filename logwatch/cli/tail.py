@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -91,6 +92,11 @@ from logwatch.cli.options import (
     "or of this rule id fired and every sink took it (Slack: delivered or spooled); repeatable. "
     "A stop by signal still exits 0.",
 )
+@click.option(
+    "--dry-run-actions",
+    is_flag=True,
+    help="Say on stderr what each [[action]] would run, and when, instead of running it.",
+)
 @CONFIG_OPTION
 @VERBOSE_OPTION
 def tail_cmd(
@@ -110,6 +116,7 @@ def tail_cmd(
     metrics: str | None,
     metrics_textfile: Path | None,
     exit_on: tuple[str, ...],
+    dry_run_actions: bool,
     config_path: str | None,
     verbose: bool,
 ) -> None:
@@ -149,6 +156,21 @@ def tail_cmd(
         *startup_lines(patterns, setup.specs, setup.state_dir, setup.config),
         *setup.gpu_line,
     ]
+    plugins: list[Any] = []
+    if setup.config.actions:
+        from logwatch.actions.pids import RunPids
+        from logwatch.actions.sink import describe, open_action_sink
+
+        pids = RunPids()
+        plugins.append(pids)
+        sinks.append(
+            open_action_sink(
+                setup.config.actions, setup.state_dir, pids=pids.pid, dry_run=dry_run_actions
+            )
+        )
+        startup += [describe(spec) for spec in setup.config.actions]
+    elif dry_run_actions:
+        raise click.UsageError("--dry-run-actions: the config has no [[action]] table")
     exporter = start_exporter(setup.config, sinks, setup.gpu)
     if exporter is not None:
         startup.append(metrics_line(exporter.endpoint, exporter.textfile))
@@ -160,7 +182,8 @@ def tail_cmd(
             state_dir=setup.state_dir,
             options=setup.options,
             status=status_line,
-            plugins=[p for p in (setup.gpu, exporter) if p is not None],  # the exporter counts last
+            # the exporter counts last
+            plugins=[*plugins, *(p for p in (setup.gpu, exporter) if p is not None)],
             startup=startup,
             exit_on=condition,
         )
