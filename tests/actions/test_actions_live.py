@@ -176,3 +176,21 @@ def _forget_checkpoint(folder: Path) -> None:
     again."""
     for name in ("checkpoint.json", "checkpoint.delta", "emitted.log"):
         (folder / "state" / name).unlink(missing_ok=True)
+
+
+def test_tail_dry_run_actions_says_and_runs_nothing(tmp_path: Path) -> None:
+    """`tail --dry-run-actions`: the action is said with its argv, never run, and a later real
+    run still acts (the dry run journaled nothing)."""
+    script, record = recorder(tmp_path)
+    config = action_config(
+        tmp_path, f'name = "dry"\non = ["nan-loss"]\n{python_argv(script, str(record), "{rule}")}'
+    )
+    log = tmp_path / "train.log"
+    log.write_text(FINE, encoding="utf-8")
+    proc = tail(tmp_path, config, "--dry-run-actions")
+    append(log, NAN)
+    wait_until(lambda: proc.said("action dry (dry run): would run "))
+    assert proc.said(f"{record} nan-loss at ")
+    assert proc.stop() == 0
+    assert runs(record) == []
+    assert not (tmp_path / "state" / "actions.jsonl").exists()
