@@ -16,7 +16,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from logwatch.actions.argv import Unfilled, fill
 from logwatch.actions.journal import HOUR_S, ActionJournal, DryJournal
@@ -56,6 +58,25 @@ class ActionOutcome:
             "fingerprint": self.fingerprint,
             "message": self.message,
         }
+
+
+@runtime_checkable
+class TakesActionNotes(Protocol):
+    """A sink that shows what an action did beside its alert (Slack's thread reply,
+    Alertmanager's `action` annotation)."""
+
+    def note_action(self, fingerprint: str, text: str) -> None:
+        """Say `text` on the alert with this fingerprint."""
+        ...
+
+
+def note_listeners(sinks: Sequence[object]) -> list[Callable[[ActionOutcome], None]]:
+    """One listener per sink that takes action notes."""
+    return [partial(_note, sink) for sink in sinks if isinstance(sink, TakesActionNotes)]
+
+
+def _note(sink: TakesActionNotes, outcome: ActionOutcome) -> None:
+    sink.note_action(outcome.fingerprint, outcome.message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +174,11 @@ class ActionSink:
             if wait.due <= wall:
                 del self._waits[key]
                 self._start(key, wait.spec, wait.event)
+
+    def action_counts(self) -> dict[tuple[str, str], int]:
+        """Outcomes so far by (action, outcome): `logwatch_action_runs_total`."""
+        with self._lock:
+            return dict(self.counts)
 
     def next_due(self) -> float | None:
         """When the first waiting action falls due (None: none waits)."""

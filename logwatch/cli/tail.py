@@ -159,13 +159,17 @@ def tail_cmd(
     plugins: list[Any] = []
     if setup.config.actions:
         from logwatch.actions.pids import RunPids
-        from logwatch.actions.sink import describe, open_action_sink
+        from logwatch.actions.sink import describe, note_listeners, open_action_sink
 
         pids = RunPids()
         plugins.append(pids)
         sinks.append(
             open_action_sink(
-                setup.config.actions, setup.state_dir, pids=pids.pid, dry_run=dry_run_actions
+                setup.config.actions,
+                setup.state_dir,
+                pids=pids.pid,
+                dry_run=dry_run_actions,
+                listeners=note_listeners(sinks),  # Slack's thread reply, Alertmanager's note
             )
         )
         startup += [describe(spec) for spec in setup.config.actions]

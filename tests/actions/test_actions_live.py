@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import time
 from pathlib import Path
 
+from logwatch.testing import FakeSlack
 from tests.actions.actionkit import (
     action_config,
     append,
@@ -18,6 +20,7 @@ from tests.actions.actionkit import (
     tail,
     trainer,
 )
+from tests.support.slackhelp import TOKEN
 from tests.support.tailkit import wait_until
 
 START = "2026-11-28 14:02:03,118 INFO [train] run start: run_id=slammed4 pid={pid} gpus=8\n"
@@ -118,7 +121,7 @@ def test_not_run_when_the_alert_resolves_inside_after(tmp_path: Path) -> None:
 
 def test_max_per_hour_caps_a_flapping_rule(tmp_path: Path) -> None:
     """NaN, recovery, three times: with max_per_hour = 2 the command runs twice and the third
-    is said to be capped."""
+    is said to be capped; `logwatch_action_runs_total` counts both outcomes."""
     script, record = recorder(tmp_path)
     config = action_config(
         tmp_path,
@@ -126,11 +129,15 @@ def test_max_per_hour_caps_a_flapping_rule(tmp_path: Path) -> None:
     )
     log = tmp_path / "train.log"
     log.write_text(FINE, encoding="utf-8")
-    proc = tail(tmp_path, config)
+    proc = tail(tmp_path, config, "--metrics-textfile", str(tmp_path))
     append(log, (NAN + FINE) * 3)
     wait_until(lambda: proc.said("max_per_hour = 2 reached"))
+    wait_until(lambda: len([line for line in proc.err if "exited 0" in line]) == 2)
     assert proc.stop() == 0
     assert len(runs(record)) == 2
+    prom = (tmp_path / "logwatch.prom").read_text(encoding="utf-8")
+    assert 'logwatch_action_runs_total{action="capped",outcome="ok"} 2.0' in prom
+    assert 'logwatch_action_runs_total{action="capped",outcome="capped"} 1.0' in prom
 
 
 def test_hostile_log_text_reaches_the_command_only_as_environment(tmp_path: Path) -> None:
@@ -194,3 +201,24 @@ def test_tail_dry_run_actions_says_and_runs_nothing(tmp_path: Path) -> None:
     assert proc.stop() == 0
     assert runs(record) == []
     assert not (tmp_path / "state" / "actions.jsonl").exists()
+
+
+def test_action_outcome_is_a_thread_reply_on_the_slack_message(
+    tmp_path: Path, fake_slack: FakeSlack
+) -> None:
+    """The alert's Slack message gets a thread reply saying what the action did."""
+    script, record = recorder(tmp_path)
+    config = action_config(
+        tmp_path, f'name = "note"\non = ["nan-loss"]\n{python_argv(script, str(record))}'
+    )
+    slack = f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake_slack.base_url}"\n'
+    config.write_text(slack + '[alerts]\ngroup_wait = "0s"\n' + config.read_text(), "utf-8")
+    log = tmp_path / "train.log"
+    log.write_text(FINE, encoding="utf-8")
+    proc = tail(tmp_path, config, env={"SLACK_BOT_TOKEN": TOKEN})
+    append(log, NAN)
+    wait_until(lambda: any(m["thread_ts"] for m in fake_slack.posts()))
+    assert proc.stop() == 0
+    post, reply = fake_slack.posts()
+    assert reply["thread_ts"] == post["ts"]
+    assert reply["text"].startswith(f"action note: {sys.executable} {script} {record} exited 0")
