@@ -22,6 +22,7 @@ from logwatch.tablereader import TableReader, show
 if TYPE_CHECKING:  # read only from a config file that has the tables (_Reader.read)
     from logwatch.actions.spec import ActionSpec
     from logwatch.cluster_config import AlertmanagerConfig, PrometheusConfig
+    from logwatch.webhook_config import WebhookConfig
 
 DEFAULT_CONFIG = Path("logwatch.toml")
 SLACK_API = "https://slack.com/api/"
@@ -30,6 +31,7 @@ _TOP_KEYS = {"slack", "alertmanager", "prometheus", "rules", "alerts", "gpu"} | 
     "rule_packs",
     "builtin_rules",
     "action",
+    "webhook",
 }
 _SLACK_KEYS = {"channel", "base_url", "token_file", "webhook_url_env", "timeout"}
 _ALERT_KEYS = {"group_wait", "repeat_interval", "inhibit", "notify_on_resolve"}
@@ -89,12 +91,17 @@ class Config:
     override_lines: Mapping[str, int] = field(default_factory=dict)
     key_lines: Mapping[str, int] = field(default_factory=dict)
     actions: tuple[ActionSpec, ...] = ()  # the [[action]] tables
+    webhooks: tuple[WebhookConfig, ...] = ()  # the [[webhook]] tables
 
     @property
     def sink_tables(self) -> frozenset[str]:
         """The sink tables this config has ([slack], ...): what `sinks.registry` opens."""
         # a new sink: its table's field here, its parser below
-        tables = {"slack": self.slack, "alertmanager": self.alertmanager}
+        tables = {
+            "slack": self.slack,
+            "alertmanager": self.alertmanager,
+            "webhook": self.webhooks or None,
+        }
         return frozenset(name for name, table in tables.items() if table is not None)
 
     def where(self, rule_id: str, key: str | None = None) -> str:
@@ -230,7 +237,13 @@ class _Reader(TableReader):
             override_lines=lines,
             key_lines=key_lines,
             actions=self.actions(data["action"]) if "action" in data else (),
+            webhooks=self.webhooks(data["webhook"]) if "webhook" in data else (),
         )
+
+    def webhooks(self, items: Any) -> tuple[WebhookConfig, ...]:
+        from logwatch.webhook_config import read_webhooks  # only when configured
+
+        return read_webhooks(self, items)
 
     def actions(self, items: Any) -> tuple[ActionSpec, ...]:
         from logwatch.actions.spec import read_actions  # only for a config that has them
