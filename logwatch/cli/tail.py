@@ -149,6 +149,8 @@ def tail_cmd(
         condition = exit_condition(exit_on, (spec.id for spec in setup.specs)) if exit_on else None
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--exit-on") from None
+    if dry_run_actions and not setup.config.actions:
+        raise click.UsageError("--dry-run-actions: the config has no [[action]] table")
     silences = SilenceStore(setup.state_dir, report=status_line)
     terminal = TerminalSink(sys.stdout, fmt=fmt, silences=silences)
     sinks = open_sinks(terminal, setup.config, setup.state_dir)
@@ -173,8 +175,6 @@ def tail_cmd(
             )
         )
         startup += [describe(spec) for spec in setup.config.actions]
-    elif dry_run_actions:
-        raise click.UsageError("--dry-run-actions: the config has no [[action]] table")
     exporter = start_exporter(setup.config, sinks, setup.gpu)
     if exporter is not None:
         startup.append(metrics_line(exporter.endpoint, exporter.textfile))

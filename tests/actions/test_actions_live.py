@@ -222,3 +222,24 @@ def test_action_outcome_is_a_thread_reply_on_the_slack_message(
     post, reply = fake_slack.posts()
     assert reply["thread_ts"] == post["ts"]
     assert reply["text"].startswith(f"action note: {sys.executable} {script} {record} exited 0")
+
+
+def test_pid_is_known_after_a_restart_from_the_checkpoint(tmp_path: Path) -> None:
+    """tail stops after the `run start:` line and resumes past it from its checkpoint: the NaN
+    that comes then still stops the trainer the line named."""
+    child = trainer()
+    try:
+        log = tmp_path / "train.log"
+        log.write_text(START.format(pid=child.pid) + FINE, encoding="utf-8")
+        config = action_config(
+            tmp_path, 'name = "stop"\non = ["nan-loss"]\n' + argv_toml("kill", "-TERM", "{pid}")
+        )
+        assert tail(tmp_path, config).stop() == 0
+        proc = tail(tmp_path, config)
+        assert proc.said("resuming at line")
+        append(log, NAN)
+        assert child.wait(timeout=30) == -signal.SIGTERM
+        assert proc.stop() == 0
+    finally:
+        child.kill()
+        child.wait()
