@@ -26,6 +26,7 @@ from logwatch.actions.process import KILL_AFTER_TERM_S, ProcessRunner, RunResult
 from logwatch.actions.spec import ActionSpec
 from logwatch.alerts import FIRING, RESOLVED, AlertEvent
 from logwatch.durations import format_duration
+from logwatch.errors import StateError
 from logwatch.redact import redact, stderr_line
 
 OUTCOMES = ("ok", "failed", "timeout", "skipped", "capped", "cancelled", "dry_run", "interrupted")
@@ -333,7 +334,14 @@ def open_action_sink(
     from logwatch.actions.process import SubprocessRunner
 
     # a dry run keeps what it would have done in memory: a later real run still acts
-    journal = DryJournal() if dry_run else ActionJournal(state_dir, report=report)
+    try:
+        journal = DryJournal() if dry_run else ActionJournal(state_dir, report=report)
+    except OSError as exc:
+        raise StateError(
+            f"{state_dir / 'actions.jsonl'}: cannot open the actions journal "
+            f"({exc.strerror or exc}); actions run only when each run can be journaled first. "
+            "Fix: permissions or free space in the state directory"
+        ) from None
     return ActionSink(
         specs,
         journal,

@@ -156,3 +156,19 @@ def test_report_lists_what_actions_would_have_done(tmp_path: Path) -> None:
     assert "<h2>Actions (dry run: nothing was run)</h2>" in html
     assert '<tr class="action dry_run"><td>2026-11-28 14:02:05</td><td>stop</td>' in html
     assert "would run kill -TERM 4242 at 2026-11-28 14:02:05" in html
+
+
+def test_an_unusable_journal_stops_tail_with_one_line(tmp_path: Path) -> None:
+    """The actions journal cannot be opened (a folder in its place): tail exits 2 saying why
+    and what to fix, before following anything (an action it cannot journal never runs)."""
+    (tmp_path / "train.log").write_text("", encoding="utf-8")
+    config = tmp_path / "logwatch.toml"
+    config.write_text('[[action]]\nname = "a"\non = ["*"]\nrun = ["true"]\n', encoding="utf-8")
+    state = tmp_path / "state"
+    (state / "actions.jsonl").mkdir(parents=True)
+    state.chmod(0o700)
+    args = ["tail", str(tmp_path / "train.log"), "--gpu", "off", "--config", str(config)]
+    result = CliRunner().invoke(cli, [*args, "--state-dir", str(state)])
+    assert result.exit_code == 2
+    assert f"{state / 'actions.jsonl'}: cannot open the actions journal (" in result.output
+    assert "Fix: permissions or free space in the state directory" in result.output

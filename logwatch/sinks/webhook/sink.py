@@ -13,6 +13,7 @@ from pathlib import Path
 
 from logwatch.alerts import FIRING, AlertEvent
 from logwatch.atomic import write_atomic
+from logwatch.errors import StateError
 from logwatch.redact import stderr_line
 from logwatch.sinks.alertmanager.payload import Identity
 from logwatch.sinks.webhook.outbox import Outbox, Poster
@@ -110,7 +111,14 @@ def open_webhook_sink(
     try:
         for config in webhooks:
             chosen = poster(config) if poster is not None else None
-            outboxes.append(Outbox(state_dir, config, poster=chosen, report=report))
+            try:
+                outboxes.append(Outbox(state_dir, config, poster=chosen, report=report))
+            except OSError as exc:
+                raise StateError(
+                    f"{state_dir}: cannot open the spool of {config.name} "
+                    f"({exc.strerror or exc}). Fix: permissions or free space in the state "
+                    "directory"
+                ) from None
     except BaseException:
         for outbox in outboxes:
             outbox.close(0.0)
