@@ -103,3 +103,21 @@ def test_when_resolved_runs_on_the_recovery_only(tmp_path: Path) -> None:
     sink.emit(alert(status=Status.RESOLVED, line=11))  # the same resolve again: once
     sink.close()
     assert runner.ran == [("echo", "nan-loss")]
+
+
+def test_max_per_hour_counts_across_restarts(tmp_path: Path) -> None:
+    """Two runs, a restart, a third alert within the hour: capped; an hour later it runs."""
+    clock, runner, said = Clock(), Runner(), []
+    spec = ActionSpec(name="cap", on=("nan-loss",), run=("echo", "{line}"), max_per_hour=2)
+    first = open_sink(tmp_path, spec, clock, runner, said)
+    first.emit(alert(line=10))
+    first.emit(alert(line=20))
+    first.close()
+    clock.at += 1800
+    second = open_sink(tmp_path, spec, clock, runner, said)
+    second.emit(alert(line=30))
+    clock.at += 1801
+    second.emit(alert(line=40))
+    second.close()
+    assert sorted(runner.ran) == [("echo", "10"), ("echo", "20"), ("echo", "40")]  # threads
+    assert sum("max_per_hour = 2 reached" in line for line in said) == 1
