@@ -26,12 +26,15 @@ from typing import Any, TextIO
 from logwatch.atomic import open_private, write_atomic
 from logwatch.errors import SpoolLockedError
 from logwatch.redact import redact, stderr_line
+from logwatch.sinks.webhook.payload import merge_payloads
 from logwatch.statecheck import OBJECT, STR, fields
 from logwatch.webhook_config import WebhookConfig
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 60.0
 RETRY_STATUSES = frozenset({408, 425, 429})
+MERGE_MAX = 100
+"""Pending payloads of one group merged into one post at most (the receiver's body limit)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,11 +159,23 @@ class Outbox:
 
     # --- delivery ----------------------------------------------------------------------
 
-    def _head(self) -> tuple[str, Mapping[str, Any]] | None:
+    def _head(self) -> tuple[list[str], Mapping[str, Any]] | None:
+        """The oldest pending payload, with the ones right behind it of the same group (an
+        outage's backlog, a burst of one rule on many ranks) merged into it: one post."""
         with self._cond:
             while not self._pending and not self._stop.is_set():
                 self._cond.wait(1.0)
-            return next(iter(self._pending.items()), None)
+            jobs = list(self._pending.items())[:MERGE_MAX]
+        if not jobs:
+            return None
+        first_id, first = jobs[0]
+        ids, merged = [first_id], [first]
+        for job_id, body in jobs[1:]:
+            if body.get("groupKey") != first.get("groupKey"):
+                break
+            ids.append(job_id)
+            merged.append(body)
+        return ids, merge_payloads(merged)
 
     def _deliver(self) -> None:
         failures = 0
@@ -168,7 +183,7 @@ class Outbox:
             head = self._head()
             if head is None:
                 continue
-            job_id, body = head
+            job_ids, body = head
             answer = self.poster(json.dumps(body, ensure_ascii=False).encode())
             if answer.verdict == "retry":
                 failures += 1
@@ -178,10 +193,11 @@ class Outbox:
             failures = 0
             with self._cond:
                 if answer.verdict == "dead":
-                    self._dead(job_id, body, answer.why)
-                self._write(
-                    {"op": answer.verdict if answer.verdict == "dead" else "done", "id": job_id}
-                )
+                    self._dead(job_ids[0], body, answer.why)
+                for job_id in job_ids:
+                    self._write(
+                        {"op": "dead" if answer.verdict == "dead" else "done", "id": job_id}
+                    )
                 self._cond.notify_all()
             self._said_recovered()
 

@@ -58,6 +58,26 @@ def group_payload(rule: str, alerts: Sequence[GroupAlert], identity: Identity) -
     }
 
 
+def merge_payloads(bodies: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """Payloads of one group as one: the latest state of each alert (by fingerprint), in the
+    order they first came; `status` firing while any of them fires."""
+    if len(bodies) == 1:
+        return bodies[0]
+    latest: dict[str, Any] = {}
+    for body in bodies:
+        for alert in body.get("alerts", []):
+            latest[str(alert.get("fingerprint"))] = alert
+    alerts = list(latest.values())
+    firing = any(alert.get("status") == "firing" for alert in alerts)
+    return {
+        **bodies[-1],
+        "status": "firing" if firing else "resolved",
+        "commonLabels": _common([alert.get("labels", {}) for alert in alerts]),
+        "commonAnnotations": _common([alert.get("annotations", {}) for alert in alerts]),
+        "alerts": alerts,
+    }
+
+
 def _common(maps: Sequence[Mapping[str, str]]) -> dict[str, str]:
     """The pairs every map has (Alertmanager's commonLabels / commonAnnotations)."""
     if not maps:
