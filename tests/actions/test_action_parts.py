@@ -172,3 +172,23 @@ def test_an_unusable_journal_stops_tail_with_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert f"{state / 'actions.jsonl'}: cannot open the actions journal (" in result.output
     assert "Fix: permissions or free space in the state directory" in result.output
+
+
+def test_doctor_checks_each_action_can_start(tmp_path: Path) -> None:
+    """`logwatch doctor`: a program not on PATH fails (exit 1) with the fix; one found says
+    where; a `{env:NAME}` not set here is a warning."""
+    config = tmp_path / "logwatch.toml"
+    config.write_text(
+        '[gpu]\nmode = "off"\n'
+        '[[action]]\nname = "cancel"\non = ["nan-loss"]\nrun = ["scancel-not-here", "1"]\n'
+        '[[action]]\nname = "stop"\non = ["nan-loss"]\nrun = ["kill", "{env:LW_TEST_UNSET}"]\n',
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(cli, ["doctor", "--config", str(config)])
+    assert result.exit_code == 1
+    assert (
+        "FAIL action cancel: 'scancel-not-here': not found on PATH — fix: install it, or give "
+        "its full path as the first element of 'run'\n"
+    ) in result.output
+    assert "ok   action stop: 'kill' is " in result.output
+    assert "warn action stop: $LW_TEST_UNSET is not set here" in result.output
