@@ -14,7 +14,7 @@ import shlex
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -133,7 +133,8 @@ class ActionSink:
             self._said(
                 run.action,
                 "interrupted",
-                f"action {run.action}: may have run ({run.argv or 'its command'} was started at "
+                f"action {run.action}: may have run for the alert of line "
+                f"{run.key.rsplit('/', 1)[-1]} ({run.argv or 'its command'} was started at "
                 f"{datetime.fromtimestamp(run.at).isoformat(timespec='seconds')} and logwatch "
                 "stopped before it ended); not run again",
                 None,
@@ -186,7 +187,11 @@ class ActionSink:
         return min((wait.due for wait in self._waits.values()), default=None)
 
     def rename_source(self, old: str, new: str) -> None:
-        """Nothing to move: a waiting action keeps the alert it was scheduled for."""
+        """`old`'s alerts go on under `new` (a rotated log): a waiting action follows its alert,
+        so the resolve that comes under `new` still cancels it."""
+        for key, wait in list(self._waits.items()):
+            if wait.event.source == old:
+                self._waits[key] = _Wait(wait.spec, replace(wait.event, source=new), wait.due)
 
     def close(self) -> None:
         """Wait for the commands running (each within its timeout); what still waits for its

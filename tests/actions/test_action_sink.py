@@ -121,3 +121,17 @@ def test_max_per_hour_counts_across_restarts(tmp_path: Path) -> None:
     second.close()
     assert sorted(runner.ran) == [("echo", "10"), ("echo", "20"), ("echo", "40")]  # threads
     assert sum("max_per_hour = 2 reached" in line for line in said) == 1
+
+
+def test_a_wait_follows_its_alert_to_the_rotated_name(tmp_path: Path) -> None:
+    """The log rotates while an action waits; the resolve comes under the new name and still
+    cancels it."""
+    clock, runner, said = Clock(), Runner(), []
+    sink = open_sink(tmp_path, STOP, clock, runner, said)
+    sink.emit(alert(source="train.log"))
+    sink.rename_source("train.log", "train.log.1")
+    sink.emit(alert(source="train.log.1", status=Status.RESOLVED, line=11))
+    clock.at += 600
+    sink.tick(NOW)
+    sink.close()
+    assert runner.ran == []

@@ -95,7 +95,7 @@ def test_interrupted_run_may_have_run_and_is_not_run_again(tmp_path: Path) -> No
     first.kill()
     _forget_checkpoint(tmp_path)
     second = tail(tmp_path, config, "--from-beginning")
-    assert second.said("action slow: may have run (")
+    assert second.said("action slow: may have run for the alert of line 2 (")
     assert second.said("not run again")
     time.sleep(4)  # the first command's sleep has ended: a rerun would have written by now
     assert second.stop() == 0
