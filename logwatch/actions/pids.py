@@ -81,9 +81,3 @@ class RunPids:
 
     def close(self) -> None:
         pass
-
-    def rename(self, old: str, new: str) -> None:
-        """A rotated log: its run goes on under the new name."""
-        with self._lock:
-            if old in self._starts:
-                self._starts[new] = self._starts.pop(old)

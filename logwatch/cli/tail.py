@@ -169,7 +169,7 @@ def tail_cmd(
             open_action_sink(
                 setup.config.actions,
                 setup.state_dir,
-                pids=pids.pid,
+                pids=lambda source, line: pids.pid(source),  # live: the last run start
                 dry_run=dry_run_actions,
                 listeners=note_listeners(sinks),  # Slack's thread reply, Alertmanager's note
             )
