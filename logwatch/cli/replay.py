@@ -55,8 +55,7 @@ if TYPE_CHECKING:
     "--fail-on",
     type=SEVERITIES,
     default=None,
-    help="Exit 1 when an alert of this severity or worse fired [default: none: exit 0 "
-    "whatever fired].",
+    help="Exit 1 when an alert of this severity or worse fired.",
 )
 @MAX_LINE_OPTION
 @click.option(

@@ -50,7 +50,7 @@ def report_cmd(
     from logwatch.report.build import build_report
     from logwatch.report.png import find_browser, write_pngs
 
-    config, specs = config_and_rules(config_path, rule_paths, no_builtin_rules)
+    _, specs = config_and_rules(config_path, rule_paths, no_builtin_rules)
     lines_window = window(since, until)
     browser = find_browser() if png_dir is not None else None  # before the work, not after
     report = build_report(
@@ -60,7 +60,6 @@ def report_cmd(
         window=lines_window,
         on_error=warn_rule_error,
         on_warning=warn_data,
-        actions=config.actions,  # what they would have done: listed, never run
     )
     size = report.write(output)
     click.echo(

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import polars as pl
-
-from logwatch.actions.pids import RunPids
-from logwatch.actions.plan import plan_actions
-from logwatch.actions.spec import ActionSpec
 from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay
 from logwatch.drivers.window import Window
 from logwatch.engine import ErrorHandler, WarningHandler
@@ -52,25 +46,16 @@ def build_report(
     window: Window | None = None,
     on_error: ErrorHandler | None = None,
     on_warning: WarningHandler | None = None,
-    actions: Sequence[ActionSpec] = (),
 ) -> Report:
     """Replay `paths` once and draw what they say; several files share one time axis, ordered
-    by their first timestamp (argument order where a file has none). With `actions` (the
-    config's [[action]]), what they would have done is listed too (nothing is run)."""
+    by their first timestamp (argument order where a file has none)."""
     collector = Collector()
-    pids = RunPids()
-
-    def each_frame(frame: pl.DataFrame) -> None:
-        collector(frame)
-        if actions:
-            pids.observe(frame)
-
     result = replay(
         paths,
         rules,
         options=options or ReplayOptions(),
         window=window,
-        on_frame=each_frame,
+        on_frame=collector,
         on_error=on_error,
         on_warning=on_warning,
     )
@@ -94,8 +79,7 @@ def build_report(
         + f"; {len(events)} alert events."
         + (f" Not drawn (past the caps): {'; '.join(missing)}." if missing else "")
     )
-    planned = plan_actions(actions, result.events, pids, dict(os.environ)) if actions else []
-    return Report(page(title, headers, charts, events, note, planned), charts, result, names)
+    return Report(page(title, headers, charts, events, note), charts, result, names)
 
 
 def _starts(collector: Collector, source: str) -> list[str]:

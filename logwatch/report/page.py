@@ -12,15 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from html import escape
-from typing import TYPE_CHECKING
 
 from logwatch.alerts import FIRING, AlertEvent, Severity, still_firing
 from logwatch.durations import format_duration
 from logwatch.engine import SourceStats, run_id
 from logwatch.redact import redact
-
-if TYPE_CHECKING:
-    from logwatch.actions.sink import ActionOutcome
 
 _HOST = re.compile(r"\bhost(?:name)?\s*[=:]\s*['\"]?([\w.-]{1,80})")
 _PHRASE = {
@@ -211,31 +207,12 @@ def alert_table(events: Sequence[AlertEvent]) -> str:
     )
 
 
-def action_table(actions: Sequence[ActionOutcome]) -> str:
-    """What the config's [[action]] would have done (replay runs none): one `action` row each."""
-    if not actions:
-        return ""
-    head = "".join(f"<th>{c}</th>" for c in ("time", "action", "outcome", "where", "what"))
-    rows = []
-    for a in actions:
-        when = datetime.fromtimestamp(a.at).isoformat(sep=" ", timespec="seconds")
-        cells = (when, a.action, a.outcome, f"{a.source}:{a.line}", a.message)
-        tds = "".join(f"<td>{escape(str(v))}</td>" for v in cells)
-        rows.append(f'<tr class="action {escape(a.outcome)}">{tds}</tr>')
-    return (
-        "<h2>Actions (dry run: nothing was run)</h2>"
-        f'<table class="alerts actions"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>"
-    )
-
-
 def page(
     title: str,
     headers: Sequence[RunHeader],
     charts: Sequence[str],
     events: Sequence[AlertEvent],
     note: str,
-    actions: Sequence[ActionOutcome] = (),
 ) -> str:
     """The whole report as one HTML document."""
     return (
@@ -250,6 +227,5 @@ def page(
         + "".join(charts)
         + "<h2>Alerts</h2>"
         + alert_table(events)
-        + action_table(actions)
         + f"<script>{SCRIPT}</script></body></html>"
     )

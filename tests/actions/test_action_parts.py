@@ -135,29 +135,6 @@ def test_replay_actions_without_actions_is_a_usage_error(tmp_path: Path) -> None
     assert "has no [[action]] table" in result.output
 
 
-def test_report_lists_what_actions_would_have_done(tmp_path: Path) -> None:
-    """`logwatch report` with a config that has [[action]]: an `action` row per outcome, in a
-    table that says nothing was run."""
-    log = tmp_path / "train.log"
-    log.write_text(
-        "2026-11-28 14:02:03,118 INFO [train] run start: run_id=r1 pid=4242 gpus=8\n"
-        "2026-11-28 14:02:05,000 INFO [train] step 2 | loss nan\n",
-        encoding="utf-8",
-    )
-    config = tmp_path / "logwatch.toml"
-    config.write_text(
-        '[[action]]\nname = "stop"\non = ["nan-loss"]\nrun = ["kill", "-TERM", "{pid}"]\n',
-        encoding="utf-8",
-    )
-    out = tmp_path / "report.html"
-    result = CliRunner().invoke(cli, ["report", str(log), "--config", str(config), "-o", str(out)])
-    assert result.exit_code == 0, result.output
-    html = out.read_text(encoding="utf-8")
-    assert "<h2>Actions (dry run: nothing was run)</h2>" in html
-    assert '<tr class="action dry_run"><td>2026-11-28 14:02:05</td><td>stop</td>' in html
-    assert "would run kill -TERM 4242 at 2026-11-28 14:02:05" in html
-
-
 def test_an_unusable_journal_stops_tail_with_one_line(tmp_path: Path) -> None:
     """The actions journal cannot be opened (a folder in its place): tail exits 2 saying why
     and what to fix, before following anything (an action it cannot journal never runs)."""
