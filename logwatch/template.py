@@ -5,6 +5,10 @@ placeholder in them has a value.
 `the run crashed (line 9)` on a log with no step and no rank, never `at step ?` or `rank ?`.
 Outside a clause a placeholder with no value still shows `?`, so a template that names one
 always says so. Clauses do not nest; a `[` or `]` not opening `[?` stays literal text.
+
+`{value:count iteration}` is the value and its noun agreeing: `1 iteration`, `3 iterations`
+(`{n:count child/children}` names an irregular plural). It is the only format a placeholder
+takes (`COUNT`): values come formatted.
 """
 
 from __future__ import annotations
@@ -14,9 +18,13 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from logwatch.words import counted
+
 _CLAUSE = re.compile(r"\[\?([^\[\]]*)\]")
 _OPEN = "[?"
 NO_VALUE = "?"
+COUNT = "count "
+"""A placeholder's format `{value:count iteration}`: the value with its noun, singular or plural."""
 
 
 class _Missing(Exception):
@@ -58,6 +66,14 @@ class _Filler(string.Formatter):
         if value is None:
             value = NO_VALUE
         return value, field_name
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        if format_spec.startswith(COUNT):
+            if value == NO_VALUE:
+                return value
+            noun, _, plural_form = format_spec.removeprefix(COUNT).partition("/")
+            return counted(value, noun, plural_form or None)
+        return super().format_field(value, format_spec)
 
 
 def fill(template: str, fields: Mapping[str, Any], labels: Mapping[str, str]) -> str:

@@ -31,7 +31,7 @@ class LogwatchGroup(click.Group):
         try:
             return super().invoke(ctx)
         except LogwatchError as exc:
-            raise UserError(redact(str(exc))) from None
+            raise UserError(visible(redact(str(exc)))) from None  # file names are the user's
         except BrokenPipeError:
             sys.stderr.close()  # `logwatch replay ... | head`: the reader left, nothing to say
             sys.exit(0)

@@ -18,7 +18,7 @@ from logwatch.config import Config, default_state_dir
 from logwatch.drivers.window import Window, parse_bound
 from logwatch.durations import parse_duration
 from logwatch.redact import install_log_handler, remove_log_handler
-from logwatch.rules.loader import RuleSpec
+from logwatch.rules.loader import RuleSpec, describe_origin
 from logwatch.sources.framing import DEFAULT_MAX_LINE_BYTES
 
 SEVERITIES = click.Choice([s.label for s in Severity], case_sensitive=False)
@@ -116,7 +116,9 @@ def config_and_rules(
     config, specs = load_config_and_rules(config_path, rule_paths, builtin=not no_builtin_rules)
     for spec in specs:
         if spec.replaces is not None:
-            status_line(f"{spec.origin}: rule {spec.id!r} replaces the one at {spec.replaces}")
+            status_line(
+                f"{spec.origin}: rule {spec.id!r} replaces {describe_origin(spec.replaces)}"
+            )
     return config, specs
 
 

@@ -16,6 +16,7 @@ from logwatch.cli.options import (
     text_or_json,
 )
 from logwatch.redact import redact
+from logwatch.words import counted
 
 
 @click.group("rules")
@@ -47,12 +48,19 @@ def rules_list(
 @click.argument("packs", nargs=-1, required=True, metavar="PACK...")
 def rules_check(packs: tuple[str, ...]) -> None:
     """Validate rule packs (files or folders): `N rules OK`, else one `file:line: problem` line
-    per problem and exit 2."""
+    per problem and exit 2. A rule with a built-in rule's id needs `replace = true`; each one
+    that replaces a rule is said.
+
+    \b
+    Examples:
+      logwatch rules check my-rules.toml
+      logwatch rules check rules/ team-rules/
+    """
     from logwatch.rules.catalog import check_packs
 
     result = check_packs(Path(p) for p in packs)
-    for problem in result.problems:
-        click.echo(redact(problem))
+    for line in (*result.notes, *result.problems):
+        click.echo(redact(line))
     if result.problems:
         sys.exit(2)
-    click.echo(f"{result.rules} rules OK")  # the contract's wording, for scripts: even "1 rules OK"
+    click.echo(f"{counted(result.rules, 'rule')} OK")

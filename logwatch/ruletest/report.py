@@ -11,6 +11,7 @@ from logwatch.atomic import write_atomic
 from logwatch.errors import RuleTestError
 from logwatch.redact import visible
 from logwatch.ruletest.run import RuleTestResult
+from logwatch.words import counted
 
 _NOT_XML = re.compile("[\ufffe\uffff]")  # valid UTF-8, but no XML 1.0 document may hold them
 
@@ -42,7 +43,7 @@ def report_lines(results: Sequence[RuleTestResult]) -> list[str]:
         lines.append(f"FAILED: {visible(result.test.where)}: {visible(result.test.name)}")
         lines.extend(failure_lines(result))
         lines.append("")
-    lines.append(f"{len(results)} tests, {len(failed)} failed")
+    lines.append(f"{counted(len(results), 'test')}, {len(failed)} failed")
     return lines
 
 
