@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from logwatch.cli.help import HelpGroup
 from logwatch.errors import LogwatchError
 from logwatch.redact import redact, visible
 
@@ -23,7 +24,7 @@ class UserError(click.ClickException):
     exit_code = 2
 
 
-class LogwatchGroup(click.Group):
+class LogwatchGroup(HelpGroup):
     """A command group whose commands' typed errors end as one redacted line and exit code 2,
     and whose output may go to a reader that left (`logwatch replay ... | head`)."""
 

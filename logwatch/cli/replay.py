@@ -13,6 +13,7 @@ import click
 
 from logwatch.alerts import AlertEvent, Severity
 from logwatch.cli.errors import mark_finished, status_line, warn_data, warn_rule_error
+from logwatch.cli.help import HelpCommand
 from logwatch.cli.options import (
     CONFIG_OPTION,
     MAX_LINE_OPTION,
@@ -40,7 +41,15 @@ if TYPE_CHECKING:
     from logwatch.drivers.export import FrameExport
 
 
-@click.command("replay")
+@click.command(
+    "replay",
+    cls=HelpCommand,
+    examples=(
+        "logwatch replay train.log",
+        "logwatch replay 'runs/*.log' --format jsonl > alerts.jsonl",
+        "logwatch replay train.log --since 1400 --fail-on critical  # exit 1: one fired",
+    ),
+)
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
     "--format",
@@ -57,7 +66,7 @@ if TYPE_CHECKING:
     "--fail-on",
     type=SEVERITIES,
     default=None,
-    help="Exit 1 when an alert of this severity or worse fired.",
+    help="Exit 1 when an alert of this severity or worse fired [default: never].",
 )
 @MAX_LINE_OPTION
 @click.option(

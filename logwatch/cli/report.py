@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from logwatch.cli.errors import warn_data, warn_rule_error
+from logwatch.cli.help import HelpCommand
 from logwatch.cli.options import (
     CONFIG_OPTION,
     MAX_LINE_OPTION,
@@ -18,7 +19,14 @@ from logwatch.cli.options import (
 from logwatch.drivers.replay import ReplayOptions
 
 
-@click.command("report")
+@click.command(
+    "report",
+    cls=HelpCommand,
+    examples=(
+        "logwatch report train.log -o report.html",
+        "logwatch report a.log b.log -o runs.html --png charts/",
+    ),
+)
 @click.argument("paths", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, metavar="FILE", help="The HTML file to write.")
 @RULES_OPTION
