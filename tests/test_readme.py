@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from logwatch.cli import cli
@@ -54,3 +57,41 @@ def test_readme_links_every_builtin_pack_and_its_tests() -> None:
     text = (ROOT / "README.md").read_text("utf-8")
     links = set(re.findall(r"\]\((rules/[^)]+)\)", text))
     assert links == {f"rules/{p.name}" for p in (ROOT / "rules").iterdir() if p.is_file()}
+
+
+OUTPUT = re.compile(
+    r"<!-- output(?P<json>-json)?: (?P<cwd>[\w/.-]+): logwatch (?P<args>[^\n]*?) -->\n"
+    r"```\w*\n(?P<shown>.*?)```",
+    re.S,
+)
+"""An excerpt of a command's output: `<!-- output: FOLDER: logwatch ARGS -->` before the block;
+`output-json`: the block is the first JSON object printed, `"..."` for a value cut."""
+ELIDED = "..."
+
+
+def _shown_output(monkeypatch: pytest.MonkeyPatch, cwd: str, args: str) -> str:
+    monkeypatch.chdir(ROOT / cwd)
+    result = CliRunner().invoke(cli, shlex.split(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_readme_outputs_are_what_the_program_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each README block marked `<!-- output: ... -->` is a run of consecutive lines of what the
+    command prints today, run again here (a README left behind a change fails: the replay
+    summary once lacked `run-crashed`); a JSON one is the first object, field for field."""
+    text = (ROOT / "README.md").read_text("utf-8")
+    excerpts = list(OUTPUT.finditer(text))
+    assert len(excerpts) >= 3
+    for excerpt in excerpts:
+        out = _shown_output(monkeypatch, excerpt["cwd"], excerpt["args"])
+        where = f"README.md:{text[: excerpt.start()].count(chr(10)) + 1}"
+        if excerpt["json"]:
+            shown = json.loads(excerpt["shown"])
+            first = json.loads(out.splitlines()[0])
+            kept = {key: value for key, value in first.items() if shown.get(key) != ELIDED}
+            assert {k: v for k, v in shown.items() if v != ELIDED} == kept, where
+            continue
+        lines, got = excerpt["shown"].splitlines(), out.splitlines()
+        found = any(got[i : i + len(lines)] == lines for i in range(len(got) - len(lines) + 1))
+        assert found, f"{where}: the excerpt differs from `logwatch {excerpt['args']}`:\n{out}"
