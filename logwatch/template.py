@@ -6,6 +6,10 @@ placeholder in them has a value.
 Outside a clause a placeholder with no value still shows `?`, so a template that names one
 always says so. Clauses do not nest; a `[` or `]` not opening `[?` stays literal text.
 
+A clause may offer alternatives split by `|`, the first whose placeholders all have values
+shown: `loss is nan[? at step {step}| at epoch {epoch}] (line 8)` says the epoch on a Hugging
+Face line that has no step, and neither where there is none.
+
 `{value:count iteration}` is the value and its noun agreeing: `1 iteration`, `3 iterations`
 (`{n:count child/children}` names an irregular plural). It is the only format a placeholder
 takes (`COUNT`): values come formatted.
@@ -23,6 +27,8 @@ from logwatch.words import counted
 _CLAUSE = re.compile(r"\[\?([^\[\]]*)\]")
 _OPEN = "[?"
 NO_VALUE = "?"
+ALTERNATIVE = "|"
+"""Splits an optional clause's alternatives: `[? at step {step}| at epoch {epoch}]`."""
 COUNT = "count "
 """A placeholder's format `{value:count iteration}`: the value with its noun, singular or plural."""
 
@@ -82,8 +88,10 @@ def fill(template: str, fields: Mapping[str, Any], labels: Mapping[str, str]) ->
     out: list[str] = []
     for text, optional in pieces(template):
         filler.optional = optional
-        try:
-            out.append(filler.format(text))
-        except _Missing:
-            continue
+        for choice in text.split(ALTERNATIVE) if optional else [text]:
+            try:
+                out.append(filler.format(choice))
+            except _Missing:
+                continue
+            break
     return "".join(out)

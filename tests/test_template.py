@@ -71,3 +71,12 @@ def test_a_pack_may_count_but_takes_no_other_format(tmp_path: Path) -> None:
         RulesError, match=r"placeholders take no format .* \{line:count iteration\}"
     ):
         load_pack(pack)
+
+
+def test_a_clause_offers_alternatives_the_first_with_values_shown() -> None:
+    """`[? at step {step}| at epoch {epoch}]`: the step when known, else the epoch (a Hugging
+    Face line), else nothing: never `step ?`."""
+    template = "loss is nan[? at step {step}| at epoch {epoch}] (line 8)"
+    assert fill(template, {"step": "5", "epoch": "0.4"}, {}) == "loss is nan at step 5 (line 8)"
+    assert fill(template, {"step": None, "epoch": "0.4"}, {}) == "loss is nan at epoch 0.4 (line 8)"
+    assert fill(template, {"step": None, "epoch": None}, {}) == "loss is nan (line 8)"

@@ -76,6 +76,15 @@ def test_no_summary_of_the_parser_corpus_holds_a_placeholder(tmp_path: Path) -> 
     assert [e.summary for e in events if PLACEHOLDER.search(e.summary)] == []
 
 
+def test_a_line_without_a_step_says_its_epoch(tmp_path: Path) -> None:
+    """Hugging Face's `{'loss': nan, ..., 'epoch': 0.4}` has no step: the summary says the epoch
+    (was `loss is nan (line 1)`, and `at step ?` before the optional clauses)."""
+    log = tmp_path / "hf.log"
+    log.write_text("{'loss': nan, 'grad_norm': 1.5, 'learning_rate': 2e-05, 'epoch': 0.4}\n")
+    events = replay([str(log)], load_rules([builtin_rules_dir()])).events
+    assert [e.summary for e in events] == ["loss is nan at epoch 0.4 (line 1)"]
+
+
 def test_the_slurm_out_of_memory_line_without_a_count_says_no_placeholder(tmp_path: Path) -> None:
     """`task 0: Out Of Memory` names no oom-kill count: the clause is left out (was `? oom-kill
     event(s)`), and a count of one is singular."""
