@@ -110,8 +110,9 @@ def _run(*args: str) -> tuple[int, str, str]:
 
 
 def test_counts_of_one_are_singular_in_the_commands_output(tmp_path: Path) -> None:
-    """replay's summary, `rules check`, `logwatch test` and the nan-iterations summary over one
-    of each say `1 line`, `1 step line`, `1 rule OK`, `1 test`, `1 iteration`."""
+    """replay's summary, `rules check`, `logwatch test`, the nan-iterations summary and report
+    over one of each say `1 line`, `1 step line`, `1 rule OK`, `1 test`, `1 iteration`,
+    `1 file`."""
     log = tmp_path / "one.log"
     log.write_text("step 1 loss 2.5\n")
     code, out, _ = _run("replay", str(log))
@@ -131,6 +132,8 @@ def test_counts_of_one_are_singular_in_the_commands_output(tmp_path: Path) -> No
     code, out, _ = _run("replay", str(MEGATRON))
     assert "1 iteration with a NaN loss" in out
     assert not SINGULAR_PLURAL.search(out)
+    code, out, _ = _run("report", str(log), "-o", str(tmp_path / "one.html"))
+    assert code == 0 and " KiB: 1 file, " in out and out.endswith(", 0 alert events)\n")
 
 
 def _entries(timeline: str) -> list[str]:

@@ -17,6 +17,7 @@ from logwatch.cli.options import (
     window,
 )
 from logwatch.drivers.replay import ReplayOptions
+from logwatch.words import counted
 
 
 @click.command(
@@ -71,9 +72,10 @@ def report_cmd(
     )
     size = report.write(output)
     click.echo(
-        f"wrote {output} ({size / 1024:.0f} KiB: {len(report.sources)} file(s), "
-        f"{len(report.charts)} charts, {len(report.result.events)} alert events)"
+        f"wrote {output} ({size / 1024:.0f} KiB: {counted(len(report.sources), 'file')}, "
+        f"{counted(len(report.charts), 'chart')}, "
+        f"{counted(len(report.result.events), 'alert event')})"
     )
     if png_dir is not None and browser is not None:
         pngs = write_pngs(report.charts, png_dir, browser)
-        click.echo(f"wrote {len(pngs)} PNG files to {png_dir}")
+        click.echo(f"wrote {counted(len(pngs), 'PNG file')} to {png_dir}")
