@@ -147,7 +147,7 @@ def test_events_that_change_with_the_block_size_fail() -> None:
     assert [b.block_bytes for b in result.block_diffs] == [1]  # 4096 holds the whole input
     assert report_lines([result]) == [
         "FAILED: x.toml:1: cut",
-        "  blocks=1: whole-file replay (-) vs in blocks of 1 bytes (+):",
+        "  blocks=1: whole-file replay (-) vs in blocks of 1 byte (+):",
         "      cut-sensitive firing line=1 cut-sensitive at line 1",
         "    - cut-sensitive resolved line=2 cut-sensitive resolved at line 2 (firing for 1s, "
         "since line 1) (step=2, value=None, reason=recovered)",

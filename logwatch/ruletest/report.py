@@ -26,7 +26,7 @@ def failure_lines(result: RuleTestResult) -> list[str]:
     for block in result.block_diffs:
         lines.append(
             f"  blocks={block.block_bytes}: whole-file replay (-) vs in blocks of "
-            f"{block.block_bytes} bytes (+):"
+            f"{counted(block.block_bytes, 'byte')} (+):"
         )
         if all(line.mark == " " for line in block.diff):
             lines.append("    the same events, in a different order")
