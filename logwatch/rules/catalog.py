@@ -94,6 +94,11 @@ def check_packs(paths: Iterable[Path]) -> PackCheck:
             for spec in pack.specs:
                 earlier = by_id.get(spec.id)
                 by_id[spec.id] = spec
+                if earlier is None and spec.replace:
+                    problems.append(
+                        f"{spec.origin}: rule {spec.id!r} says replace = true but no built-in "
+                        "or earlier rule has that id (a typo?); fix the id or drop replace"
+                    )
                 if earlier is None or earlier.origin == spec.origin:
                     continue
                 try:

@@ -206,6 +206,18 @@ def test_check_says_which_built_in_a_pack_replaces(tmp_path: Path) -> None:
     )
 
 
+def test_check_refuses_replace_that_replaces_nothing(tmp_path: Path) -> None:
+    """`replace = true` on an id no built-in rule has (a typo) is a problem, not a new rule."""
+    mine = tmp_path / "mine.toml"
+    mine.write_text(REPLACING.replace('"nan-loss"', '"nan-los"') + "replace = true\n")
+    assert run("rules", "check", str(mine)) == (
+        2,
+        f"{mine}:1: rule 'nan-los' says replace = true but no built-in or earlier rule has "
+        "that id (a typo?); fix the id or drop replace\n",
+        "",
+    )
+
+
 def test_the_built_in_packs_check_without_notes() -> None:
     """Checking the built-in folder itself finds no rule replacing itself."""
     code, out, _ = run("rules", "check", str(builtin_rules_dir()))
