@@ -95,3 +95,23 @@ def test_readme_outputs_are_what_the_program_prints(monkeypatch: pytest.MonkeyPa
         lines, got = excerpt["shown"].splitlines(), out.splitlines()
         found = any(got[i : i + len(lines)] == lines for i in range(len(got) - len(lines) + 1))
         assert found, f"{where}: the excerpt differs from `logwatch {excerpt['args']}`:\n{out}"
+
+
+def test_readme_slack_partly_resolved_excerpt_is_what_the_message_lists() -> None:
+    """The README's `Still firing (1 of 2)` list is what Slack's message body lists for nan-loss
+    and nan-grad firing on line 42 of runs/a/train.log, nan-grad resolved at line 57."""
+    from logwatch.alerts import FIRING, RESOLVED, AlertEvent, Severity, Status
+    from logwatch.sinks.slack.messages import partly_lines
+
+    text = (ROOT / "README.md").read_text("utf-8")
+    shown = re.search(r"```\n(\*Still firing \(1 of 2\):\*\n.*?)```", text, re.S)
+    assert shown is not None, "README lacks the partly resolved Slack excerpt"
+
+    def event(rule: str, line: int, status: Status = FIRING) -> AlertEvent:
+        return AlertEvent(
+            rule, Severity.CRITICAL, status, "runs/a/train.log", line, None, 1200, None, rule
+        )
+
+    loss, grad = event("nan-loss", 42), event("nan-grad", 42)
+    ended = {grad.fingerprint: event("nan-grad", 57, RESOLVED)}
+    assert "\n".join(partly_lines([loss, grad], ended)) + "\n" == shown.group(1)
