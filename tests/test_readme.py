@@ -115,3 +115,30 @@ def test_readme_slack_partly_resolved_excerpt_is_what_the_message_lists() -> Non
     loss, grad = event("nan-loss", 42), event("nan-grad", 42)
     ended = {grad.fingerprint: event("nan-grad", 57, RESOLVED)}
     assert "\n".join(partly_lines([loss, grad], ended)) + "\n" == shown.group(1)
+
+
+def test_readme_top_status_line_is_what_top_prints_piped() -> None:
+    """The README's piped `top` line is `plain_lines` of a source with those facts (the status
+    line's fields, their order and number formats; ages go in 5 s steps: it said `last=3s`)."""
+    from logwatch.top.plugin import SourceRow
+    from logwatch.top.view import plain_lines
+
+    text = (ROOT / "README.md").read_text("utf-8")
+    shown = re.search(r"```\n(/runs/a/train\.log run=.*?)\n```", text)
+    assert shown is not None, "README lacks top's piped status line"
+    row = SourceRow(
+        source="/runs/a/train.log",
+        run="slammed2",
+        step=1308,
+        steps_per_s=0.251,
+        last_line_s=100.0,
+        stalled=False,
+        losses=(2.171,),
+        grad_norm=2.2,
+        lr=2.4e-05,
+        throughput=(48_500.0,),
+        q_hs=27,
+        q_hsb=(),
+        alerts=(),
+    )
+    assert plain_lines([row], 105.0) == [shown.group(1)]
