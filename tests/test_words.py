@@ -188,3 +188,37 @@ def test_alerts_of_one_line_are_one_timeline_entry_in_tail(tmp_path: Path) -> No
     assert "nan-loss, nan-grad, nan-iterations <stdin>:15" in rows[0]
     assert f"{pack}:1: rule 'nccl-timeout' replaces the built-in rule at " in err
     assert str(builtin_rules_dir() / "training.toml") in err
+
+
+def test_the_terminal_sink_writes_an_incident_when_its_round_ends() -> None:
+    """tail's sink holds the alerts of one line until the round's tick, then writes one entry;
+    a silenced member is marked alone; an event of another line starts the next entry."""
+    import io
+    from datetime import datetime
+
+    from logwatch.alerts import FIRING, AlertEvent, Severity
+    from logwatch.sinks.terminal import TerminalSink
+
+    class Muted:
+        def muting(self, rule: str, source: str, now: datetime) -> object | None:
+            return object() if rule == "nan-grad" else None
+
+    def event(rule: str, line: int, severity: Severity = Severity.CRITICAL) -> AlertEvent:
+        return AlertEvent(rule, severity, FIRING, "a.log", line, None, 7, None, f"{rule} says")
+
+    out = io.StringIO()
+    sink = TerminalSink(out, silences=Muted(), now=lambda: datetime(2026, 1, 1, 9, 30, 5))
+    sink.emit(event("nan-loss", 3, Severity.WARNING))
+    sink.emit(event("nan-grad", 3))
+    assert out.getvalue() == ""
+    sink.tick(datetime(2026, 1, 1))
+    assert out.getvalue() == (
+        "09:30:05 (arrived)   CRIT  nan-loss, nan-grad   a.log:3  nan-loss says\n"
+        "                           nan-grad: nan-grad says (silenced)\n"
+    )
+    sink.emit(event("nan-loss", 4))
+    sink.emit(event("nan-grad", 5))
+    sink.close()
+    places = [re.findall(r"a\.log:\d+", row) for row in _entries(out.getvalue())]
+    assert places == [["a.log:3"], ["a.log:4"], ["a.log:5"]]
+    assert sink.count == 4
