@@ -85,6 +85,16 @@ def test_a_line_without_a_step_says_its_epoch(tmp_path: Path) -> None:
     assert [e.summary for e in events] == ["loss is nan at epoch 0.4 (line 1)"]
 
 
+def test_the_epoch_fallback_costs_replay_no_parse_pass() -> None:
+    """Only gated rules show the epoch (computed on their event rows): the columns replay parses
+    on every line for the built-in rules stay without `epoch`."""
+    from logwatch.engine import Engine
+
+    engine = Engine(load_rules([builtin_rules_dir()]))
+    assert "epoch" not in engine.columns
+    assert "epoch" in engine.every_column  # tail's few-line batches parse it
+
+
 def test_the_slurm_out_of_memory_line_without_a_count_says_no_placeholder(tmp_path: Path) -> None:
     """`task 0: Out Of Memory` names no oom-kill count: the clause is left out (was `? oom-kill
     event(s)`), and a count of one is singular."""
