@@ -35,7 +35,7 @@ STATE_DIR_OPTION = click.option(
     "--state-dir",
     metavar="DIR",
     default=None,
-    help="Where state lives (silences, Slack spool); default $XDG_STATE_HOME/logwatch.",
+    help="Where state lives (silences, Slack spool) [default: $XDG_STATE_HOME/logwatch].",
 )
 VERBOSE_OPTION = click.option(
     "--verbose", "-v", is_flag=True, help="Debug logging on stderr (secrets redacted)."
@@ -70,10 +70,14 @@ SINCE_OPTION = click.option(
     "--since",
     metavar="T",
     default=None,
-    help="Only the lines from this step (1400) or time ('2026-11-28 14:05') on.",
+    help="Only the lines from this step (1400) or time ('2026-11-28 14:05') on [default: the "
+    "first line].",
 )
 UNTIL_OPTION = click.option(
-    "--until", metavar="T", default=None, help="Only the lines up to this step or time."
+    "--until",
+    metavar="T",
+    default=None,
+    help="Only the lines up to this step or time [default: the last line].",
 )
 
 
