@@ -76,16 +76,20 @@ def test_long_log_is_drawn_in_a_few_thousand_points_per_series(tmp_path: Path) -
 
 
 def test_restarts_past_the_cap_are_counted_not_dropped_silently(tmp_path: Path) -> None:
-    """1,200 `run start:` lines: the first 1,000 are drawn (the one on line 1 is the run's
-    start, not a restart) and the page says how many more there were."""
+    """1,200 `run start:` lines on a time axis: the first 1,000 are drawn as bands (the one
+    on line 1 is the run's start, not a restart) and the page says how many more there were;
+    the first 7 runs are series of their own, the rest share the 8th, which says so."""
     log = tmp_path / "restarts.log"
     rows = []
     for k in range(1200):
         rows.append(f"{_stamp(2 * k)} INFO [train] run start: run_id=r{k} gpus=8\n")
         rows.append(f"{_stamp(2 * k + 1)} INFO [train] step {k} | loss 2.0 | grad_norm 1.0\n")
     log.write_text("".join(rows), encoding="utf-8")
-    html = build_report([str(log)], RULES).html
-    assert _chart(html, "loss").count('class="band restart"') == 999
+    html = build_report([str(log)], RULES, x="time").html
+    loss = _chart(html, "loss")
+    assert loss.count('class="band restart"') == 999
+    assert loss.count('class="legend-entry"') == 8
+    assert "restarts.log · r7 · restart 7 (and the 1,192 restarts after it)" in loss
     assert f"Not drawn (past the caps): 200 more restarts in {log}." in html
     assert "<dt>restarts</dt><dd>1199</dd>" in html
 
