@@ -25,6 +25,7 @@ _PHRASE = {
     "nan-grad": "non-finite gradient norm",
     "nan-iterations": "NaN iterations",
     "cuda-oom": "CUDA out of memory",
+    "cuda-error": "CUDA error",
     "nccl-timeout": "NCCL timeout",
     "gpu-lost": "GPU lost",
     "loss-scale-collapse": "loss scale collapsed",
@@ -53,7 +54,7 @@ svg .band.restart{fill:#555;opacity:.35} svg .band.stall{fill:#f0c040;opacity:.3
 svg .band.starved{fill:#ff7f0e;opacity:.18}
 svg .nf{fill:#d62728;stroke:#fff;stroke-width:1}
 .log-y{display:none} body.log .log-y{display:inline} body.log .lin-y{display:none}
-table.alerts{border-collapse:collapse;font-size:12px;max-width:1400px}
+table.alerts{border-collapse:collapse;font-size:12px;max-width:100%}
 table.alerts td,table.alerts th{border:1px solid #ddd;padding:3px 6px;vertical-align:top;text-align:left}
 table.alerts td.text{font-family:ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}
 tr.critical td.sev{color:#d62728;font-weight:600} tr.warning td.sev{color:#c86400}
@@ -269,6 +270,7 @@ def page(
         + "".join(header_html(h) for h in headers)
         + '<h2>Plots</h2><p class="controls"><label><input type="checkbox" id="logscale"> '
         "log scale (loss, gradient norm, learning rate, throughput)</label> · "
+        "each run its own colour, named in the legend · "
         "NaN: red dot on the bottom axis · +Inf: red triangle at the top · grey bands: restarts · "
         "yellow: stalls · orange: queue starvation</p>"
         + "".join(charts)

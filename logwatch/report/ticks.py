@@ -78,7 +78,7 @@ def log_ticks(lo_exp: float, hi_exp: float, most: int = 6) -> list[float]:
         if len(values) <= most + 1 and len(values) >= 2:
             return values
     decades = list(range(math.ceil(lo_exp - 1e-9), math.floor(hi_exp + 1e-9) + 1))
-    every = max(1, int(nice_step(len(decades), most)))
+    every = max(1, int(nice_step(len(decades) - 1, most)))
     return [10.0**k for k in decades if k % every == 0]
 
 

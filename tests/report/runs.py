@@ -14,13 +14,15 @@ def _stamp(when: datetime) -> str:
     return when.strftime("%Y-%m-%d %H:%M:%S,") + f"{when.microsecond // 1000:03d}"
 
 
-def _run(start: datetime, run: str, steps: range, extra: str = "") -> list[str]:
+def _run(
+    start: datetime, run: str, steps: range, extra: str = "", decay: float = 0.9999
+) -> list[str]:
     """A run's lines: its header, a step line every 50 steps, a queue report and a GPU
     snapshot (2 GPUs) every 500 steps."""
     lines = [f"{_stamp(start)} INFO [train] run start: run_id={run} pid=4242 gpus=2{extra}"]
     for n, step in enumerate(steps):
         when = start + timedelta(seconds=5 + 4 * n)
-        loss = 4.0 * 0.9999**step + 0.01 * (n % 7)
+        loss = 4.0 * decay**step + 0.3 + 0.01 * (n % 7)
         lines.append(
             f"{_stamp(when)} INFO [train] step {step}/200000 | loss {loss:.4f} | "
             f"lr {2.4e-5 * (1 - step / 40000):.2e} | grad_norm {1.1 + (n % 5) / 10:.2f} | "
@@ -49,7 +51,7 @@ def three_runs(folder: Path) -> list[Path]:
         "RuntimeError: CUDA error: an illegal memory access was encountered",
     ]
     r2 = _run(DAY1 + timedelta(days=1), "r2", range(12_000, 26_001, 50), " resume=ckpt-12000")
-    r3 = _run(DAY1 + timedelta(days=2), "r3", range(0, 20_001, 50))
+    r3 = _run(DAY1 + timedelta(days=2), "r3", range(0, 20_001, 50), decay=0.99985)
     a, b = folder / "train_a.log", folder / "train_b.log"
     a.write_text("\n".join(r1) + "\n", encoding="utf-8")
     b.write_text("\n".join(r2 + r3) + "\n", encoding="utf-8")
