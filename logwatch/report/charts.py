@@ -7,6 +7,7 @@ other, on the same x range.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -42,6 +43,29 @@ from logwatch.report.ticks import linear_ticks, si_label, time_labels, time_tick
 
 SPAN_CAP = 2000
 """Alert bars drawn; the rest are counted in the page's note."""
+OVERLAID_FREE = 8
+"""Runs overlaid in one chart at full detail; with more, each is drawn coarser."""
+STACKED_FREE = 2
+"""Runs whose per-run charts are drawn at full detail; with more, each is drawn coarser, so
+the per-run charts of N runs weigh about what STACKED_FREE runs' would (the page's size is
+bounded whatever the number of runs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Detail:
+    """How finely a chart's series are drawn: cells of `2**exp`, and whether short series
+    are merged per cell too (`coarse`)."""
+
+    exp: int
+    coarse: bool = False
+
+
+def detail(exp: int, runs: int, free: int) -> Detail:
+    """Full detail for up to `free` runs; past that, cells as many times wider as there are
+    times more runs (rounded up to a power of two)."""
+    if runs <= free:
+        return Detail(exp)
+    return Detail(exp + math.ceil(math.log2(runs / free)), coarse=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,39 +163,41 @@ def all_charts(
 ) -> list[str]:
     """Every chart that has data, as inline SVG, in reading order."""
     exp = draw_exp(axis.hi - axis.lo, PLOT_W)
+    overlaid = detail(exp, len(placed), OVERLAID_FREE)
+    stacked = detail(exp, len(placed), STACKED_FREE)
     common = run_bands(placed, axis)
     charts = [
-        _metric("loss", "loss", "loss", placed, exp, axis, common),
-        _metric("grad-norm", "gradient norm", "grad_norm", placed, exp, axis, common),
-        _metric("lr", "learning rate", "lr", placed, exp, axis, common),
-        _throughput(placed, exp, axis, common),
+        _metric("loss", "loss", "loss", placed, overlaid, axis, common),
+        _metric("grad-norm", "gradient norm", "grad_norm", placed, overlaid, axis, common),
+        _metric("lr", "learning rate", "lr", placed, overlaid, axis, common),
+        _throughput(placed, overlaid, axis, common),
     ]
     several = len(placed) > 1
     for n, p in enumerate(placed, 1):
         suffix, tag = (f": {p.label}", f"-r{n}") if several else ("", "")
         bands = [*common, *_starvation(p)]
         title = "q_hs (HS queue depth)" + suffix
-        charts.append(_metric("q-hs" + tag, title, "q_hs", [p], exp, axis, bands, log=False))
-        mix = shares(p.run, exp, kind=axis.kind, shift=p.shift)
+        charts.append(_metric("q-hs" + tag, title, "q_hs", [p], stacked, axis, bands, log=False))
+        mix = shares(p.run, stacked.exp, kind=axis.kind, shift=p.shift, coarse=stacked.coarse)
         if mix.height:
             title = "q_hsb bucket mix (share per length bucket)" + suffix
             charts.append(stack_chart("q-hsb" + tag, title, axis, [mix], bands))
     for metric, label in GPU_METRICS.items():
         for n, p in enumerate(placed, 1):
             suffix, tag = (f": {p.label}", f"-r{n}") if several else ("", "")
-            charts.append(_gpu_chart(metric, label + suffix, tag, p, exp, axis, common))
+            charts.append(_gpu_chart(metric, label + suffix, tag, p, stacked, axis, common))
     spans = alert_spans(placed, events, places, axis)[:SPAN_CAP]
     charts.append(span_chart("alerts", "alerts (firing to resolved)", axis, spans))
     return [chart for chart in charts if chart]
 
 
-def _series(placed: Sequence[Placed], key: int, exp: int, axis: XAxis) -> list[Line]:
+def _series(placed: Sequence[Placed], key: int, fine: Detail, axis: XAxis) -> list[Line]:
     """One series per run that has it, in the run's colour."""
     kind = axis.kind
     lines = []
     for p in placed:
         if has(p.run, key, kind=kind):
-            found = points(p.run, key, exp, kind=kind, shift=p.shift)
+            found = points(p.run, key, fine.exp, kind=kind, shift=p.shift, coarse=fine.coarse)
             if not found.empty:
                 lines.append(Line(p.label, [found], p.colour, p.dashed))
     return lines
@@ -182,27 +208,27 @@ def _metric(
     title: str,
     column: str,
     placed: Sequence[Placed],
-    exp: int,
+    fine: Detail,
     axis: XAxis,
     bands: Sequence[Band],
     *,
     log: bool = True,
 ) -> str:
-    lines = _series(placed, KEYS[column], exp, axis)
+    lines = _series(placed, KEYS[column], fine, axis)
     if not lines:
         return ""
     return line_chart(chart_id, title, axis, lines, bands, log_toggle=log)
 
 
-def _throughput(placed: Sequence[Placed], exp: int, axis: XAxis, bands: Sequence[Band]) -> str:
+def _throughput(placed: Sequence[Placed], fine: Detail, axis: XAxis, bands: Sequence[Band]) -> str:
     key = KEYS["throughput"]
-    lines = _series(placed, key, exp, axis)
+    lines = _series(placed, key, fine, axis)
     if not lines:
         return ""
     kind = axis.kind
     for p in placed:
         if has(p.run, key, kind=kind):
-            median = rolling_median(p.run, key, exp, kind=kind, shift=p.shift)
+            median = rolling_median(p.run, key, fine.exp, kind=kind, shift=p.shift)
             lines.append(Line(f"{p.label} rolling median", [median], p.colour, True, False))
     lines.append(Line("rolling median", [], "#888", dashed=True))
     return line_chart("throughput", "throughput /s", axis, lines, bands)
@@ -213,7 +239,7 @@ def _gpu_chart(
     title: str,
     tag: str,
     p: Placed,
-    exp: int,
+    fine: Detail,
     axis: XAxis,
     bands: Sequence[Band],
 ) -> str:
@@ -222,7 +248,7 @@ def _gpu_chart(
     gpus = sorted({(k - 16) // 4 for k in seen if k >= 16 and k == gpu_key((k - 16) // 4, metric)})
     lines = []
     for i, gpu in enumerate(gpus):
-        for line in _series([p], gpu_key(gpu, metric), exp, axis):
+        for line in _series([p], gpu_key(gpu, metric), fine, axis):
             lines.append(Line(f"GPU {gpu}", line.parts, PALETTE[i % len(PALETTE)]))
     if not lines:
         return ""
@@ -309,16 +335,30 @@ def left_out(
     return out
 
 
-def event_x(event: AlertEvent, where: Place | None, offset: int, axis: XAxis) -> float | None:
+def run_of(placed: Sequence[Placed], event: AlertEvent, where: Place | None) -> Placed | None:
+    """The drawn run an event belongs to (its file's last one when its line says nothing)."""
+    mine = [p for p in placed if p.source == event.source]
+    if where is not None and where.run is not None:
+        found = [p for p in mine if p.key == where.run]
+        if found:
+            return found[0]
+    return mine[-1] if mine else None
+
+
+def event_x(event: AlertEvent, where: Place | None, run: Placed, axis: XAxis) -> float | None:
     """An event's x on this axis: its own time or step, else its line's carried one (the
-    last before it); None where the log says neither."""
+    last before it), else the start of its run (an alert before the run's first step or
+    time); None where its run has no x at all."""
     if axis.kind == "line":
-        return float(event.line + offset)
+        return float(event.line + run.offset)
+    found: float | None = None
     if axis.kind == "step":
         step = event.step if event.step is not None else (where.step if where else None)
-        return float(step) if step is not None else None
-    when = event.ts or (where.ts if where else None)
-    return _epoch(when) if when is not None else None
+        found = float(step) if step is not None else None
+    else:
+        when = event.ts or (where.ts if where else None)
+        found = _epoch(when) if when is not None else None
+    return found if found is not None else run.view.lo
 
 
 def alert_spans(
@@ -328,21 +368,17 @@ def alert_spans(
     axis: XAxis,
 ) -> list[Span]:
     """Each alert from firing to its resolve (or to the end of its run)."""
-    offsets = {p.source: p.offset for p in placed}
-    ends = {(p.source, p.key): p.view.hi + p.shift for p in placed if p.view.hi is not None}
-    last = {p.source: p.key for p in placed}
     open_spans: dict[str, tuple[AlertEvent, float, float | None]] = {}
     spans = []
     for event in events:
-        if event.source not in offsets:
-            continue
         where = places.get(id(event))
-        x = event_x(event, where, offsets[event.source], axis)
-        if x is None:
+        run = run_of(placed, event, where)
+        x = event_x(event, where, run, axis) if run is not None else None
+        if run is None or x is None:
             continue
         if event.status == FIRING:
-            run = where.run if where and where.run is not None else last[event.source]
-            open_spans[event.fingerprint] = (event, x, ends.get((event.source, run)))
+            end = run.view.hi + run.shift if run.view.hi is not None else None
+            open_spans[event.fingerprint] = (event, x, end)
             continue
         began = open_spans.pop(event.fingerprint, None)
         if began is not None:

@@ -194,6 +194,7 @@ class RunData:
     later ones are drawn in the last run's series."""
 
     start: str | None = None
+    kinds: tuple[Kind, ...] = ("time", "line", "step")  # the views fed (`--x` needs one)
     by_time: View = field(default_factory=lambda: View("time"))
     by_line: View = field(default_factory=lambda: View("line"))
     by_step: View = field(default_factory=lambda: View("step"))
@@ -205,13 +206,13 @@ class RunData:
     @property
     def drawn(self) -> bool:
         """Whether the run has anything to draw (a series row or a queue report)."""
-        views = (self.by_time, self.by_line)
+        views = (self.by_time, self.by_line, self.by_step)
         return any(r.counts for v in views for r in (v.points, v.markers, v.mix))
 
     def add(self, block: Block) -> None:
-        """Fold in one block of this run's rows, on every axis."""
-        for view in (self.by_time, self.by_line, self.by_step):
-            view.add(block)
+        """Fold in one block of this run's rows, on every axis it may be drawn on."""
+        for kind in self.kinds:
+            self.view(kind).add(block)
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +276,10 @@ class Collector:
     """Replay's `on_frame` hook for a report: reduces per run what the plots draw; its
     `on_event` and `progress` place the alerts whose lines say no time or step."""
 
-    def __init__(self, stall_after_s: float = 600.0) -> None:
+    def __init__(
+        self, stall_after_s: float = 600.0, kinds: tuple[Kind, ...] = ("time", "line", "step")
+    ) -> None:
+        self.kinds = kinds
         self.sources: dict[str, SourceData] = {}
         self.stall_after = timedelta(seconds=stall_after_s)
         self.places: dict[int, Place] = {}  # by id() of the events of this replay
@@ -300,7 +304,7 @@ class Collector:
         for part in parts:
             run = int(part.item(0, "run"))
             if run not in data.runs:
-                data.runs[run] = _new_run(part, run, data)
+                data.runs[run] = _new_run(part, data, self.kinds)
             data.runs[run].add(self._block(part))
 
     def on_event(self, event: AlertEvent) -> None:
@@ -391,12 +395,12 @@ def _filled(data: SourceData) -> list[pl.Expr | str]:
     ]
 
 
-def _new_run(part: pl.DataFrame, run: int, data: SourceData) -> RunData:
+def _new_run(part: pl.DataFrame, data: SourceData, kinds: tuple[Kind, ...]) -> RunData:
     """A run's record, from the rows that begin it."""
     first = part.filter(pl.col("run_start")).head(1)
     start = str(first.item(0, "text")) if first.height else None
     data.run_lines.append(int(part.item(0, "line")))
-    return RunData(start=start)
+    return RunData(start=start, kinds=kinds)
 
 
 def _shares(reports: pl.DataFrame) -> pl.DataFrame:

@@ -47,15 +47,18 @@ def draw_exp(span: float, pixels: int) -> int:
 Pick = Callable[[View], CellReducer]
 
 
-def drawn(data: RunData, pick: Pick, key: int, exp: int, *, kind: Kind) -> pl.DataFrame:
-    """The rows of `key` to draw, on an axis of this kind, at cells of `2**exp`."""
+def drawn(
+    data: RunData, pick: Pick, key: int, exp: int, *, kind: Kind, coarse: bool = False
+) -> pl.DataFrame:
+    """The rows of `key` to draw, on an axis of this kind, at cells of `2**exp` (`coarse`:
+    merged per cell even when the series is short enough to be drawn whole)."""
     if kind != "line":
-        return pick(data.view(kind)).rows(key, exp)
+        return pick(data.view(kind)).rows(key, exp, always=coarse)
     timed, untimed = pick(data.by_time), pick(data.by_line)
     rows = pl.concat(
         [timed.on_lines(timed.all_rows(key)), untimed.all_rows(key)], how="diagonal_relaxed"
     )
-    if key in timed.reduced or key in untimed.reduced:
+    if coarse or key in timed.reduced or key in untimed.reduced:
         rows = untimed.merge(rows, max(exp, untimed.exp if untimed.exp is not None else exp))
     return rows.sort("x", maintain_order=True)
 
@@ -66,10 +69,13 @@ def has(data: RunData, key: int, *, kind: Kind) -> bool:
     return any(key in v.points.counts or key in v.markers.counts for v in views)
 
 
-def points(data: RunData, key: int, exp: int, *, kind: Kind, shift: float = 0.0) -> Points:
-    """Series `key` of a run at cells of width `2**exp`, its x moved by `shift`."""
+def points(
+    data: RunData, key: int, exp: int, *, kind: Kind, shift: float = 0.0, coarse: bool = False
+) -> Points:
+    """Series `key` of a run at cells of width `2**exp`, its x moved by `shift`; `coarse`:
+    see `drawn` (NaN/Inf markers stay exact up to their own cap)."""
     x = (pl.col("x") + shift).alias("x")
-    finite = drawn(data, _points, key, exp, kind=kind).select(x, "y")
+    finite = drawn(data, _points, key, exp, kind=kind, coarse=coarse).select(x, "y")
     nonfinite = drawn(data, _markers, key, exp, kind=kind).select(
         x, "y", "line", "step", "n", "line_last", "step_last"
     )
@@ -90,9 +96,11 @@ def rolling_median(data: RunData, key: int, exp: int, *, kind: Kind, shift: floa
     return Points(finite, pl.DataFrame(schema={"x": pl.Float64, "y": pl.Float64}))
 
 
-def shares(data: RunData, exp: int, *, kind: Kind, shift: float = 0.0) -> pl.DataFrame:
+def shares(
+    data: RunData, exp: int, *, kind: Kind, shift: float = 0.0, coarse: bool = False
+) -> pl.DataFrame:
     """The `q_hsb` bucket mix: `x` and the mean share of each queue bucket (`b0`..) per cell."""
-    rows = drawn(data, _mix, 0, exp, kind=kind)
+    rows = drawn(data, _mix, 0, exp, kind=kind, coarse=coarse)
     if rows.is_empty():
         return pl.DataFrame(schema={"x": pl.Float64})
     buckets = sorted((c for c in rows.columns if c[:1] == "b"), key=lambda c: int(c[1:]))
