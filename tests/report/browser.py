@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import zlib
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -46,13 +47,36 @@ def dump_dom(page: Path, profile: Path) -> str:
     return _run(["--dump-dom", page.as_uri()], profile).stdout
 
 
-def screenshot(page: Path, out: Path, profile: Path, *, width: int = 1400) -> Path:
-    """A `width`x3000 screenshot of the page."""
+def screenshot(
+    page: Path, out: Path, profile: Path, *, width: int = 1400, dark: bool = False
+) -> Path:
+    """A `width`x3000 screenshot of the page (`dark`: with the system in dark mode)."""
     _run(
-        ["--hide-scrollbars", f"--screenshot={out}", f"--window-size={width},3000", page.as_uri()],
+        [
+            "--hide-scrollbars",
+            *(["--force-dark-mode"] if dark else []),
+            f"--screenshot={out}",
+            f"--window-size={width},3000",
+            page.as_uri(),
+        ],
         profile,
     )
     return out
+
+
+def first_pixel(png: Path) -> tuple[int, int, int]:
+    """The RGB of a PNG's top-left pixel (8-bit RGB or RGBA): whatever a scanline's filter,
+    its first pixel is stored as it is, having no neighbour to the left or above."""
+    data = png.read_bytes()
+    pos, idat = 8, b""
+    while pos < len(data):
+        size = int.from_bytes(data[pos : pos + 4], "big")
+        kind = data[pos + 4 : pos + 8]
+        if kind == b"IDAT":
+            idat += data[pos + 8 : pos + 8 + size]
+        pos += 12 + size
+    row = zlib.decompress(idat)
+    return row[1], row[2], row[3]
 
 
 def keep_artefact(path: Path) -> None:

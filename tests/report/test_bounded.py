@@ -116,3 +116,28 @@ def test_alert_table_lists_the_first_events_and_counts_the_rest() -> None:
     assert "train.log:2000<" in html and "train.log:2001<" not in html
     assert "500 more alert events are not listed" in html
     assert "more alert events" not in alert_table(events[:TABLE_CAP])
+
+
+def test_many_runs_keep_the_page_bounded(tmp_path: Path) -> None:
+    """Twelve files of 6,000 steps each: the loss chart overlays 12 series and there are 12
+    per-run q_hs charts, yet the points drawn stay within what two runs at full detail would
+    draw (each run is drawn in wider cells), and every run is still drawn."""
+    logs = []
+    for k in range(12):
+        log = tmp_path / f"run{k:02d}.log"
+        log.write_text(
+            "".join(
+                f"{_stamp(k * 86400 + i)} INFO [train] step {i} | loss {2 + (i * (k + 3)) % 17 / 10}"
+                f" | q_hs={20 + (i * (k + 5)) % 23} q_hsb=[1,2,3,4,5,6]\n"
+                for i in range(6000)
+            ),
+            encoding="utf-8",
+        )
+        logs.append(str(log))
+    html = build_report(logs, RULES).html
+    per_run = [_chart(html, f"q-hs-r{n}") for n in range(1, 13)]
+    assert all(_drawn(svg) for svg in per_run)
+    assert sum(max(_drawn(svg)) for svg in per_run) <= 2 * 4 * (2 * PLOT_W + 1)
+    loss = _drawn(_chart(html, "loss"))
+    assert len(loss) == 2 * 12 and sum(loss) <= 2 * 8 * 4 * (2 * PLOT_W + 1)
+    assert len(html) < 3_000_000

@@ -9,7 +9,7 @@ import math
 import re
 from pathlib import Path
 
-from browser import keep_artefact, screenshot
+from browser import first_pixel, keep_artefact, screenshot
 from runs import three_runs
 from test_report_browser import render
 
@@ -105,3 +105,13 @@ def test_three_runs_a_day_apart_overlay_by_step(tmp_path: Path) -> None:
     shot = screenshot(page, tmp_path / "three_runs.png", tmp_path / "profile", width=1280)
     keep_artefact(shot)
     assert shot.stat().st_size > 50_000
+    assert first_pixel(shot) == (255, 255, 255)
+
+
+def test_dark_mode_follows_the_system(tmp_path: Path) -> None:
+    """With the system in dark mode (`prefers-color-scheme: dark`), the page is dark; the
+    screenshot is kept as an artefact."""
+    page, _ = render(tmp_path, *three_runs(tmp_path))
+    shot = screenshot(page, tmp_path / "three_runs_dark.png", tmp_path / "profile", dark=True)
+    keep_artefact(shot)
+    assert sum(first_pixel(shot)) < 3 * 40
