@@ -219,13 +219,15 @@ class RunData:
 class Place:
     """Where an alert event sits when its own line does not say: the last timestamp before
     it and the line that had it, the run's last step, the run, and whether it was found at
-    the end of the file (after the last block)."""
+    the end of the file (after the last block); `looked_up`: False when the event's line
+    was too far behind the block at hand to look it up (its own time and step are all)."""
 
     ts: datetime | None
     ts_line: int | None
     step: int | None
     run: int | None
     at_end: bool
+    looked_up: bool = True
 
 
 @dataclass(slots=True)
@@ -269,7 +271,7 @@ class SourceData:
         run = keys[i] if 0 <= i < len(keys) else None
         if self.ended:
             return Place(self.last_ts, self.last_ts_line, self.last_step, run, at_end=True)
-        return Place(None, None, None, run, at_end=False)
+        return Place(None, None, None, run, at_end=False, looked_up=False)
 
 
 class Collector:

@@ -196,6 +196,8 @@ def when_cell(event: AlertEvent, where: Place | None) -> tuple[str, str]:
     ts, line = event.ts, int(carried) if carried and carried.isdigit() else None
     if ts is None and where is not None:
         ts, line = where.ts, where.ts_line
+    if ts is None and where is not None and not where.looked_up:
+        return "", "its line came too long before the alert to look up the time before it"
     if ts is None:
         return "", "no timestamp in the log before this line"
     text = ts.isoformat(sep=" ", timespec="seconds")

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from logwatch.alerts import AlertEvent, Severity, Status
 from logwatch.cli import cli
+from logwatch.drivers.replay import ReplayOptions
 from logwatch.report.build import build_report
 from logwatch.report.collect import Place
 from logwatch.report.page import when_cell
@@ -140,6 +141,9 @@ def test_every_alert_has_a_time_or_says_why_not() -> None:
     assert when_cell(labelled, Place(then, 140, None, 1, at_end=False))[1] == "time of line 140"
     nothing = Place(None, None, None, 0, at_end=True)
     assert when_cell(_event(), nothing) == ("", "no timestamp in the log before this line")
+    lost = Place(None, None, None, 0, at_end=False, looked_up=False)
+    assert when_cell(_event(), lost)[0] == ""
+    assert "too long before the alert" in when_cell(_event(), lost)[1]
 
 
 def test_progress_on_a_terminal_and_nothing_otherwise(
@@ -175,3 +179,22 @@ def test_progress_on_a_terminal_and_nothing_otherwise(
     os.close(main)
     assert f"reading {logs[0]}".encode() in seen
     assert done.stdout.decode().startswith(f"wrote {out} (")
+
+
+def test_an_alert_on_an_untimed_line_mid_file_shows_the_time_before_it(tmp_path: Path) -> None:
+    """A CUDA OOM line without a timestamp in the middle of a timed log read in small blocks:
+    its row in the table shows the time of the line before it, marked, not at end of file;
+    the chart places it at that step."""
+    log = tmp_path / "oom.log"
+    lines = [
+        f"2026-11-28 14:{i // 60:02d}:{i % 60:02d},000 INFO [train] step {i} | loss 2.5 | "
+        f"grad_norm 1.0"
+        for i in range(600)
+    ]
+    lines.insert(300, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = build_report([str(log)], RULES, options=ReplayOptions(block_bytes=8192))
+    row = re.search(r"<td class=\"ts\">([^<]*)<small>([^<]*)</small></td>(?:(?!</tr>).)*cuda-oom",
+                    report.html, re.S)  # fmt: skip
+    assert row is not None, report.html[-3000:]
+    assert (row[1], row[2]) == ("2026-11-28 14:04:59", "time of line 300")
