@@ -140,7 +140,7 @@ def axis_for(placed: Sequence[Placed], *, kind: Kind) -> XAxis:
         found = time_ticks(a, b)
         return XAxis(a, b, kind, tuple(zip(found, time_labels(found), strict=True)))
     if kind == "step":
-        found = linear_ticks(a, b, 8)
+        found = linear_ticks(a, b, 8, least=1.0)
         step = found[1] - found[0] if len(found) > 1 else None
         return XAxis(a, b, kind, tuple((v, si_label(v, step)) for v in found))
     ticks: list[tuple[float, str]] = []
@@ -149,7 +149,7 @@ def axis_for(placed: Sequence[Placed], *, kind: Kind) -> XAxis:
         dividers.append((offset + 1.0, redact(Path(source).name)))
         most = int(PLOT_W * lines / (b - a) / 110)
         if most >= 1:
-            found = [v for v in linear_ticks(1, lines, most) if v >= 1]
+            found = [v for v in linear_ticks(1, lines, most, least=1.0) if v >= 1]
             step = found[1] - found[0] if len(found) > 1 else None
             ticks.extend((v + offset, si_label(v, step)) for v in found)
     return XAxis(a, b, kind, tuple(ticks), tuple(dividers))

@@ -50,9 +50,10 @@ def nice_step(span: float, most: int) -> float:
     return 10.0 * power  # pragma: no cover  # 10 always fits
 
 
-def linear_ticks(lo: float, hi: float, most: int = 6) -> list[float]:
-    """The multiples of a 1-2-5 step inside [lo, hi], at most `most` + 1 of them."""
-    step = nice_step(hi - lo, most)
+def linear_ticks(lo: float, hi: float, most: int = 6, *, least: float = 0.0) -> list[float]:
+    """The multiples of a 1-2-5 step inside [lo, hi], at most `most` + 1 of them; `least`:
+    the smallest step (1 for steps and line numbers, which have no fractions)."""
+    step = max(nice_step(hi - lo, most), least)
     first = math.ceil(lo / step - 1e-9)
     last = math.floor(hi / step + 1e-9)
     return [_clean(k * step, step) for k in range(first, last + 1)]

@@ -25,6 +25,7 @@ def test_linear_ticks_are_multiples_of_a_one_two_five_step() -> None:
     assert linear_ticks(0.7312, 1843.6) == [500.0, 1000.0, 1500.0]
     assert linear_ticks(0.7312, 1.0431, 5) == [0.8, 0.9, 1.0]
     assert linear_ticks(2.1e-5, 2.4e-5, 3) == [2.1e-5, 2.2e-5, 2.3e-5, 2.4e-5]
+    assert linear_ticks(1403, 1404, 8, least=1.0) == [1403.0, 1404.0]  # steps: no fractions
 
 
 def test_labels_use_si_suffixes_and_the_step_s_decimals() -> None:
