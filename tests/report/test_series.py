@@ -4,10 +4,12 @@ extreme kept where it was, and nothing reduced below the caps."""
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 import polars as pl
 
-from logwatch.report.collect import KEYS, Block, RunData, Streaks
+import logwatch
+from logwatch.report.collect import KEYS, Block, Collector, RunData, Streaks
 from logwatch.report.reduce import MAX_CELLS, RAW_MARKERS, RAW_ROWS, PointReducer, cell_of
 from logwatch.report.series import draw_exp, points
 from logwatch.report.svg import PLOT_W
@@ -189,3 +191,30 @@ def test_a_starvation_streak_split_across_blocks_is_one_band() -> None:
     whole = Streaks()
     whole.add(reports(range(1, 30), one))
     assert whole.finish().rows() == [(8.0, 15.0, 8, 8)]
+
+
+def test_a_line_without_a_step_sits_at_its_run_s_last_step_across_blocks(tmp_path: Path) -> None:
+    """Queue reports between step lines, read in blocks of a few lines: on the step axis each
+    report sits at the last step before it in its run, also when that step was in the block
+    before; after a `run start:` the old run's step is not carried (the new run's first
+    report before any step has no place), and the restart is a run of its own."""
+    lines = ["2026-11-01 00:00:00,000 INFO [train] run start: run_id=a"]
+    for step in range(0, 400, 10):
+        lines.append(f"2026-11-01 00:00:01,000 INFO [train] step {step} | loss 2.0")
+        lines.append(f"2026-11-01 00:00:02,000 INFO [hsq] q_hsb=[1,2] at q_hs={step}")
+    lines.append("2026-11-01 00:00:03,000 INFO [train] run start: run_id=b")
+    lines.append("2026-11-01 00:00:04,000 INFO [hsq] q_hsb=[1,2] at q_hs=7")
+    lines.append("2026-11-01 00:00:05,000 INFO [train] step 200 | loss 2.0")
+    lines.append("2026-11-01 00:00:06,000 INFO [hsq] q_hsb=[1,2] at q_hs=200")
+    log = tmp_path / "q.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    collector = Collector()
+    for frame in logwatch.scan_log(log, block_bytes=512):
+        collector(frame)
+    runs = collector.sources[str(log)].ordered_runs()
+    assert [r.start for r in runs] == [lines[0], lines[81]]
+    first = points(runs[0], KEYS["q_hs"], 0, kind="step").finite
+    assert first.get_column("x").to_list() == first.get_column("y").to_list()
+    assert first.height == 40
+    second = points(runs[1], KEYS["q_hs"], 0, kind="step").finite
+    assert second.rows() == [(200.0, 200.0)]
