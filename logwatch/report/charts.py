@@ -257,8 +257,8 @@ def _gpu_chart(
 
 def run_bands(placed: Sequence[Placed], axis: XAxis) -> list[Band]:
     """On a time or line-number axis: restarts (each `run start:` after the first file's
-    first line, each later file) and, by time, stalls. Runs on a step axis are told apart by
-    colour, not bands."""
+    first line; by time, where each later file's steps begin) and, by time, stalls. Runs on a
+    step axis are told apart by colour, files on a line-number axis by labelled dividers."""
     if axis.kind == "step":
         return []
     bands = []
@@ -275,7 +275,7 @@ def run_bands(placed: Sequence[Placed], axis: XAxis) -> list[Band]:
                 Band(x, x + width, "restart", f"run restarted: {source} line {row['line']}")
             )
         step_x = first.view.first_step_x
-        if i > 0 and step_x is not None and not first.data.starts.total:
+        if axis.time and i > 0 and step_x is not None and not first.data.starts.total:
             x = step_x + first.shift
             bands.append(Band(x, x + width, "restart", f"next file: {source}"))
         if axis.time:

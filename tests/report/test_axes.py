@@ -198,3 +198,18 @@ def test_an_alert_on_an_untimed_line_mid_file_shows_the_time_before_it(tmp_path:
                     report.html, re.S)  # fmt: skip
     assert row is not None, report.html[-3000:]
     assert (row[1], row[2]) == ("2026-11-28 14:04:59", "time of line 300")
+
+
+def test_files_on_a_line_number_axis_are_told_apart_by_dividers_not_restart_bands(
+    tmp_path: Path,
+) -> None:
+    """Two HF logs on the line-number axis: no grey restart band where the second file's
+    first loss is (its divider names it), and each file is its own series."""
+    a = _hf(tmp_path / "a.log", ["2.0", "1.9", "1.8"])
+    b = _hf(tmp_path / "b.log", ["1.7", "1.6"])
+    loss = _chart(build_report([str(a), str(b)], RULES).html, "loss")
+    assert 'class="band restart"' not in loss
+    assert set(re.findall(r'<polyline class="series" data-series="([^"]+)"', loss)) == {
+        "a.log",
+        "b.log",
+    }
