@@ -109,4 +109,4 @@ def test_exit_on_unknown_value_is_a_usage_error(tmp_path: Path) -> None:
 def test_replay_help_shows_fail_on_default() -> None:
     """`replay --help` says what --fail-on does when it is not given."""
     result = CliRunner().invoke(cli, ["replay", "--help"])
-    assert "[default: none: exit 0" in " ".join(result.output.split())
+    assert "[default: never]" in " ".join(result.output.split())
