@@ -169,3 +169,30 @@ def test_doctor_checks_each_action_can_start(tmp_path: Path) -> None:
     ) in result.output
     assert "ok   action stop: 'kill' is " in result.output
     assert "warn action stop: $LW_TEST_UNSET is not set here" in result.output
+
+
+def test_report_lists_what_actions_would_have_done(tmp_path: Path) -> None:
+    """`logwatch report` with a config that has [[action]]: an `action` row per outcome, in a
+    table that says nothing was run; without [[action]], no such table."""
+    log = tmp_path / "train.log"
+    log.write_text(
+        "2026-11-28 14:02:03,118 INFO [train] run start: run_id=r1 pid=4242 gpus=8\n"
+        "2026-11-28 14:02:05,000 INFO [train] step 2 | loss nan\n",
+        encoding="utf-8",
+    )
+    config = tmp_path / "logwatch.toml"
+    config.write_text(
+        '[[action]]\nname = "stop"\non = ["nan-loss"]\nrun = ["kill", "-TERM", "{pid}"]\n',
+        encoding="utf-8",
+    )
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(cli, ["report", str(log), "--config", str(config), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    html = out.read_text(encoding="utf-8")
+    assert "<h2>Actions (dry run: nothing was run)</h2>" in html
+    assert '<tr class="action dry_run"><td>2026-11-28 14:02:05</td><td>stop</td>' in html
+    assert "would run kill -TERM 4242 at 2026-11-28 14:02:05" in html
+    config.write_text("", encoding="utf-8")
+    again = CliRunner().invoke(cli, ["report", str(log), "--config", str(config), "-o", str(out)])
+    assert again.exit_code == 0, again.output
+    assert "<h2>Actions" not in out.read_text(encoding="utf-8")
