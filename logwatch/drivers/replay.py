@@ -15,6 +15,7 @@ import polars as pl
 
 from logwatch.alerts import AlertEvent, Severity, json_number, still_firing
 from logwatch.drivers.replay_many import (
+    GROUP_BYTES,
     SMALL_FILE_BYTES,
     ManyOptions,
     _File,
@@ -386,7 +387,9 @@ def _replay_all(
         options.shapes,
     )
     small = min(options.small_file_bytes, options.block_bytes)
-    runs = list(groups(paths, small, options.block_bytes))  # (paths, parsed together)
+    runs = list(
+        groups(paths, small, min(GROUP_BYTES, options.block_bytes))
+    )  # (paths, parsed together)
     # as `replay_file`: what no engine state changes is computed on the parse threads
     prepare = partial(engine.prepare, computed=columns) if window is None else None
     parse = partial(parse_group, options=many, columns=columns, prepare=prepare)

@@ -26,6 +26,12 @@ from logwatch.parse import SCHEMA, complete, parse_block
 from logwatch.sources.framing import read_blocks
 from logwatch.sources.streams import STDIN, close_stream, open_log
 
+GROUP_BYTES = 2 << 20
+GROUP_FILES = 64
+"""A group holds at most this many bytes (on disk) and files: enough that a parse's fixed cost
+is shared by many files, few enough that the next group parses while the engine reads this
+one."""
+
 SMALL_FILE_BYTES = 1 << 20
 """Files up to this size on disk are parsed together with their neighbours in the list (the
 default of `ReplayOptions.small_file_bytes`)."""
@@ -82,7 +88,7 @@ def groups(
                 group, size = [], 0
             yield [path], False
             continue
-        if group and size + bytes_on_disk > group_bytes:
+        if group and (size + bytes_on_disk > group_bytes or len(group) >= GROUP_FILES):
             yield group, True
             group, size = [], 0
         group.append(path)
@@ -144,7 +150,8 @@ def _parsed(
     if not any(counts):
         return [(pl.DataFrame(schema=SCHEMA), None) for _ in read]
     texts = [text for _, file_texts, _, _ in read for text in file_texts]
-    text = pl.concat(texts) if len(texts) > 1 else texts[0]
+    # one chunk, as `catchup.parsed_together` makes it (a polars 2.1 panic on many chunks)
+    text = pl.concat(texts, rechunk=True) if len(texts) > 1 else texts[0]
     block = parse_block(
         text,
         source="",

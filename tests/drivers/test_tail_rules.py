@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from logwatch.drivers import tail_rounds
 from logwatch.drivers.plugins import Plugin
 from logwatch.drivers.replay import replay
 from logwatch.drivers.runner import tail_driver
@@ -274,3 +275,45 @@ def test_a_gpu_value_no_column_holds_is_said_once_and_gpu_rules_stay_on(tmp_path
         " read as missing (later such values not repeated)"
     ]
     assert [(e.line, e.rule, e.status) for e in sink.events] == [(3, "gpu-hot", "firing")]
+
+
+def test_a_round_over_many_growing_files_parses_them_once_and_alerts_as_each_replayed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every sample written in chunks to its own file, all files growing before each round: a
+    round parses every file's new lines together (one parse, not one per file) and each file
+    still gets exactly the alert events replay gives it alone, in its order."""
+    rng = random.Random(30)
+    logs: dict[Path, list[bytes]] = {}
+    for n, sample in enumerate(sample_logs()):
+        data, at, chunks = sample.read_bytes(), 0, []
+        while at < len(data):
+            size = rng.randint(1, 1500)
+            chunks.append(data[at : at + size])
+            at += size
+        logs[tmp_path / f"{n:02}-{sample.name}"] = chunks
+        (tmp_path / f"{n:02}-{sample.name}").write_bytes(b"")
+    together: list[int] = []
+    shared = tail_rounds.parsed_together
+
+    def counted(pending: Any, columns: Any) -> Any:
+        together.append(len({id(follower) for follower, _ in pending}))
+        return shared(pending, columns)
+
+    monkeypatch.setattr(tail_rounds, "parsed_together", counted)
+    tail = Tail(tmp_path, rules=BUILTIN)
+    with running(tail.driver) as driver:
+        driver.sync()
+        while any(logs.values()):
+            for log, chunks in logs.items():
+                if chunks:
+                    with open(log, "ab") as out:
+                        out.write(chunks.pop(0))
+            driver.sync()
+        tail.settle()
+    assert max(together) > 5  # rounds that read many files parsed them in one call
+    for log in logs:
+        got = [e.to_json() for e in tail.sink.events if e.source == str(log)]
+        want = [e.to_json() for e in replay([str(log)], BUILTIN).events]
+        assert got == want, log.name
+    assert sum(1 for e in tail.sink.events) > 20
