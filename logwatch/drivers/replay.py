@@ -17,6 +17,7 @@ from logwatch.alerts import AlertEvent, Severity, json_number, still_firing
 from logwatch.drivers.replay_many import (
     GROUP_BYTES,
     SMALL_FILE_BYTES,
+    Ends,
     ManyOptions,
     _File,
     groups,
@@ -392,7 +393,10 @@ def _replay_all(
     )  # (paths, parsed together)
     # as `replay_file`: what no engine state changes is computed on the parse threads
     prepare = partial(engine.prepare, computed=columns) if window is None else None
-    parse = partial(parse_group, options=many, columns=columns, prepare=prepare)
+    # and so are the last lines the end-of-input rules read (a window's cut is the driver's)
+    done = frozenset(SCHEMA) if columns is None else columns
+    ends = Ends(engine.last_lines, engine.end_columns - done) if window is None else None
+    parse = partial(parse_group, options=many, columns=columns, prepare=prepare, ends=ends)
 
     def parsed(run: tuple[list[str], bool]) -> list[_File] | None:
         return parse(run[0]) if run[1] else None

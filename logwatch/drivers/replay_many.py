@@ -59,6 +59,16 @@ class _File:
     frame: pl.DataFrame | None
     size: int
     prepared: Prepared | None = None  # `Engine.prepare` of `frame`, done on a parse thread
+    last: pl.DataFrame | None = None  # its last lines for `Engine.finish` (`Ends`), if asked
+
+
+@dataclass(frozen=True, slots=True)
+class Ends:
+    """What `Engine.finish` reads of each file: its last `lines` non-blank lines (`kept_last`)
+    with the columns `wanted` computed (those the parse did not)."""
+
+    lines: int
+    wanted: frozenset[str]
 
 
 def small(path: str, limit: int) -> int | None:
@@ -102,9 +112,10 @@ def parse_group(
     options: ManyOptions,
     columns: frozenset[str] | None,
     prepare: Prepare | None = None,
+    ends: Ends | None = None,
 ) -> list[_File]:
     """Read and parse a group of small files as one block; each file's frame (and what
-    `prepare` makes of it), in order."""
+    `prepare` makes of it, and its last lines as `ends` says), in order."""
     read: list[tuple[str, list[pl.Series], int, int]] = []  # path, texts, year, size
     out: list[_File] = []
     for path in paths:
@@ -128,13 +139,13 @@ def parse_group(
             close_stream(stream)
         read.append((path, texts, year, total))
         out.append(_File(path, pl.DataFrame(schema=SCHEMA), total))
-    parsed = iter(_parsed(read, options, columns))
+    parsed = iter(_parsed(read, options, columns, ends))
     files = []
     for file in out:
         if file.frame is not None:
-            frame, shapes = next(parsed)
+            frame, shapes, last = next(parsed)
             ready = None if prepare is None else prepare(frame, shapes=shapes)
-            file = _File(file.path, frame, file.size, ready)
+            file = _File(file.path, frame, file.size, ready, last)
         files.append(file)
     return files
 
@@ -143,12 +154,13 @@ def _parsed(
     read: list[tuple[str, list[pl.Series], int, int]],
     options: ManyOptions,
     columns: frozenset[str] | None,
-) -> list[tuple[pl.DataFrame, pl.Series | None]]:
-    """Each read file's frame and its lines' shapes (`ParsedBlock.shapes`), from one
-    `parse_block` over all their lines."""
+    ends: Ends | None = None,
+) -> list[tuple[pl.DataFrame, pl.Series | None, pl.DataFrame | None]]:
+    """Each read file's frame, its lines' shapes (`ParsedBlock.shapes`) and its last lines
+    (`ends`), from one `parse_block` over all their lines."""
     counts = [sum(text.len() for text in texts) for _, texts, _, _ in read]
     if not any(counts):
-        return [(pl.DataFrame(schema=SCHEMA), None) for _ in read]
+        return [(pl.DataFrame(schema=SCHEMA), None, None) for _ in read]
     texts = [text for _, file_texts, _, _ in read for text in file_texts]
     # one chunk, as `catchup.parsed_together` makes it (a polars 2.1 panic on many chunks)
     text = pl.concat(texts, rechunk=True) if len(texts) > 1 else texts[0]
@@ -172,11 +184,40 @@ def _parsed(
         pl.concat(numbers).cast(SCHEMA["line"]).alias("line"),
     )
     shapes = block.shapes
+    lasts = _group_lasts(frame, counts, ends)
     frames, offset = [], 0
-    for n in counts:
-        frames.append((frame.slice(offset, n), None if shapes is None else shapes.slice(offset, n)))
+    for n, last in zip(counts, lasts, strict=True):
+        cut = None if shapes is None else shapes.slice(offset, n)
+        frames.append((frame.slice(offset, n), cut, last))
         offset += n
     return frames
+
+
+def _group_lasts(
+    frame: pl.DataFrame, counts: list[int], ends: Ends | None
+) -> list[pl.DataFrame | None]:
+    """Each file's last `ends.lines` non-blank lines, as `kept_last` keeps them, in one query
+    over the group's frame (files of `counts` lines one after another), their `ends.wanted`
+    columns computed in one parse: None for a file without lines, or when not asked."""
+    if ends is None or not ends.lines:
+        return [None] * len(counts)
+    number = pl.concat([pl.repeat(i, n, dtype=pl.UInt32, eager=True) for i, n in enumerate(counts)])
+    kept = (
+        frame.with_columns(number.alias("_file"))
+        .filter(pl.col("text").str.strip_chars() != "")
+        .filter(pl.int_range(pl.len()).over("_file") >= pl.len().over("_file") - ends.lines)
+    )
+    sizes = dict(kept.group_by("_file").len().iter_rows())
+    kept = kept.select(list(SCHEMA))
+    if ends.wanted:
+        kept = complete(kept, ends.wanted)
+    out: list[pl.DataFrame | None] = []
+    offset = 0
+    for i, n in enumerate(counts):
+        size = sizes.get(i, 0)
+        out.append(kept.slice(offset, size) if n else None)
+        offset += size
+    return out
 
 
 class Prepare(Protocol):
@@ -211,7 +252,11 @@ def replay_group(
         None if f.frame is None else f.frame if window is None else window.select(f.frame)
         for f in files
     ]
-    lasts, wanted = _lasts(engine, frames, done)
+    if window is None and engine.last_lines:  # computed on the parse thread (`Ends`)
+        lasts: list[pl.DataFrame | None] = [file.last for file in files]
+        wanted = engine.end_columns - done
+    else:
+        lasts, wanted = _lasts(engine, frames, done)
     for file, frame, last in zip(files, frames, lasts, strict=True):
         if frame is None:
             yield from replay_one(file.path)

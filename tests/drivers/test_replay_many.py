@@ -27,7 +27,8 @@ SYSLOG = (
 def _fleet(folder: Path) -> list[str]:
     """Every sample log as its own file, with the cases a group must keep apart: a gzip copy, an
     empty file, a last line without its newline, yearless lines in files of different years,
-    and a file too big to be grouped between the small ones."""
+    a traceback followed by blank lines, a file of blank lines, and a file too big to be
+    grouped between the small ones."""
     paths = []
     for i, sample in enumerate(SAMPLES):
         copy = folder / f"{i:02d}-{sample.name}"
@@ -44,9 +45,12 @@ def _fleet(folder: Path) -> list[str]:
     new.write_text(SYSLOG)
     os.utime(old, (datetime(2024, 6, 1).timestamp(),) * 2)
     os.utime(new, (datetime(2025, 6, 1).timestamp(),) * 2)
+    blanks = folder / "crash-then-blanks.log"  # the lines read at its end are not blank
+    blanks.write_text((ROOT / "samples/trainers/crash.log").read_text() + "\n  \n\n")
+    (folder / "blank.log").write_text("\n \n\n")
     big = folder / "big.log"
     big.write_text((ROOT / "samples/dflash/train_healthy.log").read_text() * 3)
-    order = [*paths[:3], gz, empty, big, cut, old, *paths[3:], new]
+    order = [*paths[:3], gz, empty, big, cut, old, *paths[3:], blanks, folder / "blank.log", new]
     return [str(p) for p in order]
 
 
