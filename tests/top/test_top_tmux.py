@@ -183,3 +183,29 @@ def test_a_restart_from_the_checkpoint_shows_each_runs_step_at_once(
         assert "resuming at line 3 (checkpoint)" in (tmp_path / "two" / "top.err").read_text()
     finally:
         second.close()
+
+
+def test_after_a_tail_stopped_with_a_nan_firing_top_shows_it_at_once(
+    tmp_path: Path, runs: Path
+) -> None:
+    """`tail` (default state) sees beta's NaN and is stopped with SIGINT; `top` on the same
+    files (the same watch, so the same state) shows nan-loss firing on beta before any new
+    line, and says `still firing` when it starts."""
+    from tests.support.process import Collected
+    from tests.support.tailkit import wait_until
+
+    env = {"XDG_STATE_HOME": str(tmp_path / "xdg")}
+    pattern = str(runs / "*.log")
+    tail = Collected(["tail", pattern, "--gpu", "off"], env=env)
+    wait_until(lambda: sum("following it" in line for line in tail.err) == 2, START_S)
+    append(runs / "beta.log", step_line(201, "nan"))
+    wait_until(lambda: any("nan-loss" in line for line in tail.out))
+    assert tail.stop(signal.SIGINT) == 0
+    top = TmuxTop(tmp_path, [pattern, "--gpu", "off"], env=env)
+    try:
+        screen = top.wait_for(lambda s: "beta.log" in s and "1 firing" in s, START_S)
+        assert "nan-loss" in row(screen, "beta.log") and "nan-loss" not in row(screen, "alpha.log")
+        err = (tmp_path / "top.err").read_text()
+        assert f"{runs / 'beta.log'}: still firing: nan-loss since line 3 (" in err
+    finally:
+        top.close()
