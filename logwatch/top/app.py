@@ -114,27 +114,27 @@ def run_top(
 ) -> None:
     """The `logwatch top` command: follow and show until q / SIGTERM / SIGINT, then checkpoint.
     `sinks` are every sink alerts go to, `plugin` (the view's facts) among them."""
+    plugins: list[TailPlugin] = [plugin, *([gpu] if gpu is not None else [])]
     try:
         check_patterns(patterns)
+        driver = tail_driver(
+            patterns,
+            rules,
+            sinks,
+            state_dir=state_dir,
+            options=options,
+            status=notes.say,
+            plugins=plugins,
+        )
+        driver.claim()  # a second watch of the same files is refused before anything is said
     except LogwatchError:
         if gpu is not None:
             gpu.close()
         raise
-    plugins: list[TailPlugin] = [plugin, *([gpu] if gpu is not None else [])]
-    driver = tail_driver(
-        patterns,
-        rules,
-        sinks,
-        state_dir=state_dir,
-        options=options,
-        status=notes.say,
-        plugins=plugins,
-    )
     loop = TopLoop(driver, plugin, gpu, sinks, SilenceStore(state_dir, report=notes.say), footer)
     stop = loop.stop
     previous = {sig: signal.signal(sig, lambda n, f: stop()) for sig in STOP_SIGNALS}
     try:
-        driver.claim()  # a second watch of the same files is refused before anything is said
         for line in startup:
             notes.say(line)
         driver.open()  # catch-up and a held state directory are said before the view starts

@@ -206,3 +206,27 @@ def test_a_restart_says_what_is_still_firing(
     assert resumed[1].startswith(prefix) and resumed[1].endswith(" s)\n"), resumed
     assert int(resumed[1][len(prefix) : -len(" s)\n")]) < 60
     assert not any("nan-loss" in line for line in second.out)  # said, not alerted again
+
+
+def test_top_of_the_files_a_tail_watches_is_refused_before_it_says_anything(
+    tmp_path: Path, xdg: dict[str, str], logs: tuple[Path, Path], started: list[Collected]
+) -> None:
+    """`tail a.log` running; `top a.log`: exit 2 with the one refusal line (no GPU line, no
+    catch-up line before it)."""
+    a, _ = logs
+    started.append(_tail(xdg, str(a)))
+    wait_until(lambda: started[0].said("following it"), 60.0)
+    second = subprocess.run(
+        [sys.executable, "-m", "logwatch", "top", str(a), "--gpu", "off"],
+        cwd=ROOT,
+        env={**os.environ, **xdg},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    state = watch_state_dir(tmp_path / "xdg" / "logwatch", [str(a)])
+    assert (second.returncode, second.stdout) == (2, "")
+    assert second.stderr == (
+        f"Error: {state}: another logwatch (pid {started[0].proc.pid}) already watches the same "
+        "files (this state directory is theirs); stop it, or give this one its own --state-dir\n"
+    )
