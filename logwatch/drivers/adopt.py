@@ -47,8 +47,6 @@ def adopt_legacy_state(
         mine = StateDir(target, status)
         mine.open()
         try:
-            for key in sorted(legacy.emitted()):
-                mine.record_emitted(key)
             moved = Checkpoint(
                 ours,
                 {s: d for s, d in checkpoint.sources.items() if s in sources},
@@ -56,6 +54,8 @@ def adopt_legacy_state(
             )
             if not mine.save(moved):
                 raise StateError(f"{target}: cannot write the checkpoint taken over from {root}")
+            for key in sorted(legacy.emitted()):  # after the save, which empties the journal
+                mine.record_emitted(key)
             sinks = _move_sink_state(root, target)
         finally:
             mine.close()
@@ -64,7 +64,10 @@ def adopt_legacy_state(
             {s: d for s, d in checkpoint.sources.items() if s not in sources},
             checkpoint.extras,
         )
+        journal = legacy.emitted()
         legacy.save(rest)
+        for key in sorted(journal):  # kept for the watches that take the other files
+            legacy.record_emitted(key)
     finally:
         legacy.close()
     also = f" and the sinks' state ({', '.join(sinks)})" if sinks else ""

@@ -210,7 +210,7 @@ def _detail(screen: Screen, budget: int) -> RenderableType:
         return _table(screen, budget)
     row = rows[min(screen.selected, len(rows) - 1)]
     name = display_names(screen.rows)[row.source]
-    return detail_view(row.alerts, name, screen.silenced, screen.height - 8)
+    return detail_view(row.alerts, name, screen.silenced, budget + 1)
 
 
 def _header(screen: Screen) -> Text:

@@ -230,3 +230,41 @@ def test_top_of_the_files_a_tail_watches_is_refused_before_it_says_anything(
         f"Error: {state}: another logwatch (pid {started[0].proc.pid}) already watches the same "
         "files (this state directory is theirs); stop it, or give this one its own --state-dir\n"
     )
+
+
+def test_the_first_watch_to_take_over_also_takes_the_sinks_state(
+    tmp_path: Path, logs: tuple[Path, Path]
+) -> None:
+    """An older ROOT with a checkpoint of a.log and b.log, Slack's outbox and Alertmanager's
+    state: the watch of a.log takes a's entry (its engine state with it), the journal of emitted
+    alerts and the sinks' files; b's entry stays in ROOT."""
+    from logwatch.drivers.adopt import adopt_legacy_state
+    from logwatch.drivers.checkpoint import StateDir
+    from logwatch.drivers.checkpoint_record import Checkpoint
+    from logwatch.sources.follow import Position
+
+    a, b = logs
+    root, said = tmp_path / "root", []
+    old = StateDir(root, said.append)
+    old.open()
+    files = [Position(str(p), str(p), p.stat().st_dev, p.stat().st_ino, 0, "", 0, 2) for p in logs]
+    assert old.save(Checkpoint(files, {str(a): {"a": 1}, str(b): {"b": 2}}, {"gpu": {"x": 1}}))
+    old.record_emitted("gen|a.log|2|fp|firing")
+    old.close()
+    (root / "slack-spool.jsonl").write_text('{"op":"job"}\n')
+    (root / "alertmanager.json").write_text("{}")
+    target = tmp_path / "watch"
+    adopt_legacy_state(root, target, [str(a)], said.append)
+    mine = StateDir(target, said.append)
+    taken = mine.load()
+    assert taken is not None and [p.path for p in taken.files] == [str(a)]
+    assert taken.sources == {str(a): {"a": 1}} and taken.extras == {"gpu": {"x": 1}}
+    assert mine.emitted() == {"gen|a.log|2|fp|firing"}
+    assert (target / "slack-spool.jsonl").read_text() == '{"op":"job"}\n'
+    assert (target / "alertmanager.json").is_file() and not (root / "alertmanager.json").exists()
+    rest = StateDir(root, said.append).load()
+    assert rest is not None and [p.path for p in rest.files] == [str(b)]
+    assert said[-1].startswith(
+        "took over the checkpoint of 1 file and the sinks' state (slack-spool.jsonl, "
+        "alertmanager.json) from "
+    )
