@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from logwatch.atomic import write_atomic
@@ -27,6 +27,13 @@ MARK = "watching.json"
 """In a watch's state directory: the patterns it is for (for people, and `silences_home`)."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 SLUG_MAX = 40
+
+
+def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
+    """$XDG_STATE_HOME/logwatch, else ~/.local/state/logwatch: the state root."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "logwatch"
 
 
 def resolved_patterns(patterns: Sequence[str], cwd: str | None = None) -> list[str]:
@@ -62,16 +69,18 @@ def mark_watch(state_dir: Path, patterns: Sequence[str], cwd: str | None = None)
     path = state_dir / MARK
     raw = (json.dumps(data, indent=1) + "\n").encode()
     try:
-        if path.read_bytes() == raw:
-            return
+        if not path.is_file() or path.read_bytes() != raw:
+            write_atomic(path, raw)
     except OSError:
-        pass
-    write_atomic(path, raw)
+        pass  # a directory that cannot be written: the tail driver says so, once, and goes on
 
 
 def silences_home(state_dir: Path) -> Path:
     """Where the silences that apply to `state_dir` live: the root for a watch's directory,
     else the directory itself (an explicit `--state-dir` keeps everything in it)."""
-    if state_dir.parent.name == WATCH and (state_dir / MARK).is_file():
-        return state_dir.parent.parent
+    watches = state_dir.parent
+    if watches.name == WATCH and (
+        watches.parent == default_state_dir() or (state_dir / MARK).is_file()
+    ):
+        return watches.parent
     return state_dir

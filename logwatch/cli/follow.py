@@ -11,8 +11,9 @@ from typing import Any
 import click
 
 from logwatch.cli.options import config_and_rules
-from logwatch.config import Config, default_state_dir
+from logwatch.config import Config
 from logwatch.rules.loader import RuleSpec
+from logwatch.statekey import default_state_dir
 
 
 @dataclass(frozen=True, slots=True)

@@ -268,3 +268,17 @@ def test_the_first_watch_to_take_over_also_takes_the_sinks_state(
         "took over the checkpoint of 1 file and the sinks' state (slack-spool.jsonl, "
         "alertmanager.json) from "
     )
+
+
+def test_silences_of_a_watch_are_the_roots_and_an_explicit_state_dir_keeps_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ROOT/watch/KEY reads ROOT's silences (even before its watching.json is written); a
+    --state-dir that merely looks like one (/srv/watch/x, no watching.json) keeps its own."""
+    from logwatch.statekey import silences_home
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    root = tmp_path / "logwatch"
+    assert silences_home(watch_state_dir(root, ["a.log"])) == root
+    assert silences_home(tmp_path / "srv" / "watch" / "x") == tmp_path / "srv" / "watch" / "x"
+    assert silences_home(tmp_path / "mine") == tmp_path / "mine"
