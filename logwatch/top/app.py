@@ -350,9 +350,7 @@ class TopLoop:
 
     def _backlog(self) -> str:
         waiting = [sink.backlog() for sink in self.sinks if isinstance(sink, Backlogged)]
-        keys = (
-            "q quit · / filter · j/k select · Enter details · s silence 1h · u unsilence · ? help"
-        )
+        keys = "q quit · / filter · j/k select · Enter alert · s silence · u unsilence · ? help"
         return keys if not waiting else f"Slack backlog: {sum(waiting)} · {keys}"
 
     # --- keys -------------------------------------------------------------------------------

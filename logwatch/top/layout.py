@@ -4,6 +4,7 @@ its place, and when the terminal is too narrow the least important columns give 
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -103,8 +104,17 @@ def _layout(widths: dict[str, int], kept: Sequence[Column], width: int) -> Layou
     return Layout(widths[SOURCE], columns, max(1, width - used))
 
 
+def cell_len(text: str) -> int:
+    """Terminal cells `text` takes (East Asian wide and full-width characters take two)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
 def cut_left(text: str, width: int) -> str:
-    """`text` in at most `width` characters, its start replaced by `…` when it is longer."""
-    if len(text) <= width:
+    """`text` in at most `width` cells, its start replaced by `…` when it is longer."""
+    if cell_len(text) <= width:
         return text
-    return "…" + text[len(text) - width + 1 :] if width > 1 else text[-width:]
+    kept, used = len(text), 1
+    while kept > 0 and used + cell_len(text[kept - 1]) <= width:
+        kept -= 1
+        used += cell_len(text[kept])
+    return "…" + text[kept:]

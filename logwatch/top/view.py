@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from logwatch.alerts import FIRING, AlertEvent, Severity
 from logwatch.redact import redact, visible
 from logwatch.top.detail import detail_view
-from logwatch.top.layout import ALERTS, SOURCE, Layout, cut_left, fit
+from logwatch.top.layout import ALERTS, SOURCE, Layout, cell_len, cut_left, fit
 from logwatch.top.plugin import SourceRow
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ def _display_names(sources: tuple[str, ...]) -> dict[str, str]:
 def table_layout(screen: Screen) -> Layout:
     """The columns this frame's width and source names allow (`logwatch.top.layout.fit`)."""
     names = display_names(screen.rows)
-    longest = max((len(n) for n in names.values()), default=0)
+    longest = max((cell_len(n) for n in names.values()), default=0)
     return fit(screen.width, longest)
 
 

@@ -175,3 +175,22 @@ def test_in_tmux_a_resize_while_running_refits_the_table(
         assert "gnorm" in _screen_table(top)[0]
     finally:
         top.close()
+
+
+def test_wide_characters_count_as_two_cells() -> None:
+    """A source named in CJK (two cells a character) is cut by cells: no line of the frame is
+    wider than 80 cells, and the row still ends its name with the file name."""
+    from rich.console import Console
+
+    from logwatch.top.layout import cell_len
+
+    plugin = _plugin()
+    name = "/runs/実験ログ実験ログ実験ログ実験ログ実験ログ-rank2.log"
+    frame = parse_lines(pl.Series("text", [step_line(5, "1.0").strip()]), source=name, first_line=1)
+    plugin.observe(frame)
+    console = Console(width=80, record=True, color_system=None, file=io.StringIO())
+    console.print(render(Screen(width=80, height=30, now_s=0, rows=tuple(plugin.rows()))))
+    lines = console.export_text().splitlines()
+    assert max(cell_len(line) for line in lines) <= 80
+    (row,) = [line for line in lines if "rank2.log" in line]
+    assert row.startswith("…") and cell_len(row.split()[0]) <= 40
