@@ -120,13 +120,25 @@ def runs(tmp_path: Path) -> Path:
     return logs
 
 
+def expected_starts(width: int) -> list[int]:
+    """Where each header word starts in a frame `width` wide for NAMES (`layout.fit`)."""
+    layout = fit(width, max(len(f"{name}.log") for name in NAMES))
+    starts, at = [0], layout.source_w + 1
+    for _, column_w in layout.columns:
+        starts.append(at)
+        at += column_w + 1
+    return [*starts, at]
+
+
+def _laid_out(screen: str, width: int) -> bool:
+    """Whether the screen's table header is the one drawn for `width` columns."""
+    headers = [line for line in screen.splitlines() if line.startswith("source ")]
+    return bool(headers) and column_starts(headers[0]) == expected_starts(width)
+
+
 def _top(tmp_path: Path, runs: Path, width: int) -> TmuxTop:
     args = [str(runs / "*.log"), "--state-dir", str(tmp_path / "state"), "--gpu", "off"]
     return TmuxTop(tmp_path, args, width=width, height=30)
-
-
-def _screen_table(top: TmuxTop) -> tuple[str, list[str]]:
-    return table_of(top.screen().splitlines())
 
 
 @pytest.fixture
@@ -144,8 +156,10 @@ def test_in_tmux_each_run_is_one_aligned_line(
     """In a `width`-column tmux pane: one line per run, none wider than the pane, aligned."""
     top = _top(tmp_path, runs, width)
     try:
-        top.wait_for(lambda s: "nan-loss" in s and all(n[:4] in s for n in NAMES), START_S)
-        screen = top.screen()
+        screen = top.wait_for(
+            lambda s: "nan-loss" in s and _laid_out(s, width) and all(n[:4] in s for n in NAMES),
+            START_S,
+        )
         assert max(len(line) for line in screen.splitlines()) <= width
         header, rows = table_of(screen.splitlines())
         assert len(rows) == len(NAMES), screen
@@ -162,17 +176,16 @@ def test_in_tmux_a_resize_while_running_refits_the_table(
     within the new width (columns come back when it widens)."""
     top = _top(tmp_path, runs, 200)
     try:
-        top.wait_for(lambda s: "nan-loss" in s and "gnorm" in s, START_S)
+        top.wait_for(lambda s: "nan-loss" in s and _laid_out(s, 200), START_S)
         for width in (80, 120):
             top.resize(width, 30)
-            top.wait_for(lambda s, w=width: max(len(x) for x in s.splitlines()) <= w)
-            top.wait_for(lambda s: "source" in s)
-            header, rows = _screen_table(top)
+            screen = top.wait_for(lambda s, w=width: _laid_out(s, w))  # redrawn for the width
+            header, rows = table_of(screen.splitlines())
             assert len(rows) == len(NAMES), top.screen()
             assert_aligned(header, rows)
             shown = {name for name, _ in fit(width, 40).columns}
             assert ("lr" in header.split()) == ("lr" in shown), header
-        assert "gnorm" in _screen_table(top)[0]
+        assert "gnorm" in table_of(top.screen().splitlines())[0]
     finally:
         top.close()
 
