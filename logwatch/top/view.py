@@ -196,7 +196,9 @@ def render(screen: Screen) -> RenderableType:
         body = _help()
     elif screen.detail:
         body = _detail(screen, budget)
-    parts: list[RenderableType] = [_header(screen), body, *gpu_lines]
+    header = _header(screen)
+    header.no_wrap, header.overflow = True, "ellipsis"  # one line at any width
+    parts: list[RenderableType] = [header, body, *gpu_lines]
     parts.append(Text("recent alerts", style="bold") if events else Text(""))
     parts += events
     parts.append(_message(screen))
@@ -218,8 +220,7 @@ def _header(screen: Screen) -> Text:
 
     firing = sum(len(r.alerts) for r in screen.rows) + len(screen.other_firing)
     clock = time.strftime("%H:%M", time.localtime(screen.now_s))
-    text = Text(f"logwatch top · {len(screen.rows)} sources · ", style="bold", no_wrap=True)
-    text.overflow = "ellipsis"
+    text = Text(f"logwatch top · {len(screen.rows)} sources · ", style="bold")
     text.append(f"{firing} firing", style="bold red" if firing else "green")
     text.append(f" · {clock}   ? help")
     return text
