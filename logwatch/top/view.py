@@ -17,6 +17,7 @@ from logwatch.redact import redact, visible
 from logwatch.top.detail import detail_view
 from logwatch.top.layout import ALERTS, SOURCE, Layout, cell_len, cut_left, fit
 from logwatch.top.plugin import SourceRow
+from logwatch.words import counted
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -220,7 +221,7 @@ def _header(screen: Screen) -> Text:
 
     firing = sum(len(r.alerts) for r in screen.rows) + len(screen.other_firing)
     clock = time.strftime("%H:%M", time.localtime(screen.now_s))
-    text = Text(f"logwatch top · {len(screen.rows)} sources · ", style="bold")
+    text = Text(f"logwatch top · {counted(len(screen.rows), 'source')} · ", style="bold")
     text.append(f"{firing} firing", style="bold red" if firing else "green")
     text.append(f" · {clock}   ? help")
     return text
