@@ -22,6 +22,7 @@ from logwatch.clock import Clock
 from logwatch.drivers.catchup import catch_up, parsed_together
 from logwatch.drivers.checkpoint import StateDir
 from logwatch.drivers.plugins import TailPlugin, parse_columns, plugin_view
+from logwatch.drivers.startup import still_firing_line
 from logwatch.drivers.tail_options import StartMode, Status, TailOptions
 from logwatch.engine import Engine
 from logwatch.parse import parse_block
@@ -29,6 +30,7 @@ from logwatch.rules.log import StallRule
 from logwatch.sources.fileset import FileSet
 from logwatch.sources.follow import Batch, Follower, PollResult, Position
 from logwatch.sources.rotated import rotated_name
+from logwatch.words import counted
 
 CLOSED_KEPT = 256
 """How many closed files' positions are kept in case the same file comes back."""
@@ -187,7 +189,7 @@ class TailRounds:
         follower.finish(result)
         self._handle(follower, result)
         ended = "old file read to its end" if follower.checkpointed else "input ended"
-        self.status(f"{follower.path}: {ended} ({follower.line - 1} lines); closed")
+        self.status(f"{follower.path}: {ended} ({counted(follower.line - 1, 'line')}); closed")
         if follower.checkpointed:
             self._closed[follower.key] = follower.position()
             while len(self._closed) > CLOSED_KEPT:
@@ -271,6 +273,9 @@ class TailRounds:
             follower.resume(saved)
             self._keep_ticking(follower)
             self.status(f"{follower.path}: resuming at line {saved.line} (checkpoint)")
+            firing = self.engine.active_alerts(follower.source)
+            if firing:  # said at once: it may not fire again (nor resolve) for a long while
+                self.status(f"{follower.path}: {still_firing_line(firing, self.clock.now())}")
             return True
         self.status(
             f"{follower.path}: not the file the checkpoint knew (same inode, other content); "
@@ -317,8 +322,8 @@ class TailRounds:
             if self.options.start == StartMode.CATCH_UP:
                 events = sorted(self.engine.active_alerts(follower.source), key=lambda e: e.line)
             self.status(
-                f"{follower.path}: caught up on {follower.line - 1} lines of history "
-                f"({len(events)} alert events to report); following it"
+                f"{follower.path}: caught up on {counted(follower.line - 1, 'line')} of history "
+                f"({counted(len(events), 'alert event')} to report); following it"
             )
             self._emit(events, follower.gen_id)
 
