@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -19,6 +19,7 @@ from logwatch.drivers.replay_many import (
     SMALL_FILE_BYTES,
     Ends,
     ManyOptions,
+    Prepare,
     _File,
     groups,
     parse_group,
@@ -90,14 +91,6 @@ def read_log(
     """Every line of a log as one frame with `logwatch.SCHEMA` (what `scan_log` yields, joined)."""
     frames = list(scan_log(path, source=source, max_line_bytes=max_line_bytes))
     return pl.concat(frames) if frames else pl.DataFrame(schema=SCHEMA)
-
-
-class Prepare(Protocol):
-    """`Engine.prepare` for one parsed block (its frame and what its parse knows of it)."""
-
-    def __call__(
-        self, frame: pl.DataFrame, *, shapes: pl.Series | None = None
-    ) -> Prepared | None: ...
 
 
 def _scan(
