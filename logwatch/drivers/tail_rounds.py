@@ -32,6 +32,11 @@ from logwatch.sources.follow import Batch, Follower, PollResult, Position
 from logwatch.sources.rotated import rotated_name
 from logwatch.words import counted
 
+SHARED_LINES = 20_000
+"""A round's files are read, then parsed together, this many lines at a time at most (a file
+with more in one read is parsed alone): what a round holds unparsed stays bounded however many
+files have a backlog."""
+
 CLOSED_KEPT = 256
 """How many closed files' positions are kept in case the same file comes back."""
 
@@ -80,11 +85,19 @@ class TailRounds:
         now = self.clock.monotonic()
         for path in self.files.changes(now):
             self._add(path, now, initial=False)
-        polled = [(f, r) for f in self.files.due(now) if (r := self._read(f, now)) is not None]
-        frames = self._parsed(polled)
         more = False
-        for follower, result in polled:
-            more |= self._after_read(follower, result, now, frames.get(id(result)))
+        polled: list[tuple[Follower, PollResult]] = []
+        lines = 0
+        for follower in self.files.due(now):
+            result = self._read(follower, now)
+            if result is None:
+                continue
+            polled.append((follower, result))
+            lines += sum(batch.text.len() for batch in result.batches)
+            if lines >= SHARED_LINES:  # memory: what is held unparsed stays bounded
+                more |= self._handle_all(polled, now)
+                polled, lines = [], 0
+        more |= self._handle_all(polled, now)
         self._tick(now)
         for plugin in self.plugins:
             events = list(plugin.round(self))
@@ -100,6 +113,14 @@ class TailRounds:
             self.status(f"{follower.path}: read failed ({exc.strerror}); stopped following it")
             self._drop(follower)
             return None
+
+    def _handle_all(self, polled: list[tuple[Follower, PollResult]], now: float) -> bool:
+        """Evaluate what the files read, file by file in order, their lines parsed together."""
+        frames = self._parsed(polled)
+        more = False
+        for follower, result in polled:
+            more |= self._after_read(follower, result, now, frames.get(id(result)))
+        return more
 
     def _parsed(self, polled: list[tuple[Follower, PollResult]]) -> dict[int, list[pl.DataFrame]]:
         """The frames of every batch the round read, by `id` of its poll result, from one parse

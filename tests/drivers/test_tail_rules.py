@@ -317,3 +317,42 @@ def test_a_round_over_many_growing_files_parses_them_once_and_alerts_as_each_rep
         want = [e.to_json() for e in replay([str(log)], BUILTIN).events]
         assert got == want, log.name
     assert sum(1 for e in tail.sink.events) > 20
+
+
+def test_a_round_parses_many_files_backlogs_a_bounded_number_of_lines_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files that all grew a backlog before a round are parsed together only up to
+    `SHARED_LINES` (and the file that crosses it): what a round holds unparsed stays bounded,
+    and the alerts are the same as replay's for each file."""
+    monkeypatch.setattr(tail_rounds, "SHARED_LINES", 100)
+    held: list[int] = []
+    shared = tail_rounds.parsed_together
+
+    def counted(pending: Any, columns: Any) -> Any:
+        held.append(sum(batch.text.len() for _, batch in pending))
+        return shared(pending, columns)
+
+    monkeypatch.setattr(tail_rounds, "parsed_together", counted)
+    data = (DFLASH / "train_nan.log").read_bytes()  # 145 lines, two NaN episodes
+    logs = [tmp_path / f"rank{i}.log" for i in range(6)]
+    for log in logs:
+        log.write_bytes(b"")
+    tail = Tail(tmp_path, rules=BUILTIN)
+    with running(tail.driver) as driver:
+        driver.sync()
+        half = data[: data.index(b"\n", len(data) // 3) + 1]  # about 50 lines each
+        for log in logs:
+            log.write_bytes(half)
+        driver.sync()
+        for log in logs:
+            with open(log, "ab") as out:
+                out.write(data[len(half) :])
+        driver.sync()
+        tail.settle()
+    assert held and max(held) <= 100 + 100  # the limit, and the file that crossed it
+    assert len(held) >= 4  # not one parse for all six files' lines
+    for log in logs:
+        got = [e.to_json() for e in tail.sink.events if e.source == str(log)]
+        want = [e.to_json() for e in replay([str(log)], BUILTIN).events]
+        assert got == want, log.name
