@@ -187,15 +187,17 @@ def tail_cmd(
 
         pids = RunPids()
         plugins.append(pids)
-        sinks.append(
-            open_action_sink(
-                setup.config.actions,
-                setup.state_dir,
-                pids=lambda source, line: pids.pid(source),  # live: the last run start
-                dry_run=dry_run_actions,
-                listeners=note_listeners(sinks),  # Slack's thread reply, Alertmanager's note
-            )
+        actions = open_action_sink(
+            setup.config.actions,
+            setup.state_dir,
+            pids=lambda source, line: pids.pid(source),  # live: the last run start
+            dry_run=dry_run_actions,
+            listeners=note_listeners(sinks),  # Slack's thread reply, Alertmanager's note
         )
+        for sink in sinks:  # a Slack "Stop run" button runs its action once, by name
+            if hasattr(sink, "set_stopper"):
+                sink.set_stopper(actions.run_once)
+        sinks.append(actions)
         startup += [describe(spec) for spec in setup.config.actions]
     exporter = start_exporter(setup.config, sinks, setup.gpu)
     if exporter is not None:

@@ -27,6 +27,7 @@ from logwatch.config import AlertsConfig
 from logwatch.drivers.statesafe import write_failure
 from logwatch.durations import format_duration
 from logwatch.engine.lifecycle import moved_source
+from logwatch.errors import SilencesUnreadable
 from logwatch.redact import stderr_line
 from logwatch.sinks.slack import messages
 from logwatch.sinks.slack.silences import SilenceStore
@@ -63,6 +64,10 @@ class Notice:
     last_notified_s: float = 0.0
     moved: dict[str, str] = field(default_factory=dict)
     """Sources renamed since the message was posted (a rotated file): new name -> posted name."""
+    marks: list[str] = field(default_factory=list)
+    """What people did with the buttons (silenced, acknowledged, stopped), shown on the message."""
+    acked_by: str = ""
+    """The Slack user who acknowledged it: no more "still firing" reminders."""
 
 
 class Notifier:
@@ -81,7 +86,9 @@ class Notifier:
         report: Callable[[str], None] = stderr_line,
         ignore_rules: frozenset[str] = frozenset(),
         env_run: str | None = None,
+        controls: Callable[[Notice], list[messages.Block]] | None = None,
     ) -> None:
+        self.controls = controls  # the buttons of a firing message ([slack] app_token_file)
         self.outbox, self.channel, self.settings, self.clock = outbox, channel, settings, clock
         self.env_run = env_run  # the run this process's environment names, for logs naming none
         self.silences, self.new_id, self.report = silences, new_id, report
@@ -206,13 +213,30 @@ class Notifier:
     def _show_partly_resolved(self, notice: Notice) -> None:
         """Edit a group's message to mark the alerts that resolved while others still fire
         (an edit, so no ping: the thread reply and the channel hear of it when all resolved)."""
+        self._send(UPDATE, *self._firing(notice), parent=notice.id, closes=False)
+
+    def _firing(self, notice: Notice) -> tuple[str, list[messages.Block]]:
+        """A group's firing message: its alerts, what people did with it, its buttons."""
         text, blocks = messages.firing_message(
             notice.severity,
             list(notice.members.values()),
             env_run=self.env_run,
             ended=notice.resolved,
         )
-        self._send(UPDATE, text, blocks, parent=notice.id, closes=False)
+        extra = [messages.context(mark) for mark in notice.marks[-5:]]
+        extra += self.controls(notice) if self.controls is not None else []
+        return text, blocks[: messages.BLOCKS_MAX - 1 - len(extra)][:-1] + extra + blocks[-1:]
+
+    def mark(self, notice_id: str, line: str) -> bool:
+        """Show what someone did (a button) on a posted group's message, by an edit; False when
+        no message of this process is open for that id (resolved, or never posted)."""
+        notice = self.posted.get(notice_id)
+        if notice is None:
+            return False
+        notice.marks.append(line)
+        self._dirty = True
+        self._send(UPDATE, *self._firing(notice), parent=notice.id, closes=False)
+        return True
 
     def _close_notice(self, notice: Notice) -> None:
         firing_s = _firing_seconds(notice, self._now())
@@ -236,6 +260,11 @@ class Notifier:
         broadcast = self.settings.notify_on_resolve
         self._send(REPLY, reply, reply_blocks, parent=notice.id, broadcast=broadcast)
         del self.posted[notice.id]
+        if self.silences is not None and notice.marks:  # a button may have silenced it
+            try:
+                self.silences.end_for_notice(notice.id, self.clock.now())
+            except SilencesUnreadable as exc:
+                self.report(f"logwatch: {exc}")
 
     # --- time-driven work ----------------------------------------------------------------------
 
@@ -280,10 +309,7 @@ class Notifier:
                 self.held[fp] = notice.members.pop(fp)
         if not notice.members:
             return
-        text, blocks = messages.firing_message(
-            notice.severity, list(notice.members.values()), env_run=self.env_run
-        )
-        self._send(POST, text, blocks, job_id=notice.id)
+        self._send(POST, *self._firing(notice), job_id=notice.id)
         notice.last_notified_s = self._now()
         self.posted[notice.id] = notice
         for note in self._notes.pop(notice.id, []):
@@ -291,7 +317,9 @@ class Notifier:
 
     def _maybe_repeat(self, notice: Notice, now: float) -> None:
         still = [e for fp, e in notice.members.items() if fp not in notice.resolved]
-        if not still or now - notice.last_notified_s < self.settings.repeat_interval_s:
+        if notice.acked_by or not still:
+            return  # acknowledged: someone is on it
+        if now - notice.last_notified_s < self.settings.repeat_interval_s:
             return
         if all(self.muted_by(e) is not None for e in still):
             return
@@ -464,6 +492,8 @@ def _notice_json(notice: Notice) -> dict[str, Any]:
         "members": [_event_json(e) for e in notice.members.values()],
         "resolved": [_event_json(e) for e in notice.resolved.values()],
         "moved": notice.moved,
+        "marks": notice.marks,
+        "acked_by": notice.acked_by,
     }
 
 
@@ -479,7 +509,8 @@ _NOTICE_FIELDS = {
 
 
 def _notice_from_json(data: dict[str, Any]) -> Notice:
-    fields(data, _NOTICE_FIELDS, "Slack notice", optional_fields={"moved": OBJECT})
+    optional = {"moved": OBJECT, "marks": LIST, "acked_by": STR}
+    fields(data, _NOTICE_FIELDS, "Slack notice", optional_fields=optional)
     members: Sequence[AlertEvent] = [event_from_json(e) for e in data["members"]]
     resolved: Sequence[AlertEvent] = [event_from_json(e) for e in data["resolved"]]
     moved = data.get("moved", {})  # absent in states saved before renames were kept
@@ -494,4 +525,6 @@ def _notice_from_json(data: dict[str, Any]) -> Notice:
         resolved={e.fingerprint: e for e in resolved},
         last_notified_s=data["last_notified_s"] if not math.isnan(data["last_notified_s"]) else 0.0,
         moved=dict(moved),
+        marks=[str(mark) for mark in data.get("marks", [])],
+        acked_by=data.get("acked_by", ""),
     )

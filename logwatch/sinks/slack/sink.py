@@ -18,9 +18,11 @@ from logwatch.errors import ConfigError
 from logwatch.hostinfo import environment_run
 from logwatch.redact import redact, stderr_line
 from logwatch.sinks.slack import messages
+from logwatch.sinks.slack.buttons import ButtonDesk, Stopper, controls
 from logwatch.sinks.slack.delivery import DEAD_LETTER, DeliveryPolicy, DeliveryWorker
 from logwatch.sinks.slack.notifier import Notifier
 from logwatch.sinks.slack.silences import SilenceStore
+from logwatch.sinks.slack.socketmode import SocketLink
 from logwatch.sinks.slack.spool import POST, Job, Spool
 from logwatch.sinks.slack.transport import BotTransport, Transport, WebhookTransport
 from logwatch.words import counted
@@ -54,6 +56,18 @@ class SlackSink:
         self._lock = threading.Lock()  # library callers may emit and tick from two threads
         self._last_tick: datetime | None = None
         self._last_said = ""
+        self.buttons: ButtonDesk | None = None  # [slack] app_token_file: presses act here
+        self.link: SocketLink | None = None
+
+    @property
+    def lock(self) -> threading.Lock:
+        """Held while the lifecycle changes (a button press takes it too)."""
+        return self._lock
+
+    def set_stopper(self, stopper: Stopper) -> None:
+        """What a Stop run button calls (`ActionSink.run_once`), once the actions exist."""
+        if self.buttons is not None:
+            self.buttons.stopper = stopper
 
     def emit(self, event: AlertEvent) -> None:
         """Hand one event to the lifecycle; returns once its jobs are on disk."""
@@ -97,6 +111,8 @@ class SlackSink:
 
     def close(self) -> None:
         """Send waiting groups, give delivery `drain_s` to finish, keep the rest spooled."""
+        if self.link is not None:
+            self.link.close()  # no more presses: what they would change is about to be saved
         with self._lock:
             self.notifier.close()
         self.worker.drain(self.drain_s)
@@ -134,6 +150,8 @@ def open_slack_sink(
         policy=policy or DeliveryPolicy(),
         report=report,
     )
+    buttons = config.slack.buttons
+    stop_actions = [spec for spec in config.actions if spec.button]
     notifier = Notifier(
         spool,
         channel=config.slack.channel,
@@ -144,8 +162,26 @@ def open_slack_sink(
         report=report,
         ignore_rules=slack_ignored_rules(config),
         env_run=environment_run(),
+        controls=controls(stop_actions) if buttons is not None else None,
     )
-    return SlackSink(notifier, worker, spool, tick_s=tick_s, report=report)
+    sink = SlackSink(notifier, worker, spool, tick_s=tick_s, report=report)
+    if buttons is not None and config.slack.token:
+        from slack_sdk import WebClient
+
+        web = WebClient(
+            token=config.slack.token,
+            base_url=config.slack.base_url,
+            timeout=config.slack.timeout_s,  # type: ignore[arg-type]  # float works
+        )
+        sink.buttons = ButtonDesk(buttons, notifier, sink.lock, web, report=report)
+        sink.link = SocketLink(
+            buttons.app_token,
+            config.slack.base_url,
+            config.slack.timeout_s,
+            sink.buttons.handle,
+            report=report,
+        )
+    return sink
 
 
 def digest_lines(events: Sequence[AlertEvent]) -> list[str]:
