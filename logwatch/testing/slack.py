@@ -362,6 +362,8 @@ def _connections_open(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]
     # the lock is held by `handle`: the server is made without the property's locking
     if fake._socket is None:
         fake._socket = SocketModeServer()
+    if fake._socket.refused:
+        return {"ok": False, "error": "internal_error"}
     return {"ok": True, "url": fake._socket.url}
 
 

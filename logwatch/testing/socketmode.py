@@ -4,7 +4,8 @@
 It speaks RFC 6455 (the handshake, masked client frames, ping/pong, close), greets each
 connection with Slack's `hello`, sends `interactive` envelopes carrying real `block_actions`
 payloads (`press`), and records the client's acknowledgements by `envelope_id` (`wait_ack`).
-`drop` cuts every connection without a close frame, as a network outage does.
+`drop` cuts every connection without a close frame, as a network outage does, and `refused`
+makes FakeSlack's apps.connections.open fail until it is cleared.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class SocketModeServer:
         self.port = self._listener.getsockname()[1]
         self.connections = 0  # handshakes completed, reconnections included
         self.acks: dict[str, dict[str, Any]] = {}
-        self.refused = False  # True: handshakes are answered 503 (Slack's side is down)
+        self.refused = False  # True: apps.connections.open fails (Slack's Socket Mode is down)
         self._live: list[socket.socket] = []
         self._cond = threading.Condition()
         self._closed = False
@@ -179,9 +180,6 @@ class SocketModeServer:
             if not chunk:
                 return False
             request += chunk
-        if self.refused:
-            conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
-            return False
         headers = dict(
             line.split(": ", 1) for line in request.decode().split("\r\n")[1:] if ": " in line
         )
