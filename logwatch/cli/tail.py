@@ -184,6 +184,7 @@ def tail_cmd(
     if setup.config.actions:
         from logwatch.actions.pids import RunPids
         from logwatch.actions.sink import describe, note_listeners, open_action_sink
+        from logwatch.sinks.base import TakesStopper
 
         pids = RunPids()
         plugins.append(pids)
@@ -195,7 +196,7 @@ def tail_cmd(
             listeners=note_listeners(sinks),  # Slack's thread reply, Alertmanager's note
         )
         for sink in sinks:  # a Slack "Stop run" button runs its action once, by name
-            if hasattr(sink, "set_stopper"):
+            if isinstance(sink, TakesStopper):
                 sink.set_stopper(actions.run_once)
         sinks.append(actions)
         startup += [describe(spec) for spec in setup.config.actions]

@@ -1,7 +1,9 @@
 """A fake Slack Web API on loopback, for tests: the real slack-sdk talks to it through `base_url`.
 
 It speaks Slack's JSON and headers for chat.postMessage, chat.update, conversations.history,
-conversations.replies, conversations.info, auth.test and an incoming-webhook endpoint; it checks
+conversations.replies, conversations.info, auth.test, chat.postEphemeral, usergroups.users.list,
+apps.connections.open (the app-level token; its URL is the loopback Socket Mode server of
+`socketmode.py`, `fake.socket`) and an incoming-webhook endpoint; it checks
 the token, the channel, membership and Block Kit limits like Slack does, enforces a per-channel
 posting rate (1 msg/s with a burst of 3 by default) with 429 + Retry-After, and can be scripted to
 fail: 429s, 5xx, non-JSON bodies, dropped connections, permanent error codes, slow answers

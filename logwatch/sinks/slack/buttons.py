@@ -213,7 +213,8 @@ class ButtonDesk:
                     glob.escape(rule),
                     glob.escape(source),
                     duration,
-                    f"Slack button by {press.user}",
+                    f"Slack: {press.user} silenced it "
+                    + ("until resolved" if until_resolved else "for 1h"),
                     now,
                     author=f"slack:{press.user}",
                     notice=notice.id if until_resolved else "",

@@ -135,8 +135,11 @@ def open_slack_sink(
     policy: DeliveryPolicy | None = None,
     report: Callable[[str], None] = stderr_line,
     tick_s: float = 1.0,
+    ping_interval_s: float = 5.0,
 ) -> SlackSink:
-    """A SlackSink for the config's [slack] table, with its spool in the state directory."""
+    """A SlackSink for the config's [slack] table, with its spool in the state directory (and,
+    with buttons, a Socket Mode link that pings every `ping_interval_s`: a silent loss is
+    found within about five of them)."""
     if config.slack is None:
         raise ConfigError(
             f"{config.path or 'logwatch.toml'}:1: no [slack] table: nothing to notify"
@@ -180,6 +183,7 @@ def open_slack_sink(
             config.slack.timeout_s,
             sink.buttons.handle,
             report=report,
+            ping_interval_s=ping_interval_s,
         )
     return sink
 

@@ -39,7 +39,9 @@ def _open(fake: FakeSlack, tmp_path: Path, said: list[str], **buttons: Any) -> S
     settings = {"app_token": fake.app_token, "allowed_users": (ALLOWED,), **buttons}
     slack = dataclasses.replace(base.slack, buttons=ButtonsConfig(**settings))
     config = Config(slack=slack, alerts=AlertsConfig(group_wait_s=0.0))
-    return open_slack_sink(config, tmp_path / "state", report=said.append, tick_s=0.0)
+    return open_slack_sink(
+        config, tmp_path / "state", report=said.append, tick_s=0.0, ping_interval_s=1.0
+    )
 
 
 def _fire(sink: SlackSink, fake: FakeSlack, rule: str) -> dict[str, Any]:
