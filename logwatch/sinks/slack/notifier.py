@@ -225,7 +225,8 @@ class Notifier:
         )
         extra = [messages.context(mark) for mark in notice.marks[-5:]]
         extra += self.controls(notice) if self.controls is not None else []
-        return text, blocks[: messages.BLOCKS_MAX - 1 - len(extra)][:-1] + extra + blocks[-1:]
+        body = blocks[:-1][: messages.BLOCKS_MAX - 1 - len(extra)]  # the list gives way
+        return text, body + extra + blocks[-1:]
 
     def mark(self, notice_id: str, line: str) -> bool:
         """Show what someone did (a button) on a posted group's message, by an edit; False when

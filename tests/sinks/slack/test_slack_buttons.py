@@ -236,3 +236,23 @@ def test_buttons_are_read_and_kept_out_of_repr(tmp_path: Path) -> None:
         ("S0B2",),
     )
     assert "s3cret" not in repr(config)
+
+
+def test_stop_run_only_where_a_button_action_matches() -> None:
+    """A `button = true` action on nan-loss: its Stop run button (danger, with Slack's confirm
+    dialog) is on a nan-loss message, not on a loss-spike one, whose message keeps the other
+    three."""
+    from logwatch.actions.spec import ActionSpec
+    from logwatch.sinks.slack.notifier import Notice
+
+    spec = ActionSpec("stop", ("nan-loss",), ("kill", "{pid}"), button=True)
+    build = controls([spec])
+    for rule, expected in (("nan-loss", 4), ("loss-spike", 3)):
+        event = alert(rule)
+        notice = Notice("n1", rule, event.severity, 0.0, {event.fingerprint: event})
+        (block,) = build(notice)
+        assert len(block["elements"]) == expected
+    stop = build(Notice("n1", "nan-loss", event.severity, 0.0, {"x": alert()}))[0]
+    button = stop["elements"][-1]
+    assert button["action_id"] == "logwatch.stop:stop" and button["style"] == "danger"
+    assert button["confirm"]["confirm"]["text"] == "Stop run"
