@@ -129,6 +129,7 @@ class ActionSink:
         self._threads: list[threading.Thread] = []
         self._dry_starts: dict[str, list[float]] = {}
         self._followers: dict[str, Callable[[ActionOutcome], None]] = {}  # run_once's `then`
+        self._starting = threading.Lock()  # a due wait starts once: by tick or by run_once
         by_name = {spec.name: spec for spec in self.specs}
         for run in journal.interrupted:
             self._said(
@@ -175,8 +176,9 @@ class ActionSink:
         wall = self.now()
         for key, wait in list(self._waits.items()):
             if wait.due <= wall:
-                del self._waits[key]
-                self._start(key, wait.spec, wait.event)
+                with self._starting:  # a Slack button (run_once) may have taken it meanwhile
+                    if self._waits.pop(key, None) is not None:
+                        self._start(key, wait.spec, wait.event)
 
     def run_once(
         self, name: str, event: AlertEvent, then: Callable[[ActionOutcome], None]
@@ -188,10 +190,11 @@ class ActionSink:
         if spec is None:
             return f"no [[action]] named {name!r} in the config"
         key = action_key(spec, event)
-        if self._waits.pop(key, None) is None and self.journal.settled(key):
-            return f"action {name} already ran for {_alert(event)} (at most once per alert)"
-        self._followers[key] = then
-        self._start(key, spec, event)
+        with self._starting:
+            if self._waits.pop(key, None) is None and self.journal.settled(key):
+                return f"action {name} already ran for {_alert(event)} (at most once per alert)"
+            self._followers[key] = then
+            self._start(key, spec, event)
         return None
 
     def action_counts(self) -> dict[tuple[str, str], int]:
