@@ -128,6 +128,39 @@ class Prepared:
     last_step: int | None = None
     ahead: pl.DataFrame | None = None  # the rules' `Needs.ahead` columns, one row per line
 
+    def sliced(self, frame: pl.DataFrame, begin: int, *, last: bool) -> Prepared:
+        """What `prepare` would give for `frame`, the rows `begin` on of this one's frame (a run
+        of a batch cut at run starts): the gate hits, `ahead` and GPU rows cut to it. `last`:
+        whether it runs to the batch's end (else its last step is its own, unknown here). GPU
+        rows whose reading left pairs out or failed are read again on the piece, so that what
+        is said of them is said of the piece it is in."""
+        end = begin + frame.height
+        hits = {gate: _rows_within(rows, begin, end) for gate, rows in self.hits.items()}
+        ahead = None if self.ahead is None else self.ahead.slice(begin, frame.height)
+        gpu_rows = self.gpu_rows
+        if gpu_rows is not None and not gpu_rows.dropped:
+            gpu_rows = gpu_rows.sliced(begin, end)
+        else:
+            gpu_rows = None  # with `error` None: read on the piece, when a rule asks
+        return Prepared(
+            frame,
+            hits,
+            gpu_rows,
+            None,
+            stepped=self.stepped and last,
+            last_step=self.last_step if last else None,
+            ahead=ahead,
+        )
+
+
+def _rows_within(rows: pl.Series, begin: int, end: int) -> pl.Series:
+    """The sorted rows in [begin, end), counted from `begin`."""
+    if rows.is_empty():
+        return rows
+    bounds = pl.Series([begin, end], dtype=rows.dtype)
+    low, high = rows.search_sorted(bounds, side="left").to_list()
+    return rows.slice(low, high - low) - begin
+
 
 @dataclass(frozen=True, slots=True)
 class _LiveChecks:
@@ -156,11 +189,14 @@ def _opened(frame: pl.DataFrame, checks: Mapping[str, pl.Expr]) -> dict[str, boo
     return {gate: bool(hit) for gate, hit in zip(checks, found, strict=True)}
 
 
-def _split_runs(frame: pl.DataFrame, *, has_history: bool) -> list[tuple[pl.DataFrame, int | None]]:
-    """Cut a batch where a new run starts; each cut after the source's first line restarts state."""
+def _split_runs(
+    frame: pl.DataFrame, *, has_history: bool
+) -> list[tuple[pl.DataFrame, int | None, int]]:
+    """Cut a batch where a new run starts; each cut after the source's first line restarts
+    state: (piece, the line it restarts at or None, its first row in `frame`)."""
     run_start = frame.get_column("run_start")
     if not run_start.any():  # a native check; `arg_true` is a query
-        return [(frame, None)]
+        return [(frame, None, 0)]
     starts = run_start.arg_true().to_list()
     bounds = sorted({0, *starts})
     pieces = []
@@ -168,5 +204,5 @@ def _split_runs(frame: pl.DataFrame, *, has_history: bool) -> list[tuple[pl.Data
         end = bounds[i + 1] if i + 1 < len(bounds) else frame.height
         piece = frame.slice(begin, end - begin)
         is_restart = begin in starts and (begin > 0 or has_history)
-        pieces.append((piece, int(piece.get_column("line")[0]) if is_restart else None))
+        pieces.append((piece, int(piece.get_column("line")[0]) if is_restart else None, begin))
     return pieces

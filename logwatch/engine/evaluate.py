@@ -121,14 +121,15 @@ class _Evaluator(_Planned):
             state.stats.count(frame)
         events: list[AlertEvent] = []
         segments = _split_runs(frame, has_history=state.stats.lines > frame.height)
-        if len(segments) > 1:
-            prepared = None  # computed for the whole batch's rows
-        for segment, restarted_at in segments:
+        for segment, restarted_at, begin in segments:
             if restarted_at is not None:
                 events.extend(self._restart(source, state, segment, restarted_at))
             if segment.item(0, "run_start"):
                 state.run_id = run_id(segment.item(0, "text"))  # redacted there
-            events.extend(self._evaluate(source, state, segment, done, prepared))
+            ready = prepared
+            if ready is not None and len(segments) > 1:  # computed for the whole batch's rows
+                ready = ready.sliced(segment, begin, last=begin + segment.height == frame.height)
+            events.extend(self._evaluate(source, state, segment, done, ready))
         return events
 
     def _restart(
