@@ -164,22 +164,25 @@ def test_a_batch_cut_at_run_starts_uses_what_was_prepared_for_it_whole(
     seed: int, count: int, pieces: int
 ) -> None:
     """A batch holding restarts is evaluated run by run, each run with its share of what
-    `prepare` found for the whole batch (gate lines, `ahead` columns, GPU rows): the events of
-    the engine computing each run itself, and no GPU row read again."""
+    `prepare` found for the whole batch (gate lines, `ahead` columns, each run's last step,
+    GPU rows), parsed with only the columns replay parses: the events (and steps) of the
+    engine computing each run itself, and no GPU row read again."""
     lines = _restarted(seed, count)
     cuts = sorted(random.Random(seed).sample(range(1, len(lines)), pieces - 1))
     ahead, itself = Engine(RULES, stats=False), Engine(RULES, stats=False)
-    got: list[tuple[str, str, int, str, str]] = []
-    want: list[tuple[str, str, int, str, str]] = []
+    columns = ahead.columns
+    got: list[tuple[str, str, int, int | None, str, str]] = []
+    want: list[tuple[str, str, int, int | None, str, str]] = []
     for start, end in zip([0, *cuts], [*cuts, len(lines)], strict=True):
         text = pl.Series(lines[start:end], dtype=pl.String)
-        frame = parse_lines(text, source="s", first_line=start + 1)
-        prepared = ahead.prepare(frame)
+        frame = parse_lines(text, source="s", first_line=start + 1, columns=columns)
+        prepared = ahead.prepare(frame, columns)
         assert prepared is not None
         with _no_gpu_rows_read() if prepared.gpu_rows is not None else nullcontext():
-            events = ahead.process(frame, None, prepared)
-        got += [(e.rule, e.status, e.line, e.summary, e.run) for e in events]
-        want += [(e.rule, e.status, e.line, e.summary, e.run) for e in itself.process(frame)]
+            events = ahead.process(frame, columns, prepared)
+        got += [(e.rule, e.status, e.line, e.step, e.summary, e.run) for e in events]
+        events = itself.process(frame, columns)
+        want += [(e.rule, e.status, e.line, e.step, e.summary, e.run) for e in events]
     assert got == want
 
 

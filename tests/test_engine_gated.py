@@ -153,3 +153,31 @@ def test_the_lines_prepare_finds_are_each_gates_own(seed: int, count: int) -> No
         rows = needs.rows if needs.rows is not None else pl.col("text").str.contains(gate)
         want = frame.select(rows.fill_null(False).arg_true()).to_series().to_list()
         assert prepared.hits[gate].to_list() == want, gate
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10**6), st.integers(100, 1500), st.lists(st.integers(1, 4000), max_size=2))
+def test_a_nan_episode_is_read_from_its_gate_lines_on(
+    seed: int, length: int, cuts: list[int]
+) -> None:
+    """A divergence that logs a NaN loss for hundreds of steps opens the gate on more than one
+    line in 64, but in one stretch: the gated path still reads only from the stretch on (in
+    growing pieces, the rest of the batch at once past a few), with the full parse's events."""
+    taken: list[bool] = []
+    gated = Engine._gated
+
+    def spy(self: Engine, *args: Any) -> Any:
+        found = gated(self, *args)
+        taken.append(found is not None)
+        return found
+
+    lines = _lines(seed, 4000, 0)
+    at = random.Random(seed).randrange(0, 4000 - length)
+    for row in range(at, at + length):
+        lines[row] = lines[row].replace("| loss ", "| loss nan | was ")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine_module.Engine, "_gated", spy)
+        events = _events(lines, cuts, full=False)
+    assert taken and all(taken)
+    assert "firing" in [json.loads(e)["status"] for e in events]
+    assert events == _events(lines, cuts, full=True)

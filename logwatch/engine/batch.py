@@ -3,6 +3,7 @@ the step filled in from the lines before, and the rows an event reads."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -42,7 +43,11 @@ _SMALL_BATCH = 64
 """Batches up to this many lines check each gate by its regex (`Engine._small_gate_checks`)."""
 _GATED_ROWS = 64
 """Rows a quiet gated rule first reads from a gate line (then 4 times as many, ... while it
-is not quiet); a batch whose gate lines are more than one in this many is read whole."""
+is not quiet); a batch whose gate lines are more than one in this many is read whole, unless
+they lie close together (a stretch of them counts once)."""
+_GATED_PIECES = 24
+"""The most pieces a quiet gated rule reads a batch in, one after another (each pays polars'
+fixed cost per query); the rest of the batch is then one piece."""
 
 
 def _step_before(frame: pl.DataFrame, row: int, prior: int | None) -> int | None:
@@ -127,16 +132,18 @@ class Prepared:
     stepped: bool = False  # `last_step` is the last step the frame's lines say
     last_step: int | None = None
     ahead: pl.DataFrame | None = None  # the rules' `Needs.ahead` columns, one row per line
+    # when stepped and the frame holds run starts: each run's first row -> its last step
+    run_steps: Mapping[int, int | None] | None = None
 
-    def sliced(self, frame: pl.DataFrame, begin: int, *, last: bool) -> Prepared:
+    def sliced(self, frame: pl.DataFrame, begin: int) -> Prepared:
         """What `prepare` would give for `frame`, the rows `begin` on of this one's frame (a run
-        of a batch cut at run starts): the gate hits, `ahead` and GPU rows cut to it. `last`:
-        whether it runs to the batch's end (else its last step is its own, unknown here). GPU
-        rows whose reading left pairs out or failed are read again on the piece, so that what
-        is said of them is said of the piece it is in."""
+        of a batch cut at run starts, `_run_bounds`): the gate hits, `ahead`, the run's last
+        step and GPU rows cut to it. GPU rows whose reading left pairs out or failed are read
+        again on the piece, so that what is said of them is said of the piece it is in."""
         end = begin + frame.height
         hits = {gate: _rows_within(rows, begin, end) for gate, rows in self.hits.items()}
         ahead = None if self.ahead is None else self.ahead.slice(begin, frame.height)
+        stepped = self.stepped and self.run_steps is not None and begin in self.run_steps
         gpu_rows = self.gpu_rows
         if gpu_rows is not None and not gpu_rows.dropped:
             gpu_rows = gpu_rows.sliced(begin, end)
@@ -147,8 +154,8 @@ class Prepared:
             hits,
             gpu_rows,
             None,
-            stepped=self.stepped and last,
-            last_step=self.last_step if last else None,
+            stepped=stepped,
+            last_step=self.run_steps.get(begin) if stepped and self.run_steps else None,
             ahead=ahead,
         )
 
@@ -189,19 +196,27 @@ def _opened(frame: pl.DataFrame, checks: Mapping[str, pl.Expr]) -> dict[str, boo
     return {gate: bool(hit) for gate, hit in zip(checks, found, strict=True)}
 
 
+def _run_bounds(frame: pl.DataFrame) -> list[tuple[int, int]] | None:
+    """The rows [begin, end) of each run of a batch cut where a new run starts (None: no run
+    starts in it)."""
+    run_start = frame.get_column("run_start")
+    if not run_start.any():  # a native check; `arg_true` is a query
+        return None
+    bounds = sorted({0, *run_start.arg_true().to_list(), frame.height})
+    return list(itertools.pairwise(bounds))
+
+
 def _split_runs(
     frame: pl.DataFrame, *, has_history: bool
 ) -> list[tuple[pl.DataFrame, int | None, int]]:
     """Cut a batch where a new run starts; each cut after the source's first line restarts
     state: (piece, the line it restarts at or None, its first row in `frame`)."""
-    run_start = frame.get_column("run_start")
-    if not run_start.any():  # a native check; `arg_true` is a query
+    runs = _run_bounds(frame)
+    if runs is None:
         return [(frame, None, 0)]
-    starts = run_start.arg_true().to_list()
-    bounds = sorted({0, *starts})
+    starts = set(frame.get_column("run_start").arg_true().to_list())
     pieces = []
-    for i, begin in enumerate(bounds):
-        end = bounds[i + 1] if i + 1 < len(bounds) else frame.height
+    for begin, end in runs:
         piece = frame.slice(begin, end - begin)
         is_restart = begin in starts and (begin > 0 or has_history)
         pieces.append((piece, int(piece.get_column("line")[0]) if is_restart else None, begin))

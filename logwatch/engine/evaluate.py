@@ -13,6 +13,7 @@ import polars as pl
 
 from logwatch.alerts import FIRING, AlertEvent
 from logwatch.engine.batch import (
+    _GATED_PIECES,
     _GATED_ROWS,
     _SMALL_BATCH,
     Prepared,
@@ -21,6 +22,7 @@ from logwatch.engine.batch import (
     _LiveChecks,
     _opened,
     _overridden,
+    _run_bounds,
     _split_runs,
     _step_before,
     _step_filled,
@@ -77,11 +79,25 @@ class _Evaluator(_Planned):
         lines = ShapeRows(frame, shapes)
         hits = self._gate_scan.hits(frame, lines=lines)
         stepped = computed is not None and "step" not in computed
-        last_step = last_step_of(frame) if stepped else None
+        last_step, run_steps = None, None
+        if stepped:
+            runs = _run_bounds(frame)
+            if runs is None or len(runs) == 1:
+                last_step = last_step_of(frame)
+            else:  # `process` evaluates it run by run: each run's own last step
+                run_steps = {b: last_step_of(frame.slice(b, e - b)) for b, e in runs}
         ahead = None
         if self._ahead:
             ahead = lines.columns(list(zip(self._ahead, self._ahead_reach, strict=True)))
-        ready = partial(Prepared, frame, hits, stepped=stepped, last_step=last_step, ahead=ahead)
+        ready = partial(
+            Prepared,
+            frame,
+            hits,
+            stepped=stepped,
+            last_step=last_step,
+            ahead=ahead,
+            run_steps=run_steps,
+        )
         if not self._log_gpu or _LazyGpuFrame(frame).empty():
             return ready(None, None)
         try:
@@ -128,7 +144,7 @@ class _Evaluator(_Planned):
                 state.run_id = run_id(segment.item(0, "text"))  # redacted there
             ready = prepared
             if ready is not None and len(segments) > 1:  # computed for the whole batch's rows
-                ready = ready.sliced(segment, begin, last=begin + segment.height == frame.height)
+                ready = ready.sliced(segment, begin)
             events.extend(self._evaluate(source, state, segment, done, ready))
         return events
 
@@ -307,19 +323,27 @@ class _Evaluator(_Planned):
         """A quiet gated rule's step over a batch its gate opens, with its `missing` columns
         computed only from each gate line on, until the rule is quiet again (the lines between
         cannot move a quiet rule, as a batch without a gate line cannot): (line, transition)
-        with rows of `frame`. None where the gate opens on too many lines to gain by this."""
+        with rows of `frame`. None where the gate lines lie in too many places to gain by this
+        (one more than one in `_GATED_ROWS` rows from the last). Gate lines close together (a
+        NaN episode: every step line) are read in pieces that grow 4 times each; past
+        `_GATED_PIECES` pieces, the rest of the batch is one piece."""
         spec, needs = self.rules[order], self._needs[order]
         if hits is None:  # the rows of its gate's lines
             hits = frame.select(cast(pl.Expr, needs.rows).fill_null(False)).to_series().arg_true()
         if hits.len() * _GATED_ROWS > frame.height:
-            return None
+            apart = hits.diff().drop_nulls() > _GATED_ROWS
+            if (1 + apart.sum()) * _GATED_ROWS > frame.height:
+                return None
         found: list[tuple[int, Transition]] = []
-        end = 0
+        end = pieces = 0
         for hit in hits.to_list():
             if hit < end:
                 continue  # evaluated with the rows before it
             start, size = hit, _GATED_ROWS
             while True:
+                pieces += 1
+                if pieces > _GATED_PIECES:
+                    size = frame.height - start
                 piece = complete(frame.slice(start, size), missing)
                 if "step" in missing:
                     piece = _filled_step(piece, _step_before(frame, start, prior))
