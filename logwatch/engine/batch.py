@@ -134,6 +134,7 @@ class Prepared:
     ahead: pl.DataFrame | None = None  # the rules' `Needs.ahead` columns, one row per line
     # when stepped and the frame holds run starts: each run's first row -> its last step
     run_steps: Mapping[int, int | None] | None = None
+    shapes: pl.Series | None = None  # each line's shape, where its parse found them
 
     def sliced(self, frame: pl.DataFrame, begin: int) -> Prepared:
         """What `prepare` would give for `frame`, the rows `begin` on of this one's frame (a run
@@ -143,6 +144,7 @@ class Prepared:
         end = begin + frame.height
         hits = {gate: _rows_within(rows, begin, end) for gate, rows in self.hits.items()}
         ahead = None if self.ahead is None else self.ahead.slice(begin, frame.height)
+        shapes = None if self.shapes is None else self.shapes.slice(begin, frame.height)
         stepped = self.stepped and self.run_steps is not None and begin in self.run_steps
         gpu_rows = self.gpu_rows
         if gpu_rows is not None and not gpu_rows.dropped:
@@ -157,7 +159,12 @@ class Prepared:
             stepped=stepped,
             last_step=self.run_steps.get(begin) if stepped and self.run_steps else None,
             ahead=ahead,
+            shapes=shapes,
         )
+
+    def shapes_of(self, start: int, size: int) -> pl.Series | None:
+        """The shapes of the frame's rows [start, start + size) (None: not known)."""
+        return None if self.shapes is None else self.shapes.slice(start, size)
 
 
 def _rows_within(rows: pl.Series, begin: int, end: int) -> pl.Series:

@@ -97,6 +97,7 @@ class _Evaluator(_Planned):
             last_step=last_step,
             ahead=ahead,
             run_steps=run_steps,
+            shapes=shapes,
         )
         if not self._log_gpu or _LazyGpuFrame(frame).empty():
             return ready(None, None)
@@ -224,12 +225,13 @@ class _Evaluator(_Planned):
             missing = needs.columns - done
             if missing and order in quiet and self._gpu[order] is None:
                 lines = hits.get(cast(str, needs.gate))
-                gated = self._gated(order, source, state, frame, missing, prior, lines)
+                gated = self._gated(order, source, state, frame, missing, prior, lines, prepared)
                 if gated is not None:
                     found.extend((line, order, spec, t) for line, t in gated)
                     continue
             if missing:
-                frame = complete(frame, missing)
+                known = prepared.shapes_of(0, frame.height) if prepared is not None else None
+                frame = complete(frame, missing, shapes=known)
                 if "step" in missing:
                     frame = _filled_step(frame, prior)
                 done |= missing
@@ -319,6 +321,7 @@ class _Evaluator(_Planned):
         missing: frozenset[str],
         prior: int | None,
         hits: pl.Series | None = None,
+        prepared: Prepared | None = None,
     ) -> list[tuple[int, Transition]] | None:
         """A quiet gated rule's step over a batch its gate opens, with its `missing` columns
         computed only from each gate line on, until the rule is quiet again (the lines between
@@ -344,7 +347,8 @@ class _Evaluator(_Planned):
                 pieces += 1
                 if pieces > _GATED_PIECES:
                     size = frame.height - start
-                piece = complete(frame.slice(start, size), missing)
+                known = prepared.shapes_of(start, size) if prepared is not None else None
+                piece = complete(frame.slice(start, size), missing, shapes=known)
                 if "step" in missing:
                     piece = _filled_step(piece, _step_before(frame, start, prior))
                 step = partial(spec.rule.evaluate, piece)

@@ -109,16 +109,24 @@ FEW_ROWS = 256
 pattern on every line; on more lines, `shape_of` first picks each shape's candidates)."""
 
 
-def complete(frame: pl.DataFrame, columns: Iterable[str]) -> pl.DataFrame:
+def complete(
+    frame: pl.DataFrame, columns: Iterable[str], *, shapes: pl.Series | None = None
+) -> pl.DataFrame:
     """A parsed frame (`SCHEMA`) with `columns` computed too, for a frame parsed without them
     (`parse_lines(columns=...)`): the engine asks for what a rule needs only when it needs it.
-    The caller says which are missing: a computed column may be all null."""
+    The caller says which are missing: a computed column may be all null. `shapes`: each
+    line's shape where its parse found them (`ParsedBlock.shapes`, cut to the frame's rows),
+    not found again."""
     missing = frozenset(columns) - ALWAYS - {"metrics"}
     if not missing or frame.is_empty():
         return frame
     wanted = _with_bases(missing)
     said = None
-    if frame.height <= FEW_ROWS and wanted & _CUT_COLUMNS:
+    if shapes is not None:
+        if shapes.len() != frame.height:
+            raise ValueError(f"shapes has {shapes.len()} rows for a frame of {frame.height}")
+        texts, said = frame.select("text"), shapes
+    elif frame.height <= FEW_ROWS and wanted & _CUT_COLUMNS:
         # each line's shape in the query that picks the text (`shape_of` runs a few per shape)
         texts = frame.select("text", line_shape())
         said = texts.drop_in_place("_shape")
