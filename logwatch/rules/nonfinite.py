@@ -4,34 +4,18 @@ gate that lets a batch without one pass it by."""
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
+from logwatch.parse.dialects.generic import NONFINITE_VALUE
 from logwatch.rules.base import Needs, Override, Transition
 
-# Every way a value parses as non-finite (parse.NUMBER and the NaN-in-words patterns): a NaN or
-# Inf in some casing, or a number too large for a float, which needs an exponent of 3 digits or,
-# with a smaller one, over 200 digits before the point (1.8e308 is the largest float). A value
-# ends where the parser's patterns end one (`_END` and `ANY_LOSS`, after `.0` padding), so the
-# `INF` of every `INFO` level does not open the gate; and no value follows Megatron's `number
-# of ` (its `number of nan iterations:` count, on every iteration line), so neither does that.
-_SPELLED_NONFINITE = r"(?i:nan|inf)(?i:inity)?(?:\.0*)?(?:[\s,|\]})';\"*/]|$)"
-
-
-def _not_after(words: str) -> str:
-    """A regex matching where the text before does not end with `words` (a look-behind the
-    regex engine lacks: the line's start, or one of the `words`' endings broken)."""
-    ends = ["^", f"[^{re.escape(words[-1])}]"]
-    for size in range(1, len(words)):
-        ends.append(f"(?:^|[^{re.escape(words[-size - 1])}]){re.escape(words[-size:])}")
-    return "(?:" + "|".join(ends) + ")"
-
-
-NONFINITE_GATE = _not_after("number of ") + _SPELLED_NONFINITE + r"|[eE]\+?\d{3}|\d{200}"
+# The lines that can hold a non-finite value (`parse.dialects.generic.NONFINITE_VALUE`): the
+# gate outside of which a nonfinite rule cannot move.
+NONFINITE_GATE = NONFINITE_VALUE
 
 
 def _nonfinite_rows() -> pl.Expr:

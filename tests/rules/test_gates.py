@@ -286,3 +286,23 @@ def test_no_value_follows_number_of_so_the_gate_passes_it_by(value: str) -> None
         MEGATRON.format(loss="2.1", grad="inf", nan=0),
     ]
     assert pl.DataFrame({"text": bad}).select(NONFINITE_ROWS.all()).item()
+
+
+def test_healthy_megatron_lines_are_not_searched_for_a_non_finite_sub_loss(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The search for a non-finite value of another loss key on the line (`image_loss 5.0 /
+    model_loss inf`) runs only on lines that spell one: Megatron's iteration lines all say
+    `nan` (in `number of nan iterations:`), and none of them is searched; a NaN one is."""
+    import logwatch.parse.general as general
+
+    def fails_where_run() -> pl.Expr:
+        return pl.col("text").cast(pl.Int64, strict=True)  # raises on any line it reads
+
+    monkeypatch.setattr(general, "_nonfinite_loss_value", fails_where_run)
+    healthy = [MEGATRON.format(loss=f"2.{i}E+00", grad="1.3", nan=0) for i in range(40)]
+    frame = parse_lines(pl.Series(healthy), source="t", first_line=1, default_year=2026)
+    assert frame.get_column("loss").is_finite().all()
+    with pytest.raises(pl.exceptions.InvalidOperationError):
+        sick = [*healthy, MEGATRON.format(loss="2.0 | mtp loss: nan", grad="1.3", nan=0)]
+        parse_lines(pl.Series(sick), source="t", first_line=1, default_year=2026)
