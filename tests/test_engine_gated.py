@@ -181,3 +181,41 @@ def test_a_nan_episode_is_read_from_its_gate_lines_on(
     assert taken and all(taken)
     assert "firing" in [json.loads(e)["status"] for e in events]
     assert events == _events(lines, cuts, full=True)
+
+
+def test_rules_whose_gates_open_on_the_same_lines_read_the_same_pieces() -> None:
+    """In a divergence both the loss and the grad norm are NaN: nan-loss and nan-grad read the
+    same pieces of the batch from the first NaN line on, computed once for both."""
+    import logwatch.engine.batch as batch_module
+
+    lines = _lines(3, 4000, 0)
+    for row in range(1200, 1900):
+        lines[row] = (
+            lines[row]
+            .replace("| loss ", "| loss nan | was ")
+            .replace("grad_norm ", "grad_norm inf | was ")
+        )
+    both = [spec for spec in RULES if spec.id in ("nan-loss", "nan-grad")]
+    counts = []
+    for rules in (both, both[:1]):
+        engine = Engine(rules, stats=False)
+        frame = parse_lines(
+            pl.Series(lines), source="t", first_line=1, default_year=2026, columns=engine.columns
+        )
+        calls: list[int] = []
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(batch_module, "complete", _counting(batch_module.complete, calls))
+            events = engine.process(frame, engine.columns)
+        assert {event.rule for event in events} == {spec.id for spec in rules}
+        counts.append(len(calls))
+    assert counts[0] == counts[1] > 0
+
+
+def _counting(real: Any, calls: list[int]) -> Any:
+    """`real`, counting its calls into `calls`."""
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    return counted

@@ -50,6 +50,28 @@ _GATED_PIECES = 24
 fixed cost per query); the rest of the batch is then one piece."""
 
 
+class _Pieces:
+    """Pieces of a batch (rows [start, start + size)) with `columns` computed: those that the
+    quiet gated rules reading it lack, each piece computed once for all of them (rules whose
+    gates open on the same lines, as nan-loss and nan-grad do in a divergence, read the same
+    pieces). `prepared`: where the block's line shapes come from."""
+
+    def __init__(
+        self, frame: pl.DataFrame, columns: frozenset[str], prepared: Prepared | None
+    ) -> None:
+        self._frame, self.columns, self._prepared = frame, columns, prepared
+        self._done: dict[tuple[int, int], pl.DataFrame] = {}
+
+    def get(self, start: int, size: int) -> pl.DataFrame:
+        """The piece at `start` of `size` rows (fewer at the batch's end), completed."""
+        found = self._done.get((start, size))
+        if found is None:
+            shapes = None if self._prepared is None else self._prepared.shapes_of(start, size)
+            piece = self._frame.slice(start, size)
+            found = self._done[start, size] = complete(piece, self.columns, shapes=shapes)
+        return found
+
+
 def _step_before(frame: pl.DataFrame, row: int, prior: int | None) -> int | None:
     """The step in force at the line before `row`: the last one the batch's lines before it
     say, else `prior` (the source's step before the batch)."""

@@ -22,6 +22,7 @@ from logwatch.engine.batch import (
     _LiveChecks,
     _opened,
     _overridden,
+    _Pieces,
     _run_bounds,
     _split_runs,
     _step_before,
@@ -214,6 +215,7 @@ class _Evaluator(_Planned):
             opened |= {gate: not lines.is_empty() for gate, lines in scanned.items()}
         warn = partial(self._warn_dropped, source, frame)
         gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics, live.gpu_empty, warn)
+        pieces: _Pieces | None = None  # of `frame` as it is, for the quiet gated rules
         for order, spec in enumerate(self.rules):
             needs = self._needs[order]
             if order in quiet and not opened[cast(str, needs.gate)]:
@@ -225,13 +227,17 @@ class _Evaluator(_Planned):
             missing = needs.columns - done
             if missing and order in quiet and self._gpu[order] is None:
                 lines = hits.get(cast(str, needs.gate))
-                gated = self._gated(order, source, state, frame, missing, prior, lines, prepared)
+                if pieces is None:
+                    lacking = self._gated_columns(quiet, opened) - done
+                    pieces = _Pieces(frame, lacking, prepared)
+                gated = self._gated(order, source, state, frame, missing, prior, lines, pieces)
                 if gated is not None:
                     found.extend((line, order, spec, t) for line, t in gated)
                     continue
             if missing:
                 known = prepared.shapes_of(0, frame.height) if prepared is not None else None
                 frame = complete(frame, missing, shapes=known)
+                pieces = None  # of the frame before
                 if "step" in missing:
                     frame = _filled_step(frame, prior)
                 done |= missing
@@ -321,7 +327,7 @@ class _Evaluator(_Planned):
         missing: frozenset[str],
         prior: int | None,
         hits: pl.Series | None = None,
-        prepared: Prepared | None = None,
+        pieces: _Pieces | None = None,
     ) -> list[tuple[int, Transition]] | None:
         """A quiet gated rule's step over a batch its gate opens, with its `missing` columns
         computed only from each gate line on, until the rule is quiet again (the lines between
@@ -338,17 +344,19 @@ class _Evaluator(_Planned):
             if (1 + apart.sum()) * _GATED_ROWS > frame.height:
                 return None
         found: list[tuple[int, Transition]] = []
-        end = pieces = 0
+        end = read = 0
         for hit in hits.to_list():
             if hit < end:
                 continue  # evaluated with the rows before it
             start, size = hit, _GATED_ROWS
             while True:
-                pieces += 1
-                if pieces > _GATED_PIECES:
+                read += 1
+                if read > _GATED_PIECES:
                     size = frame.height - start
-                known = prepared.shapes_of(start, size) if prepared is not None else None
-                piece = complete(frame.slice(start, size), missing, shapes=known)
+                if pieces is None:
+                    piece = complete(frame.slice(start, size), missing)
+                else:
+                    piece = pieces.get(start, size)
                 if "step" in missing:
                     piece = _filled_step(piece, _step_before(frame, start, prior))
                 step = partial(spec.rule.evaluate, piece)
@@ -365,6 +373,16 @@ class _Evaluator(_Planned):
             if end >= frame.height:
                 break
         return found
+
+    def _gated_columns(self, quiet: set[int], opened: dict[str, bool]) -> frozenset[str]:
+        """The columns the quiet log rules whose gates open read (what `_gated` computes)."""
+        return frozenset().union(
+            *(
+                self._needs[order].columns
+                for order in quiet
+                if opened.get(cast(str, self._needs[order].gate)) and self._gpu[order] is None
+            )
+        )
 
     def _event(
         self,
