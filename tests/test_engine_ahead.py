@@ -196,3 +196,52 @@ def _no_gpu_rows_read() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(gpu_rows, "log_gpu_rows", read)
         yield
+
+
+def test_a_block_moved_to_the_carried_year_keeps_what_was_prepared() -> None:
+    """replay moves a block's yearless head to the year carried from the block before, which
+    makes a new frame: what `prepare` found that reads no timestamp (gate lines, the last
+    step) is kept for it (`Prepared.moved`), with the engine's own events and no step search
+    on the main thread."""
+    import logwatch.engine.evaluate as evaluate_module
+
+    lines = _restarted(5, 300)
+    rules = [spec for spec in RULES if spec.id in ("nan-loss", "nan-grad")]
+    engine, itself = Engine(rules, stats=False), Engine(rules, stats=False)
+    columns = engine.columns
+    frame = parse_lines(pl.Series(lines), source="s", first_line=1, columns=columns)
+    prepared = engine.prepare(frame, columns)
+    assert prepared is not None and prepared.stepped
+    moved = frame.with_columns(pl.col("ts").dt.offset_by("-1y"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(evaluate_module, "last_step_of", _not_called)
+        got = engine.process(moved, columns, prepared.moved(moved))
+    want = itself.process(moved, columns)
+    assert [e.to_jsonl() for e in got] == [e.to_jsonl() for e in want]
+    assert got
+    with pytest.raises(ValueError, match="a frame of 1 rows"):
+        prepared.moved(moved.head(1))
+
+
+def test_the_last_step_search_reads_each_line_once() -> None:
+    """Where no line says a step (a Hugging Face Trainer's log), the search for the last step
+    parses every line once, not the growing tails over again."""
+    import logwatch.engine.batch as batch_module
+
+    lines = [f"{{'loss': 1.{i}, 'grad_norm': 0.5, 'learning_rate': 2e-05}}" for i in range(5000)]
+    frame = parse_lines(pl.Series(lines), source="s", first_line=1, columns={"loss"})
+    read: list[int] = []
+    real = batch_module.complete
+
+    def counted(piece: pl.DataFrame, *args: object, **kwargs: object) -> pl.DataFrame:
+        read.append(piece.height)
+        return real(piece, *args, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(batch_module, "complete", counted)
+        assert batch_module.last_step_of(frame) is None
+    assert sum(read) == frame.height
+
+
+def _not_called(*args: object) -> None:
+    raise AssertionError("called")

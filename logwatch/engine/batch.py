@@ -62,6 +62,14 @@ class _Pieces:
         self._frame, self.columns, self._prepared = frame, columns, prepared
         self._done: dict[tuple[int, int], pl.DataFrame] = {}
 
+    def step_before(self, row: int, prior: int | None) -> int | None:
+        """`_step_before` of the batch's row `row`: `prior` at once where `prepare` found that
+        no line of the batch says a step (a Hugging Face Trainer's log)."""
+        ready = self._prepared
+        if ready is not None and ready.stepped and ready.last_step is None:
+            return prior
+        return _step_before(self._frame, row, prior)
+
     def get(self, start: int, size: int) -> pl.DataFrame:
         """The piece at `start` of `size` rows (fewer at the batch's end), completed."""
         found = self._done.get((start, size))
@@ -117,14 +125,18 @@ _TAIL_ROWS = 64
 
 def last_step_of(frame: pl.DataFrame) -> int | None:
     """The last step a batch's lines say, parsing the step only of its last lines (64, then
-    twice as many, ... until one says a step): exact, as a line's step is its own."""
-    rows = _TAIL_ROWS
-    while True:
-        tail = frame.tail(rows)
-        steps = complete(tail, {"step"}).get_column("step").drop_nulls()
-        if steps.len() or rows >= frame.height:
-            return int(steps[-1]) if steps.len() else None
-        rows *= 4
+    the 1024 before them, then 16 times as many, ... until one says a step; each line once):
+    exact, as a line's step is its own. A log whose lines say no step (a Hugging Face
+    Trainer's) is parsed once, not about one and a half times over."""
+    end, size = frame.height, _TAIL_ROWS
+    while end > 0:
+        start = max(0, end - size)
+        steps = complete(frame.slice(start, end - start), {"step"}).get_column("step")
+        steps = steps.drop_nulls()
+        if steps.len():
+            return int(steps[-1])
+        end, size = start, size * 16
+    return None
 
 
 def _with(frame: pl.DataFrame, columns: frozenset[str], done: frozenset[str]) -> pl.DataFrame:
@@ -183,6 +195,15 @@ class Prepared:
             ahead=ahead,
             shapes=shapes,
         )
+
+    def moved(self, frame: pl.DataFrame) -> Prepared:
+        """This, for `frame`: this one's frame with other timestamps (a block whose yearless
+        head took the year carried from the block before, `YearCarry`). What reads no
+        timestamp stays (gate hits, steps, shapes); the `ahead` columns and GPU rows are left
+        to the engine to compute on `frame`."""
+        if frame.height != self.frame.height:
+            raise ValueError(f"a frame of {frame.height} rows for one of {self.frame.height}")
+        return replace(self, frame=frame, gpu_rows=None, error=None, ahead=None)
 
     def shapes_of(self, start: int, size: int) -> pl.Series | None:
         """The shapes of the frame's rows [start, start + size) (None: not known)."""

@@ -358,7 +358,12 @@ class _Evaluator(_Planned):
                 else:
                     piece = pieces.get(start, size)
                 if "step" in missing:
-                    piece = _filled_step(piece, _step_before(frame, start, prior))
+                    before = (
+                        _step_before(frame, start, prior)
+                        if pieces is None
+                        else pieces.step_before(start, prior)
+                    )
+                    piece = _filled_step(piece, before)
                 step = partial(spec.rule.evaluate, piece)
                 for transition in self._guarded(spec, source, state, step):
                     moved = replace(transition, row=transition.row + start)
