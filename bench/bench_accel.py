@@ -2,6 +2,9 @@
 
 Usage: python bench/bench_accel.py LOG [--block-mb 12] [--runs 3] [--only NAME,...]
 
+Needs what logwatch does not depend on (each a prebuilt wheel on PyPI):
+    pip install numpy hyperscan google-re2 pyahocorasick numba
+
 The work: which lines of a block each built-in rule gate selects (`GateScan.hits`: the rows of
 the lines matching each gate's regex), over every block of LOG (cut at line ends, as replay
 cuts them), on one thread. Each candidate finds candidate lines its own way, then every gate's
