@@ -4,5 +4,5 @@
 what ran (at most once per alert, across restarts and kill -9), `process` runs one command
 (no shell, a timeout, SIGTERM then SIGKILL), `sink` is the consumer of the lifecycle's events
 that ties them together, `pids` follows each log's `run start:` pid, `plan` says what replay
-would have run.
+(and the report) would have run, `checks` is what `logwatch doctor` checks of them.
 """

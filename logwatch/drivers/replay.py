@@ -126,7 +126,9 @@ def _scan(
             return parsed, block.end_offset, ready
 
         for parsed, end, ready in _ordered_map(parse, _prefetch(blocks), workers=options.workers):
-            frame = carry.frame(parsed)  # a moved year makes `ready` stale: process drops it
+            frame = carry.frame(parsed)  # a moved year: `ready` for the moved frame
+            if ready is not None and frame is not parsed.frame:
+                ready = ready.moved(frame)
             yield frame, end, total, ready
     except EOFError as exc:
         raise InputError(
