@@ -256,3 +256,23 @@ def test_stop_run_only_where_a_button_action_matches() -> None:
     button = stop["elements"][-1]
     assert button["action_id"] == "logwatch.stop:stop" and button["style"] == "danger"
     assert button["confirm"]["confirm"]["text"] == "Stop run"
+
+
+def test_doctor_checks_the_app_token_and_the_groups_scope() -> None:
+    """doctor with buttons: the app token opens a Socket Mode URL (ok), a wrong one fails with
+    the fix; allowed_groups without usergroups:read is a warning (not a failure)."""
+    from logwatch.sinks.slack.checks import slack_checks
+
+    with FakeSlack() as fake:
+        slack = slack_config(fake).slack
+        good = ButtonsConfig(fake.app_token, (ALLOWED,), ("S0ONCALL1",))
+        checks = {c.name: c for c in slack_checks(dataclasses.replace(slack, buttons=good))}
+        bad = dataclasses.replace(slack, buttons=ButtonsConfig("xapp-wrong", (ALLOWED,)))
+        wrong = {c.name: c for c in slack_checks(bad)}
+    assert checks["slack buttons"].ok
+    assert not checks["slack groups"].ok and not checks["slack groups"].required
+    assert (wrong["slack buttons"].ok, wrong["slack buttons"].detail) == (
+        False,
+        "apps.connections.open: invalid_auth",
+    )
+    assert "connections:write" in wrong["slack buttons"].fix

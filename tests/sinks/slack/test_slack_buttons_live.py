@@ -109,6 +109,10 @@ def test_tail_acts_on_button_presses_and_refuses_strangers(tmp_path: Path) -> No
             press(stop, ALLOWED)  # at most once: the second press is answered, nothing runs
             wait_until(lambda: any("already ran" in e["text"] for e in fake.ephemerals))
             assert proc.stop() == 0
+            assert proc.said("(bot, buttons)")  # the startup block says buttons are on
+            kept = [p.read_bytes() for p in (tmp_path / "state").rglob("*") if p.is_file()]
+            for text in [*(line.encode() for line in proc.err), *kept]:
+                assert fake.app_token.encode() not in text
         finally:
             child.kill()
             child.wait()
