@@ -276,3 +276,17 @@ def test_doctor_checks_the_app_token_and_the_groups_scope() -> None:
         "apps.connections.open: invalid_auth",
     )
     assert "connections:write" in wrong["slack buttons"].fix
+
+
+def test_without_an_app_token_messages_have_no_buttons(tmp_path: Path) -> None:
+    """No app_token_file: the same message as before buttons existed (no actions block) and no
+    Socket Mode connection is ever opened."""
+    with FakeSlack(rate_per_s=None) as fake:
+        config = slack_config(fake, group_wait_s=0.0)
+        sink = open_slack_sink(config, tmp_path / "state", tick_s=0.0)
+        try:
+            message = _fire(sink, fake, "nan-loss")
+        finally:
+            sink.close()
+        assert sink.link is None and fake.seen("apps.connections.open") == []
+    assert [b["type"] for b in message["blocks"]].count("actions") == 0
