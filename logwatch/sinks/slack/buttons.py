@@ -165,7 +165,9 @@ class ButtonDesk:
         if notice is None:
             self._ephemeral(
                 press,
-                "This alert is no longer firing (or logwatch restarted without it): nothing to do.",
+                "This alert is no longer firing, so there is nothing to do (or another logwatch "
+                "process posted it: Slack hands each press to one connection of the app, so give "
+                "each logwatch process its own Slack app).",
             )
             return
         if press.action_id in (SILENCE_1H, SILENCE_RESOLVED):
