@@ -22,7 +22,8 @@ from logwatch.buttons_config import ButtonsConfig
 from logwatch.errors import SilenceError
 from logwatch.redact import redact, stderr_line
 from logwatch.sinks.slack.messages import Block, escape
-from logwatch.sinks.slack.notifier import Notice, Notifier
+from logwatch.sinks.slack.notices import Notice
+from logwatch.sinks.slack.notifier import Notifier
 
 if TYPE_CHECKING:
     from logwatch.actions.spec import ActionSpec

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import secrets
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from logwatch.alerts import FIRING, AlertEvent, Severity, event_from_json
+from logwatch.alerts import FIRING, AlertEvent, event_from_json
 from logwatch.atomic import write_atomic
 from logwatch.clock import Clock
 from logwatch.config import AlertsConfig
@@ -30,9 +28,11 @@ from logwatch.engine.lifecycle import moved_source
 from logwatch.errors import SilencesUnreadable
 from logwatch.redact import stderr_line
 from logwatch.sinks.slack import messages
+from logwatch.sinks.slack.notices import Notice as Notice  # its old home
+from logwatch.sinks.slack.notices import event_json, notice_from_json, notice_json
 from logwatch.sinks.slack.silences import SilenceStore
 from logwatch.sinks.slack.spool import POST, REPLY, UPDATE, Job
-from logwatch.statecheck import LIST, NUMBER, OBJECT, STR, fields
+from logwatch.statecheck import LIST, fields
 from logwatch.words import counted
 
 STATE_FILE = "notify-state.json"
@@ -49,25 +49,6 @@ class Outbox(Protocol):
     def enqueue(self, job: Job) -> None:
         """Take one job; it must be durable when this returns."""
         ...
-
-
-@dataclass(slots=True)
-class Notice:
-    """One Slack message and the alerts it speaks for."""
-
-    id: str
-    rule: str
-    severity: Severity
-    opened_s: float
-    members: dict[str, AlertEvent] = field(default_factory=dict)
-    resolved: dict[str, AlertEvent] = field(default_factory=dict)
-    last_notified_s: float = 0.0
-    moved: dict[str, str] = field(default_factory=dict)
-    """Sources renamed since the message was posted (a rotated file): new name -> posted name."""
-    marks: list[str] = field(default_factory=list)
-    """What people did with the buttons (silenced, acknowledged, stopped), shown on the message."""
-    acked_by: str = ""
-    """The Slack user who acknowledged it: no more "still firing" reminders."""
 
 
 class Notifier:
@@ -123,7 +104,7 @@ class Notifier:
         # group for good. One fsync'd append per event (the full state is rewritten at ticks
         # only: rewriting it per event is quadratic in a burst), replayed by `_load`; chosen
         # over a flush step in every sink and driver, it keeps the contract in the sink.
-        self._journal(_event_json(event))
+        self._journal(event_json(event))
 
     def rename_source(self, old: str, new: str) -> None:
         """`old`'s alerts go on under `new` (a rotated file): every group keeps its message, so
@@ -373,10 +354,10 @@ class Notifier:
             self._dirty = False
             return
         data = {
-            "firing": [_event_json(e) for e in self.firing.values()],
+            "firing": [event_json(e) for e in self.firing.values()],
             "held": sorted(self.held),
-            "pending": [_notice_json(n) for n in self.pending.values()],
-            "posted": [_notice_json(n) for n in self.posted.values()],
+            "pending": [notice_json(n) for n in self.pending.values()],
+            "posted": [notice_json(n) for n in self.posted.values()],
         }
         try:
             self.state_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -409,8 +390,8 @@ class Notifier:
             )
             firing = {e.fingerprint: e for e in map(event_from_json, data["firing"])}
             held = {fp: firing[fp] for fp in data["held"] if fp in firing}
-            pending = {n.id: n for n in map(_notice_from_json, data["pending"])}
-            posted = {n.id: n for n in map(_notice_from_json, data["posted"])}
+            pending = {n.id: n for n in map(notice_from_json, data["pending"])}
+            posted = {n.id: n for n in map(notice_from_json, data["posted"])}
         except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError) as exc:
             self._set_aside(f"{type(exc).__name__}: {exc}")
             return
@@ -474,58 +455,3 @@ def _firing_seconds(notice: Notice, now: float) -> float:
     if starts and ends and len(ends) == len(notice.members):
         return max((max(ends) - min(starts)).total_seconds(), 0.0)
     return max(now - notice.opened_s, 0.0)
-
-
-def _event_json(event: AlertEvent) -> dict[str, Any]:
-    """An event as the state file keeps it (the log line cut: messages show at most 3000 chars)."""
-    data = event.to_json()
-    data["text"] = messages.cut(data["text"], messages.SECTION_MAX)
-    return data
-
-
-def _notice_json(notice: Notice) -> dict[str, Any]:
-    return {
-        "id": notice.id,
-        "rule": notice.rule,
-        "severity": notice.severity.label,
-        "opened_s": notice.opened_s,
-        "last_notified_s": notice.last_notified_s,
-        "members": [_event_json(e) for e in notice.members.values()],
-        "resolved": [_event_json(e) for e in notice.resolved.values()],
-        "moved": notice.moved,
-        "marks": notice.marks,
-        "acked_by": notice.acked_by,
-    }
-
-
-_NOTICE_FIELDS = {
-    "id": STR,
-    "rule": STR,
-    "severity": STR,
-    "opened_s": NUMBER,
-    "last_notified_s": NUMBER,
-    "members": LIST,
-    "resolved": LIST,
-}
-
-
-def _notice_from_json(data: dict[str, Any]) -> Notice:
-    optional = {"moved": OBJECT, "marks": LIST, "acked_by": STR}
-    fields(data, _NOTICE_FIELDS, "Slack notice", optional_fields=optional)
-    members: Sequence[AlertEvent] = [event_from_json(e) for e in data["members"]]
-    resolved: Sequence[AlertEvent] = [event_from_json(e) for e in data["resolved"]]
-    moved = data.get("moved", {})  # absent in states saved before renames were kept
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in dict(moved).items()):
-        raise ValueError(f"'moved' must map source names to source names, got {moved!r}")
-    return Notice(
-        id=data["id"],
-        rule=data["rule"],
-        severity=Severity.parse(data["severity"]),
-        opened_s=data["opened_s"],
-        members={e.fingerprint: e for e in members},
-        resolved={e.fingerprint: e for e in resolved},
-        last_notified_s=data["last_notified_s"] if not math.isnan(data["last_notified_s"]) else 0.0,
-        moved=dict(moved),
-        marks=[str(mark) for mark in data.get("marks", [])],
-        acked_by=data.get("acked_by", ""),
-    )

@@ -243,7 +243,7 @@ def test_stop_run_only_where_a_button_action_matches() -> None:
     dialog) is on a nan-loss message, not on a loss-spike one, whose message keeps the other
     three."""
     from logwatch.actions.spec import ActionSpec
-    from logwatch.sinks.slack.notifier import Notice
+    from logwatch.sinks.slack.notices import Notice
 
     spec = ActionSpec("stop", ("nan-loss",), ("kill", "{pid}"), button=True)
     build = controls([spec])
