@@ -14,6 +14,7 @@ import logwatch
 from logwatch.engine import Engine
 from logwatch.parse import parse_lines
 from logwatch.rules.drop import PAUSES
+from tests.support.properties import examples
 
 OOM = [
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total",
@@ -50,7 +51,7 @@ def _lines(seed: int, count: int) -> list[str]:
 RULES = logwatch.load_rules()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(0, 10**6), st.integers(20, 300), st.integers(1, 4))
 def test_prepared_batches_give_the_events_of_the_engine_itself(
     seed: int, count: int, pieces: int
