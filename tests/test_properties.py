@@ -28,9 +28,18 @@ def test_the_run_loads_the_profile_the_environment_names(pytestconfig: pytest.Co
 
 @pytest.mark.usefixtures("restore_profile")
 def test_dev_runs_a_quarter_of_each_count_and_deep_all_of_it() -> None:
-    """dev: 300 -> 75, 150 -> 38, never under 10 (6 stays 6); deep: the counts as written."""
+    """dev: a quarter, rounded (300 -> 75, 150 -> 38, 6 -> 2), at least one; deep: the counts
+    as written."""
     settings.load_profile("dev")
-    assert [properties.examples(n) for n in (500, 300, 150, 60, 40, 6)] == [125, 75, 38, 15, 10, 6]
+    assert [properties.examples(n) for n in (500, 300, 150, 60, 40, 6, 1)] == [
+        125,
+        75,
+        38,
+        15,
+        10,
+        2,
+        1,
+    ]
     settings.load_profile("deep")
     assert [properties.examples(n) for n in (500, 300, 150, 60, 40, 6)] == [
         500,
