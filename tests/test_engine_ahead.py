@@ -159,7 +159,7 @@ def _restarted(seed: int, count: int) -> list[str]:
     return lines
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(0, 10**6), st.integers(20, 400), st.integers(1, 3))
 def test_a_batch_cut_at_run_starts_uses_what_was_prepared_for_it_whole(
     seed: int, count: int, pieces: int

@@ -156,7 +156,7 @@ def test_the_lines_prepare_finds_are_each_gates_own(seed: int, count: int) -> No
         assert prepared.hits[gate].to_list() == want, gate
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(st.integers(0, 10**6), st.integers(100, 1500), st.lists(st.integers(1, 4000), max_size=2))
 def test_a_nan_episode_is_read_from_its_gate_lines_on(
     seed: int, length: int, cuts: list[int]

@@ -3,7 +3,9 @@ them with `HYPOTHESIS_PROFILE=deep`, and a misspelt profile stops the run with a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -64,4 +66,20 @@ def test_the_environment_chooses_the_profile(monkeypatch: pytest.MonkeyPatch) ->
     assert str(raised.value) == (
         "HYPOTHESIS_PROFILE='Deep' is not a Hypothesis profile of this suite; "
         "fix: set it to one of dev, deep (or unset it for dev)"
+    )
+
+
+def test_every_property_count_scales_with_the_profile() -> None:
+    """No test writes a bare `max_examples=N` (it would override the profile and run N examples
+    at every change): each count goes through `examples(N)`."""
+    tests = Path(__file__).resolve().parent
+    bare = [
+        f"{path.relative_to(tests)}:{number}: {line.strip()}"
+        for path in sorted(tests.rglob("*.py"))
+        if path.name != "properties.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"max_examples\s*=\s*\d", line)
+    ]
+    assert bare == [], (
+        "write max_examples=examples(N) (tests/support/properties.py):\n" + "\n".join(bare)
     )
