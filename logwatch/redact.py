@@ -133,9 +133,28 @@ def stderr_line(message: str) -> None:
     print(visible(redact(message)), file=sys.stderr, flush=True)
 
 
+class LibraryDebugFilter(logging.Filter):
+    """Other libraries' records (slack_sdk's `ERROR ... <html>...` at every failed request) as
+    DEBUG: shown with --verbose only. logwatch says what failed in its own words, once."""
+
+    LIBRARIES = ("slack_sdk",)
+
+    def __init__(self, *, verbose: bool) -> None:
+        super().__init__()
+        self.verbose = verbose
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(self.LIBRARIES):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return self.verbose
+
+
 def install_log_handler(stream: TextIO, *, verbose: bool) -> logging.Handler:
-    """Send logging (incl. slack_sdk's) to a stream through the redacting filter."""
+    """Send logging to a stream through the redacting filter; slack_sdk's records go there as
+    DEBUG (with `verbose` only)."""
     handler: logging.Handler = logging.StreamHandler(stream)
+    handler.addFilter(LibraryDebugFilter(verbose=verbose))
     handler.addFilter(RedactingFilter())
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
