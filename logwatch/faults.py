@@ -91,3 +91,8 @@ class RepeatedFaults:
         """The episode of `key` while it lasts, else None."""
         with self._lock:
             return self._episodes.get(key)
+
+    def forget(self, key: str) -> None:
+        """End the episode of `key` without a word (the caller says it its own way)."""
+        with self._lock:
+            self._episodes.pop(key, None)

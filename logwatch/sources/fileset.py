@@ -72,8 +72,13 @@ class FileSet:
         self._watcher_factory = watcher_factory
         self._last_rescan = float("-inf")
         self._said: set[tuple[str, object]] = set()  # one-time notes: (kind, path or key)
+        self._now = 0.0  # the driver's clock at the last rescan or open
         self.matcher = Matcher(
-            self.patterns, poll_interval_s=poll_interval_s, status=status, first=self._first
+            self.patterns,
+            poll_interval_s=poll_interval_s,
+            status=status,
+            first=self._first,
+            clock=lambda: self._now,
         )
         self._stdin = stdin
         self._pipe: PipeSource | None = None  # standard input, when "-" is a pattern
@@ -190,7 +195,7 @@ class FileSet:
     def rescan(self, now: float) -> list[str]:
         """Match the patterns again: known files get their current name back (a rename is said),
         a detached one that is there again is attached; the paths of files not followed yet."""
-        self.rescan_due, self._last_rescan = False, now
+        self.rescan_due, self._last_rescan, self._now = False, now, now
         held = self._adopt_held()
         new = self._missed_rotations(held)
         new += [path for path, _ in held.values()]
@@ -247,6 +252,7 @@ class FileSet:
 
     def open(self, path: str, now: float) -> Follower | None:
         """Start following `path` (from its first byte); None, said, when it cannot be opened."""
+        self._now = now
         try:
             follower = self._open_held(path, now)
             if follower is None:
