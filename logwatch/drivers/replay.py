@@ -16,6 +16,7 @@ import polars as pl
 from logwatch.alerts import AlertEvent, Severity, json_number, still_firing
 from logwatch.drivers.window import Window
 from logwatch.engine import (
+    DataWarning,
     Engine,
     ErrorHandler,
     Prepared,
@@ -33,7 +34,7 @@ from logwatch.sources.framing import (
     LineBlock,
     read_blocks,
 )
-from logwatch.sources.streams import check_readable, close_stream, open_log
+from logwatch.sources.streams import check_readable, close_stream, not_text, open_log
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -340,6 +341,10 @@ def replay(
     engine = Engine(rules, on_error=on_error, stats=options.stats, on_warning=on_warning)
     events: list[AlertEvent] = []
     for path in paths:
+        if on_warning is not None:
+            note = not_text(path)
+            if note is not None:
+                on_warning(DataWarning(path, 1, note))
         blocks = replay_file(
             path, engine, options=options, progress=progress, window=window, on_frame=on_frame
         )

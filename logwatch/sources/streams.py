@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from logwatch.errors import InputError
-from logwatch.sources.sniff import HEAD_BYTES, sniff
+from logwatch.sources.sniff import HEAD_BYTES, TEXT_SAMPLE_BYTES, not_text_note, sniff
 
 STDIN = "-"
 
@@ -58,6 +58,27 @@ def open_log(path: str) -> tuple[ByteStream, int, int]:
         raw.close()
         raise
     return stream, info.st_size if stream is raw else 0, year
+
+
+def not_text(path: str) -> str | None:
+    """What to say when the start of a log (decompressed) is mostly not text
+    (`sniff.not_text_note`); None for text, standard input (it cannot be read twice) and a
+    file that cannot be read (replay says why)."""
+    if path == STDIN:
+        return None
+    try:
+        stream, _, _ = open_log(path)
+    except (InputError, OSError):
+        return None
+    try:
+        head = b""
+        while len(head) < TEXT_SAMPLE_BYTES + 3 and (more := stream.read(TEXT_SAMPLE_BYTES)):
+            head += more
+    except (OSError, EOFError):
+        return None  # damaged: replay says so
+    finally:
+        close_stream(stream)
+    return not_text_note(head)
 
 
 def _decoded(path: str, raw: ByteStream, head: bytes) -> ByteStream:
