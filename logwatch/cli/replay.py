@@ -27,6 +27,7 @@ from logwatch.cli.options import (
     state_dir_path,
     window,
 )
+from logwatch.cli.progress import ReplayProgress
 from logwatch.drivers.replay import ReplayOptions, replay
 from logwatch.sinks.base import StreamSink
 from logwatch.sinks.render import summary_lines
@@ -111,7 +112,7 @@ def replay_cmd(
     stream_fmt = "jsonl" if fmt == "json" else fmt
     sink = StreamSink(sys.stdout, fmt=stream_fmt, colour=_colour(fmt))
     export = _frame_export(export_path)
-    progress = _Progress()
+    progress = ReplayProgress()
     timeline = _timeline() if export_metrics is not None else None
 
     def on_event(event: AlertEvent) -> None:
@@ -169,32 +170,6 @@ def replay_cmd(
     mark_finished()
     if fail_on is not None and result.fired(Severity.parse(fail_on)):
         sys.exit(1)
-
-
-class _Progress:
-    """A progress bar on stderr for large files, only when stderr is a terminal."""
-
-    def __init__(self, min_bytes: int = 64 << 20) -> None:
-        self.min_bytes = min_bytes
-        self.bar: Any = None
-        self.source = ""
-        self.done = 0
-
-    def __call__(self, source: str, done: int, total: int) -> None:
-        if total < self.min_bytes or not sys.stderr.isatty():
-            return
-        if source != self.source:
-            self.close()
-            self.bar = click.progressbar(length=total, label=source, file=sys.stderr)
-            self.bar.__enter__()
-            self.source, self.done = source, 0
-        self.bar.update(done - self.done)
-        self.done = done
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
 
 
 def _colour(fmt: str) -> bool:
