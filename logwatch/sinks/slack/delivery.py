@@ -157,7 +157,7 @@ class DeliveryWorker:
                 if found is not None:
                     self.stats.reconciled += 1
                     self.spool.record("done", job.id, channel=found.channel, ts=found.ts)
-                    self.faults.recovered("slack", self._recovered)
+                    self._delivered()
                     return None
         return self._send(job, parent, failures)
 
@@ -178,8 +178,13 @@ class DeliveryWorker:
             return None
         self.spool.record("done", job.id, channel=ref.channel, ts=ref.ts)
         self.stats.delivered += 1
-        self.faults.recovered("slack", self._recovered)
+        self._delivered()
         return None
+
+    def _delivered(self) -> None:
+        """A job went through: a failure that lasted is over."""
+        self.faults.recovered("slack", self._recovered)
+        self.faults.recovered("slack spool", lambda *_: "slack spool: works again")
 
     def _queued(self) -> str:
         count = self.spool.pending_count()
@@ -195,7 +200,14 @@ class DeliveryWorker:
         self.stats.rate_limited += 1
         wait = max(exc.retry_after_s, self.policy.pace_s) + 0.01
         self.stats.retry_waits_s.append(wait)
-        log.warning("Slack rate-limited channel %s; waiting %.1fs", job.channel, wait)
+        log.debug("Slack rate-limited channel %s; waiting %.1fs", job.channel, wait)
+        said = f"Slack is rate-limiting channel {job.channel} (HTTP 429)"
+        queued = self._queued()
+        self.faults.failed(
+            "slack",
+            f"slack: {said}; waiting {wait:.0f}s as it asks, {queued}",
+            detail=f"{said}; {queued}",
+        )
         return wait
 
     def _transient(self, exc: Transient, failures: int) -> float:

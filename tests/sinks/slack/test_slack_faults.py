@@ -180,3 +180,19 @@ def test_tail_says_a_502_outage_in_two_lines(tmp_path: Path) -> None:
     # the backoff's jitter makes the outage last 1 to 3 s of the real clock
     assert re.fullmatch(r"logwatch: slack: delivering again after 2 failed tries in \ds", said[2])
     assert all(line.startswith("logwatch: ") for line in lines), lines
+
+
+def test_rate_limiting_is_said_once_with_the_wait_slack_asks_for(
+    fake_slack: FakeSlack, tmp_path: Path
+) -> None:
+    """Two 429s with Retry-After: 1: one line naming the channel and the wait, one when it
+    delivers again (not a WARNING per 429)."""
+    fake_slack.fail("chat.postMessage", *[Fault(429, retry_after="1", error="ratelimited")] * 2)
+    transport = BotTransport(fake_slack.token, fake_slack.base_url, 2.0)
+    lines = deliver(transport, tmp_path, 2)
+    assert lines == [
+        "logwatch: slack: Slack is rate-limiting channel C0ALERTS01 (HTTP 429); waiting 1s as it "
+        "asks, 2 alerts queued",
+        "logwatch: slack: delivering again after 2 failed tries in 0s; 1 alert queued",
+    ]
+    assert len(fake_slack.posts()) == 2
