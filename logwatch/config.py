@@ -18,6 +18,7 @@ from logwatch.rules.loader import Overrides, RuleSpec, builtin_rules_dir, load_r
 from logwatch.rules.params import ParamError
 from logwatch.rules.registry import duration_params
 from logwatch.tablereader import TableReader, show
+from logwatch.words import counted
 
 if TYPE_CHECKING:  # read only from a config file that has the tables (_Reader.read)
     from logwatch.cluster_config import AlertmanagerConfig, PrometheusConfig
@@ -273,7 +274,9 @@ class _Reader(TableReader):
         # The token is the first line, exactly what is sent and registered as a secret: the
         # whole file, sent, put its second line in the error of every retry (an invalid header).
         if len(lines) > 1:
-            stderr_line(f"logwatch: token_file {path}: {len(lines)} lines; using the first")
+            stderr_line(
+                f"logwatch: token_file {path}: {counted(len(lines), 'line')}; using the first"
+            )
         return lines[0]
 
     def alerts(self, data: Mapping[str, Any]) -> AlertsConfig:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ import click
 
 from logwatch.alerts import AlertEvent, Severity
 from logwatch.cli.errors import mark_finished, status_line, warn_data, warn_rule_error
+from logwatch.cli.help import HelpCommand
 from logwatch.cli.options import (
     CONFIG_OPTION,
     MAX_LINE_OPTION,
@@ -31,6 +33,7 @@ from logwatch.cli.progress import ReplayProgress
 from logwatch.drivers.replay import ReplayOptions, replay
 from logwatch.sinks.base import StreamSink
 from logwatch.sinks.render import summary_lines
+from logwatch.words import counted
 
 # What only some runs use (Slack, Parquet export, the terminal sink's colours) is imported where
 # it is used: every `logwatch replay` pays for each module loaded here before it reads a byte
@@ -39,7 +42,15 @@ if TYPE_CHECKING:
     from logwatch.drivers.export import FrameExport
 
 
-@click.command("replay")
+@click.command(
+    "replay",
+    cls=HelpCommand,
+    examples=(
+        "logwatch replay train.log",
+        "logwatch replay 'runs/*.log' --format jsonl > alerts.jsonl",
+        "logwatch replay train.log --since 1400 --fail-on critical  # exit 1: one fired",
+    ),
+)
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
     "--format",
@@ -56,7 +67,7 @@ if TYPE_CHECKING:
     "--fail-on",
     type=SEVERITIES,
     default=None,
-    help="Exit 1 when an alert of this severity or worse fired.",
+    help="Exit 1 when an alert of this severity or worse fired [default: never].",
 )
 @MAX_LINE_OPTION
 @click.option(
@@ -136,11 +147,14 @@ def replay_cmd(
             on_frame=_frame_hooks(export, timeline.add_frame if timeline is not None else None),
         )
     except BaseException:
+        with suppress(Exception):
+            sink.close()  # the incident held: what was found before the stop is printed
         if export is not None:
             export.abort()
         raise
     finally:
         progress.close()
+    sink.close()  # the last incident of the timeline
     if timeline is not None and export_metrics is not None:
         samples = timeline.write(export_metrics)
         status_line(f"{samples} metric samples written to {export_metrics} (OpenMetrics)")
@@ -162,7 +176,10 @@ def replay_cmd(
         from logwatch.sinks.slack.sink import send_digest
 
         with logging_to_stderr(verbose):
-            title = f"logwatch replay: {len(result.events)} alert events in {len(paths)} file(s)"
+            title = (
+                f"logwatch replay: {counted(len(result.events), 'alert event')} in "
+                f"{counted(len(paths), 'file')}"
+            )
             if not send_digest(config, state_dir_path(state_dir), title, result.events):
                 click.echo(
                     "logwatch: the Slack digest is not delivered yet; it stays spooled", err=True

@@ -9,6 +9,7 @@ import click
 
 from logwatch.cli.errors import status_line
 from logwatch.cli.follow import follow_setup
+from logwatch.cli.help import HelpCommand
 from logwatch.cli.options import (
     CONFIG_OPTION,
     FORMAT_OPTION,
@@ -21,7 +22,15 @@ from logwatch.cli.options import (
 )
 
 
-@click.command("tail")
+@click.command(
+    "tail",
+    cls=HelpCommand,
+    examples=(
+        "logwatch tail train.log",
+        "logwatch tail '/workspace/*.log' --format jsonl",
+        "python train.py 2>&1 | logwatch tail -",
+    ),
+)
 @click.argument("patterns", nargs=-1, required=True, metavar="PATH_OR_GLOB...")
 @FORMAT_OPTION
 @RULES_OPTION
@@ -32,8 +41,15 @@ from logwatch.cli.options import (
     default=None,
     help="Checkpoints and lock [default: $XDG_STATE_HOME/logwatch or ~/.local/state/logwatch].",
 )
-@click.option("--from-beginning", is_flag=True, help="Emit every alert of existing files' history.")
-@click.option("--from-end", is_flag=True, help="Skip existing files' history.")
+@click.option(
+    "--from-beginning",
+    is_flag=True,
+    help="Print every alert of existing files' history [default: only those still firing at "
+    "its end].",
+)
+@click.option(
+    "--from-end", is_flag=True, help="Skip existing files' history: alert on new lines only."
+)
 @click.option(
     "--poll-interval",
     type=Duration(),
@@ -103,7 +119,12 @@ def tail_cmd(
     config_path: str | None,
     verbose: bool,
 ) -> None:
-    """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
+    """Follow live logs (quote globs: new matching files are picked up) and alert as lines come.
+
+    At start, the history of the files that exist runs through the rules silently and only the
+    alerts still firing at its end are printed (a NaN that recovered an hour ago is not);
+    --from-beginning prints every alert of the history, --from-end none. A checkpoint in the
+    state directory overrides these: tail resumes where it stopped."""
     from logwatch.cluster_config import with_cluster_options
     from logwatch.drivers.runner import run_tail
     from logwatch.drivers.startup import metrics_line, startup_lines

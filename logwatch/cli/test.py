@@ -7,8 +7,14 @@ from pathlib import Path
 
 import click
 
+from logwatch.cli.help import HelpCommand
 
-@click.command("test")
+
+@click.command(
+    "test",
+    cls=HelpCommand,
+    examples=("logwatch test rules/", "logwatch test my-rules.test.toml --junit results.xml"),
+)
 @click.argument("files", nargs=-1, required=True, metavar="TESTS.toml...")
 @click.option(
     "--junit",

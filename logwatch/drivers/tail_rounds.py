@@ -29,6 +29,7 @@ from logwatch.rules.log import StallRule
 from logwatch.sources.fileset import FileSet
 from logwatch.sources.follow import Batch, Follower, PollResult, Position
 from logwatch.sources.rotated import rotated_name
+from logwatch.words import counted
 
 CLOSED_KEPT = 256
 """How many closed files' positions are kept in case the same file comes back."""
@@ -152,7 +153,7 @@ class TailRounds:
         follower.finish(result)
         self._handle(follower, result)
         ended = "old file read to its end" if follower.checkpointed else "input ended"
-        self.status(f"{follower.path}: {ended} ({follower.line - 1} lines); closed")
+        self.status(f"{follower.path}: {ended} ({counted(follower.line - 1, 'line')}); closed")
         if follower.checkpointed:
             self._closed[follower.key] = follower.position()
             while len(self._closed) > CLOSED_KEPT:
@@ -282,8 +283,8 @@ class TailRounds:
             if self.options.start == StartMode.CATCH_UP:
                 events = sorted(self.engine.active_alerts(follower.source), key=lambda e: e.line)
             self.status(
-                f"{follower.path}: caught up on {follower.line - 1} lines of history "
-                f"({len(events)} alert events to report); following it"
+                f"{follower.path}: caught up on {counted(follower.line - 1, 'line')} of history "
+                f"({counted(len(events), 'alert event')} to report); following it"
             )
             self._emit(events, follower.gen_id)
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from logwatch.alerts import FIRING, AlertEvent, Severity
 from logwatch.redact import redact, visible
 from logwatch.top.plugin import SourceRow
+from logwatch.words import counted
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -199,7 +200,7 @@ def _header(screen: Screen) -> Text:
 
     firing = sum(len(r.alerts) for r in screen.rows) + len(screen.other_firing)
     clock = time.strftime("%H:%M", time.localtime(screen.now_s))
-    text = Text(f"logwatch top · {len(screen.rows)} sources · ", style="bold")
+    text = Text(f"logwatch top · {counted(len(screen.rows), 'source')} · ", style="bold")
     text.append(f"{firing} firing", style="bold red" if firing else "green")
     text.append(f" · {clock}   ? help")
     return text

@@ -32,6 +32,7 @@ from logwatch.sinks.slack import messages
 from logwatch.sinks.slack.silences import SilenceStore
 from logwatch.sinks.slack.spool import POST, REPLY, UPDATE, Job
 from logwatch.statecheck import LIST, NUMBER, OBJECT, STR, fields
+from logwatch.words import counted
 
 STATE_FILE = "notify-state.json"
 EVENTS_FILE = "notify-events.jsonl"
@@ -278,7 +279,7 @@ class Notifier:
             return
         took = format_duration(_firing_seconds(notice, now))
         text, blocks = messages.reply_message(
-            f"🔁 still firing after {took}: {len(still)} of {len(notice.members)} alerts"
+            f"🔁 still firing after {took}: {len(still)} of {counted(len(notice.members), 'alert')}"
         )
         self._send(REPLY, text, blocks, parent=notice.id)
         notice.last_notified_s = now

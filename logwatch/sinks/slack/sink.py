@@ -24,6 +24,7 @@ from logwatch.sinks.slack.notifier import Notifier
 from logwatch.sinks.slack.silences import SilenceStore
 from logwatch.sinks.slack.spool import POST, Job, Spool
 from logwatch.sinks.slack.transport import BotTransport, Transport, WebhookTransport
+from logwatch.words import counted
 
 
 def make_transport(slack: SlackConfig) -> Transport:
@@ -151,7 +152,7 @@ def digest_lines(events: Sequence[AlertEvent]) -> list[str]:
     for event in events:
         groups.setdefault((event.rule, event.source), []).append(event)
     fired = sum(e.status == FIRING for e in events)
-    total = f"*{fired} firing + {len(events) - fired} resolved = {len(events)} events*"
+    total = f"*{fired} firing + {len(events) - fired} resolved = {counted(len(events), 'event')}*"
     return [total, *(digest_line(group) for _, group in sorted(groups.items()))]
 
 

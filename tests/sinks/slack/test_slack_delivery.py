@@ -387,7 +387,7 @@ def test_wrong_records_in_the_spool_are_set_aside_and_good_jobs_still_go(
     assert [m["text"] for m in fake_slack.posts(CH)] == ["alert 1"]
     (said,) = reports
     assert said.startswith(f"{tmp_path / 'slack-spool.jsonl'}:2: not a spool record (")
-    assert "skipped 3 such record(s)" in said
+    assert "skipped 3 such records" in said
     (aside,) = tmp_path.glob("slack-spool.jsonl.corrupt-*")
     assert aside.read_text().splitlines() == bad and str(aside) in said
 
