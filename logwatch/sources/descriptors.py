@@ -143,11 +143,21 @@ def _all_followed(episode: Episode, now_s: float) -> str:
     )
 
 
-def inotify_note(exc: OSError, poll_interval_s: float) -> str:
+def inotify_note(
+    exc: OSError, poll_interval_s: float, descriptors: tuple[int, int] | None = None
+) -> str:
     """The one line when file events cannot be had: which inotify limit, its value, the sysctl
-    that raises it, and that tail polls instead."""
+    that raises it, and that tail polls instead. EMFILE is also this process's open-file limit
+    when `descriptors` (limit, in use) shows it reached: then that is said, with its fix."""
     name = INOTIFY_LIMITS.get(exc.errno or 0)
     polling = f"polling every {poll_interval_s:g}s instead"
+    if exc.errno == errno.EMFILE and descriptors is not None:
+        limit, in_use = descriptors
+        if in_use >= limit - 1:
+            return (
+                f"file events unavailable: too many open files (ulimit -n is {limit}); "
+                f"{polling}. Fix: {ULIMIT_FIX}"
+            )
     if name is None:
         return f"file events unavailable ({exc.strerror or exc}); {polling}"
     setting = f"fs.inotify.{name}"

@@ -398,7 +398,7 @@ class FileSet:
 
     def _fall_back(self, exc: OSError) -> None:
         self._watcher_factory = None
-        self.status(inotify_note(exc, self.poll_interval_s))
+        self.status(inotify_note(exc, self.poll_interval_s, self.budget.descriptors()))
 
 
 class _Known:

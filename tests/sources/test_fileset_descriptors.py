@@ -206,3 +206,21 @@ def test_tail_under_ulimit_64_over_112_files_says_it_once_and_alerts(tmp_path: P
     assert found is not None, line
     waiting, followed = int(found[1]), int(found[2])
     assert waiting + followed == 112 and followed == len(caught_up) > 0
+
+
+def test_an_emfile_from_inotify_at_the_open_file_limit_names_ulimit(tmp_path: Path) -> None:
+    """inotify_init's EMFILE when this process has no descriptor left is the open-file limit,
+    not inotify's instances: the line says so, with the ulimit fix."""
+    said: list[str] = []
+    files = FileSet(
+        [str(tmp_path / "*.log")],
+        watcher_factory=UnavailableWatcher(errno.EMFILE),
+        status=said.append,
+        descriptors=lambda: (64, 64),
+    )
+    files.start()
+    files.close()
+    assert said == [
+        "file events unavailable: too many open files (ulimit -n is 64); polling every 1s "
+        f"instead. {FIX}"
+    ]
