@@ -61,7 +61,8 @@ class DescriptorBudget:
         self.waiting: set[str] = set()  # paths not opened for want of descriptors
         self._room: int | None = None  # descriptors left for log files (None: no limit)
         self._refused: dict[str, int] = {}  # paths whose open failed EMFILE/ENFILE -> errno
-        self._limit = 0
+        self._short: set[str] = set()  # paths refused or not tried for want of a descriptor
+        self._limit: int | None = None
 
     def share(
         self, fresh: Sequence[str], already_open: Container[str], followed: int, now: float
@@ -74,7 +75,7 @@ class DescriptorBudget:
         # machine): only when there is something to open
         counts = self.descriptors() if fresh else None
         if counts is None:
-            self._room = None
+            self._room, self._limit = None, None
         else:
             self._limit, in_use = counts
             self._room = max(self._limit - in_use - self.reserve, 0)
@@ -91,10 +92,13 @@ class DescriptorBudget:
             else:
                 waiting.append(path)
         refused, self._refused = self._refused, {}
-        self.waiting = set(waiting)
-        if waiting:
+        # and those an open refused since (a limit the count did not show: none, no /proc)
+        short, self._short = self._short, set()
+        self.waiting = set(waiting) | (short & set(fresh))
+        if self.waiting:
             total = followed + len(fresh)
-            self.faults.failed(KEY, self._said(len(waiting), total, refused), detail=self._detail())
+            said = self._said(len(self.waiting), total, refused)
+            self.faults.failed(KEY, said, detail=self._detail())
         else:
             self.faults.recovered(KEY, _all_followed)
         return opened
@@ -109,18 +113,25 @@ class DescriptorBudget:
         return True
 
     def refused(self, path: str, exc: OSError) -> bool:
-        """An open that failed: True (it waits, said at the next rescan) when for want of a
-        descriptor, False for any other reason."""
+        """An open that failed: True (it waits, said at the next rescan, and the round opens
+        no more) when for want of a descriptor, False for any other reason."""
         if exc.errno not in NO_DESCRIPTOR:
             return False
         self._refused[path] = exc.errno
-        self.waiting.add(path)
+        self.skipped(path)
         self._room = 0
         return True
+
+    def skipped(self, path: str) -> None:
+        """A path not opened for want of a descriptor: it waits (said at the next rescan)."""
+        self.waiting.add(path)
+        self._short.add(path)
 
     def _said(self, waiting: int, total: int, refused: dict[str, int]) -> str:
         if errno.ENFILE in refused.values():
             why, fix = "the system's open-file table is full", "raise fs.file-max with sysctl"
+        elif self._limit is None:
+            why, fix = "too many open files (the open-file limit, ulimit -n)", ULIMIT_FIX
         else:
             why = (
                 f"too many open files (ulimit -n is {self._limit}; logwatch keeps "

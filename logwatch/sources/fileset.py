@@ -257,7 +257,7 @@ class FileSet:
             follower = self._open_held(path, now)
             if follower is None:
                 if not self.budget.may_open():  # said by the rescan, for all such files at once
-                    self.budget.waiting.add(path)
+                    self.budget.skipped(path)
                     return None
                 follower = Follower.open(path, path, self.follow, now)
         except OSError as exc:

@@ -91,8 +91,9 @@ def test_files_beyond_the_limit_wait_said_once_and_are_opened_as_descriptors_fre
 def test_an_open_refused_for_want_of_descriptors_waits_without_a_line_per_file(
     tmp_path: Path,
 ) -> None:
-    """The real EMFILE (a limit the share did not see coming): no `cannot open` per file; the
-    next rescan says once how many wait."""
+    """The real EMFILE (a limit the share could not see: no /proc): no `cannot open` per file,
+    the round opens no more after the first refusal; the next rescan says once how many wait,
+    and once all are opened, that too."""
     paths = logs(tmp_path, 6)
     said: list[str] = []
     files = FileSet(
@@ -115,13 +116,16 @@ def test_an_open_refused_for_want_of_descriptors_waits_without_a_line_per_file(
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         assert sum(f is not None for f in opened) == 2
         assert said == []  # said by the next rescan, once for all of them
-        seen = limit + RESERVE  # the share now sees the limit, which leaves the 4 no room
-        files.budget.descriptors = lambda: (seen, limit)
-        assert files.changes(1.0) == []  # the 4 still have no room, and wait
+        assert files.changes(1.0) == paths[2:]  # no limit is known: they are tried again
         assert said == [
-            f"4 of 6 files cannot be opened now: too many open files (ulimit -n is {seen}; "
-            "logwatch keeps 16 of them for its state and connections); following the other 2 "
-            f"and opening the rest as descriptors free. {FIX}"
+            "4 of 6 files cannot be opened now: too many open files (the open-file limit, "
+            "ulimit -n); following the other 2 and opening the rest as descriptors free. "
+            f"{FIX}"
+        ]
+        assert sum(files.open(path, 1.0) is not None for path in paths[2:]) == 4
+        files.changes(2.0)
+        assert said[1:] == [
+            "open files: every file is followed now (some waited 1s for a descriptor)"
         ]
     finally:
         files.close()
