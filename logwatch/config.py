@@ -17,6 +17,7 @@ from logwatch.redact import register_secret, stderr_line
 from logwatch.rules.loader import Overrides, RuleSpec, builtin_rules_dir, load_rules
 from logwatch.rules.params import ParamError
 from logwatch.rules.registry import duration_params
+from logwatch.statekey import default_state_dir as default_state_dir  # re-exported: its old home
 from logwatch.tablereader import TableReader, show
 from logwatch.words import counted
 
@@ -123,13 +124,6 @@ def _check_inhibit(config: Config, specs: list[RuleSpec]) -> list[RuleSpec]:
                     f"(loaded rules: {', '.join(sorted(known)) or 'none'})"
                 )
     return specs
-
-
-def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
-    """$XDG_STATE_HOME/logwatch, else ~/.local/state/logwatch."""
-    env = os.environ if env is None else env
-    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "logwatch"
 
 
 def find_config(path: str | None, env: Mapping[str, str] | None = None) -> Path | None:

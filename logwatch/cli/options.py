@@ -14,12 +14,13 @@ import click
 from logwatch.alerts import Severity
 from logwatch.api import load_config_and_rules
 from logwatch.cli.errors import status_line
-from logwatch.config import Config, default_state_dir
+from logwatch.config import Config
 from logwatch.drivers.window import Window, parse_bound
 from logwatch.durations import parse_duration
 from logwatch.redact import install_log_handler, remove_log_handler
 from logwatch.rules.loader import RuleSpec, describe_origin
 from logwatch.sources.framing import DEFAULT_MAX_LINE_BYTES
+from logwatch.statekey import default_state_dir
 
 SEVERITIES = click.Choice([s.label for s in Severity], case_sensitive=False)
 

@@ -152,6 +152,7 @@ def tail_cmd(
     terminal = TerminalSink(sys.stdout, fmt=fmt, silences=silences)
     sinks = open_sinks(terminal, setup.config, setup.state_dir)
     startup = [
+        *setup.notes,
         *startup_lines(patterns, setup.specs, setup.state_dir, setup.config),
         *setup.gpu_line,
     ]

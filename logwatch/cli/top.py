@@ -64,8 +64,6 @@ def top_cmd(patterns: tuple[str, ...], interval: float, **follow: Any) -> None:
 
     setup = follow_setup(patterns, **follow)
     notes = Notes(sys.stderr)
-    for line in setup.gpu_line:
-        notes.say(visible(line))
     view = TopPlugin()
     sinks = open_sinks(view, setup.config, setup.state_dir)
     footer = (
@@ -87,6 +85,7 @@ def top_cmd(patterns: tuple[str, ...], interval: float, **follow: Any) -> None:
             stdout=sys.stdout,
             stdin=sys.stdin,
             notes=notes,
+            startup=[visible(line) for line in (*setup.notes, *setup.gpu_line)],
         )
     finally:
         remove_log_handler(handler)

@@ -17,7 +17,7 @@ from logwatch.drivers.plugins import TailPlugin
 from logwatch.drivers.tail import TailDriver
 from logwatch.drivers.tail_options import Status, TailOptions
 from logwatch.engine import DataWarning, Engine
-from logwatch.errors import InputError
+from logwatch.errors import InputError, StateError
 from logwatch.rules.loader import RuleSpec
 from logwatch.sources.sniff import file_kind
 from logwatch.sources.watch import is_glob
@@ -123,6 +123,12 @@ def run_tail(
     def on_signal(signum: int, frame: FrameType | None) -> None:
         driver.stop()
 
+    try:
+        driver.claim()  # a second watch of the same files is refused before the banner
+    except StateError:
+        for plugin in plugins:
+            plugin.close()
+        raise
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         for line in startup:

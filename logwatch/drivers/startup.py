@@ -4,9 +4,12 @@ where its state is, where alerts go. (The GPU side's NVML line follows it.)"""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 
+from logwatch.alerts import AlertEvent
 from logwatch.config import Config
+from logwatch.durations import format_duration
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir
 from logwatch.sources.fileset import FileSet
 
@@ -70,3 +73,16 @@ def metrics_line(endpoint: str | None, textfile: Path | None) -> str:
     where = [f"on {endpoint}"] if endpoint else []
     where += [f"to {textfile} (node-exporter textfile)"] if textfile else []
     return "metrics " + " and ".join(where)
+
+
+def still_firing_line(firing: Sequence[AlertEvent], now: datetime) -> str:
+    """`still firing: nan-loss since line 6 (16 s), ...`: what a resumed file left firing, with
+    how long ago its line was written (when the line had a time)."""
+    parts = []
+    for event in firing:
+        part = f"{event.rule} since line {event.line}"
+        if event.ts is not None:
+            ago = max(0.0, (now - event.ts).total_seconds())
+            part += f" ({int(ago)} s)" if ago < 60 else f" ({format_duration(ago)})"
+        parts.append(part)
+    return "still firing: " + ", ".join(parts)

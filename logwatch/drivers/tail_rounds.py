@@ -22,6 +22,7 @@ from logwatch.clock import Clock
 from logwatch.drivers.catchup import catch_up
 from logwatch.drivers.checkpoint import StateDir
 from logwatch.drivers.plugins import TailPlugin, parse_columns, plugin_view
+from logwatch.drivers.startup import still_firing_line
 from logwatch.drivers.tail_options import StartMode, Status, TailOptions
 from logwatch.engine import Engine
 from logwatch.parse import parse_block
@@ -237,6 +238,9 @@ class TailRounds:
             follower.resume(saved)
             self._keep_ticking(follower)
             self.status(f"{follower.path}: resuming at line {saved.line} (checkpoint)")
+            firing = self.engine.active_alerts(follower.source)
+            if firing:  # said at once: it may not fire again (nor resolve) for a long while
+                self.status(f"{follower.path}: {still_firing_line(firing, self.clock.now())}")
             return True
         self.status(
             f"{follower.path}: not the file the checkpoint knew (same inode, other content); "

@@ -20,6 +20,7 @@ from typing import Any
 from logwatch.atomic import open_private, write_atomic
 from logwatch.errors import SilenceError, SilencesUnreadable
 from logwatch.redact import stderr_line
+from logwatch.statekey import silences_home
 
 FILE = "silences.json"
 
@@ -55,7 +56,7 @@ class SilenceStore:
     """The silences file of one state directory."""
 
     def __init__(self, directory: Path, *, report: Callable[[str], None] = stderr_line) -> None:
-        self.path, self.report = directory / FILE, report
+        self.path, self.report = silences_home(directory) / FILE, report
         self._stamp: tuple[int, int, int] | None = None
         self._cache: list[Silence] = []
         self._reported: tuple[tuple[int, int, int] | None, str] | None = None
