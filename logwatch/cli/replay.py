@@ -123,7 +123,7 @@ def replay_cmd(
     stream_fmt = "jsonl" if fmt == "json" else fmt
     sink = StreamSink(sys.stdout, fmt=stream_fmt, colour=_colour(fmt))
     export = _frame_export(export_path)
-    progress = ReplayProgress()
+    progress = _Progress()
     timeline = _timeline() if export_metrics is not None else None
 
     def on_event(event: AlertEvent) -> None:
@@ -187,6 +187,21 @@ def replay_cmd(
     mark_finished()
     if fail_on is not None and result.fired(Severity.parse(fail_on)):
         sys.exit(1)
+
+
+class _Progress:
+    """A progress bar on stderr for large files, only when stderr is a terminal."""
+
+    def __init__(self, min_bytes: int = 64 << 20) -> None:
+        self.min_bytes = min_bytes
+        # rich's bar: bytes read, throughput and time left (`logwatch.cli.progress`)
+        self.bar = ReplayProgress(min_bytes=min_bytes)
+
+    def __call__(self, source: str, done: int, total: int) -> None:
+        self.bar(source, done, total)
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 def _colour(fmt: str) -> bool:

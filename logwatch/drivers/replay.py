@@ -34,7 +34,7 @@ from logwatch.sources.framing import (
     LineBlock,
     read_blocks,
 )
-from logwatch.sources.streams import check_readable, close_stream, not_text, open_log
+from logwatch.sources.streams import check_readable, close_stream, open_log
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -322,6 +322,15 @@ def _event_row(event: AlertEvent) -> tuple[Any, ...]:
     )
 
 
+def _not_text_warning(on_warning: WarningHandler | None) -> Callable[[str, str], None] | None:
+    """A file that is mostly not text, said as a data warning on its line 1 (replay reads it as
+    lines anyway)."""
+    if on_warning is None:
+        return None
+    warn = on_warning
+    return lambda path, note: warn(DataWarning(path, 1, note))
+
+
 def replay(
     paths: Sequence[str],
     rules: Sequence[RuleSpec],
@@ -337,14 +346,10 @@ def replay(
     """Replay files one after another through one engine; each file is its own source.
     `window`: only the lines between `--since` and `--until`; `on_frame` sees each block;
     `on_warning` each data warning (`DataWarning`: what was read otherwise than written)."""
-    check_readable(paths)
+    check_readable(paths, not_text=_not_text_warning(on_warning))
     engine = Engine(rules, on_error=on_error, stats=options.stats, on_warning=on_warning)
     events: list[AlertEvent] = []
     for path in paths:
-        if on_warning is not None:
-            note = not_text(path)
-            if note is not None:
-                on_warning(DataWarning(path, 1, note))
         blocks = replay_file(
             path, engine, options=options, progress=progress, window=window, on_frame=on_frame
         )

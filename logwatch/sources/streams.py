@@ -21,8 +21,11 @@ from logwatch.sources.sniff import HEAD_BYTES, TEXT_SAMPLE_BYTES, not_text_note,
 STDIN = "-"
 
 
-def check_readable(paths: Sequence[str]) -> None:
-    """Fail early, with the fix, on a path that is missing, a folder or unreadable."""
+def check_readable(
+    paths: Sequence[str], *, not_text: Callable[[str, str], None] | None = None
+) -> None:
+    """Fail early, with the fix, on a path that is missing, a folder or unreadable;
+    `not_text(path, note)` hears once of each file that is mostly not text (`text_note`)."""
     if list(paths).count(STDIN) > 1:
         raise InputError("-: standard input can be read only once (give '-' one time)")
     for path in paths:
@@ -37,6 +40,12 @@ def check_readable(paths: Sequence[str]) -> None:
             )
         if not os.access(p, os.R_OK):
             raise InputError(f"{path}: permission denied (run as a user who can read it)")
+    if not_text is None:
+        return
+    for path in paths:
+        note = text_note(path)
+        if note is not None:
+            not_text(path, note)
 
 
 def open_log(path: str) -> tuple[ByteStream, int, int]:
@@ -60,7 +69,7 @@ def open_log(path: str) -> tuple[ByteStream, int, int]:
     return stream, info.st_size if stream is raw else 0, year
 
 
-def not_text(path: str) -> str | None:
+def text_note(path: str) -> str | None:
     """What to say when the start of a log (decompressed) is mostly not text
     (`sniff.not_text_note`); None for text, standard input (it cannot be read twice) and a
     file that cannot be read (replay says why)."""
