@@ -22,7 +22,9 @@ from logwatch.tablereader import TableReader, show
 from logwatch.words import counted
 
 if TYPE_CHECKING:  # read only from a config file that has the tables (_Reader.read)
+    from logwatch.actions.spec import ActionSpec
     from logwatch.cluster_config import AlertmanagerConfig, PrometheusConfig
+    from logwatch.webhook_config import WebhookConfig
 
 DEFAULT_CONFIG = Path("logwatch.toml")
 SLACK_API = "https://slack.com/api/"
@@ -30,6 +32,8 @@ DEFAULT_INHIBIT = (("nvml-disabled", "gpu-metrics-missing"),)
 _TOP_KEYS = {"slack", "alertmanager", "prometheus", "rules", "alerts", "gpu"} | {
     "rule_packs",
     "builtin_rules",
+    "action",
+    "webhook",
 }
 _SLACK_KEYS = {"channel", "base_url", "token_file", "webhook_url_env", "timeout"}
 _ALERT_KEYS = {"group_wait", "repeat_interval", "inhibit", "notify_on_resolve"}
@@ -88,12 +92,18 @@ class Config:
     rule_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     override_lines: Mapping[str, int] = field(default_factory=dict)
     key_lines: Mapping[str, int] = field(default_factory=dict)
+    actions: tuple[ActionSpec, ...] = ()  # the [[action]] tables
+    webhooks: tuple[WebhookConfig, ...] = ()  # the [[webhook]] tables
 
     @property
     def sink_tables(self) -> frozenset[str]:
         """The sink tables this config has ([slack], ...): what `sinks.registry` opens."""
         # a new sink: its table's field here, its parser below
-        tables = {"slack": self.slack, "alertmanager": self.alertmanager}
+        tables = {
+            "slack": self.slack,
+            "alertmanager": self.alertmanager,
+            "webhook": self.webhooks or None,
+        }
         return frozenset(name for name, table in tables.items() if table is not None)
 
     def where(self, rule_id: str, key: str | None = None) -> str:
@@ -107,7 +117,21 @@ def config_rules(config: Config, extra: Sequence[str | Path] = ()) -> list[RuleS
     paths = [builtin_rules_dir()] if config.builtin_rules else []
     paths += [*config.rule_packs, *(Path(p) for p in extra)]
     overrides = Overrides(config.rule_overrides, config.where) if config.rule_overrides else None
-    return _check_inhibit(config, load_rules(paths, overrides))
+    return _check_actions(config, _check_inhibit(config, load_rules(paths, overrides)))
+
+
+def _check_actions(config: Config, specs: list[RuleSpec]) -> list[RuleSpec]:
+    """An [[action]] `on` naming a rule that is not loaded would never run: refuse it."""
+    known = {spec.id for spec in specs}
+    for action in config.actions:
+        unknown = [rule for rule in action.on if rule != "*" and rule not in known]
+        if unknown:
+            raise ConfigError(
+                f"{config.path}:{action.line}: [[action]] {action.name}: 'on' names unknown rule "
+                f"{unknown[0]!r} (loaded rules: {', '.join(sorted(known)) or 'none'}; "
+                '"*" for every rule)'
+            )
+    return specs
 
 
 def _check_inhibit(config: Config, specs: list[RuleSpec]) -> list[RuleSpec]:
@@ -207,7 +231,19 @@ class _Reader(TableReader):
             rule_overrides=overrides,
             override_lines=lines,
             key_lines=key_lines,
+            actions=self.actions(data["action"]) if "action" in data else (),
+            webhooks=self.webhooks(data["webhook"]) if "webhook" in data else (),
         )
+
+    def webhooks(self, items: Any) -> tuple[WebhookConfig, ...]:
+        from logwatch.webhook_config import read_webhooks  # only when configured
+
+        return read_webhooks(self, items)
+
+    def actions(self, items: Any) -> tuple[ActionSpec, ...]:
+        from logwatch.actions.spec import read_actions  # only for a config that has them
+
+        return read_actions(self, items)
 
     def slack(self, data: Mapping[str, Any]) -> SlackConfig:
         self.check_keys("slack", data, _SLACK_KEYS)

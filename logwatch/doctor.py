@@ -54,6 +54,10 @@ def run_doctor(
         checks.append(_rules(config))
         checks += _slack(config)
         checks += _alertmanager(config)
+        if config.actions:
+            from logwatch.actions.checks import action_checks
+
+            checks += action_checks(config.actions, os.environ if env is None else env)
     ok, detail, fix = nvml()
     required = config is not None and config.gpu.mode == "required"
     if config is not None and config.gpu.mode == "off":

@@ -71,6 +71,14 @@ if TYPE_CHECKING:
 )
 @MAX_LINE_OPTION
 @click.option(
+    "--actions",
+    "actions_mode",
+    type=click.Choice(["dry-run"]),
+    default=None,
+    help="Say what the config's [[action]] commands would have run, and when (log time); "
+    "replay never runs them.",
+)
+@click.option(
     "--notify", is_flag=True, help="Post one digest message to Slack ([slack] in the config)."
 )
 @click.option(
@@ -107,6 +115,7 @@ def replay_cmd(
     no_builtin_rules: bool,
     fail_on: str | None,
     max_line_bytes: int,
+    actions_mode: str | None,
     notify: bool,
     export_metrics: Path | None,
     config_path: str | None,
@@ -125,6 +134,7 @@ def replay_cmd(
     export = _frame_export(export_path)
     progress = _Progress()
     timeline = _timeline() if export_metrics is not None else None
+    pids = _run_pids(config, actions_mode)
 
     def on_event(event: AlertEvent) -> None:
         if fmt != "json":  # json: one document at the end
@@ -144,7 +154,11 @@ def replay_cmd(
             on_error=warn_rule_error,
             on_warning=warn_data,
             window=lines_window,
-            on_frame=_frame_hooks(export, timeline.add_frame if timeline is not None else None),
+            on_frame=_frame_hooks(
+                export,
+                timeline.add_frame if timeline is not None else None,
+                pids.observe if pids is not None else None,
+            ),
         )
     except BaseException:
         with suppress(Exception):
@@ -164,11 +178,20 @@ def replay_cmd(
         from logwatch.drivers.export import write_events
 
         write_events(result.events_frame(), events_path)
+    planned = _planned(config, result.events, pids)
     if fmt == "json":
-        click.echo(json.dumps(result.to_json(), allow_nan=False, indent=2))
+        document = result.to_json()
+        if pids is not None:
+            document["actions"] = [outcome.to_json() for outcome in planned]
+        click.echo(json.dumps(document, allow_nan=False, indent=2))
+    elif fmt == "jsonl":
+        for outcome in planned:
+            click.echo(json.dumps(outcome.to_json(), ensure_ascii=False))
     if fmt == "text":
         if not result.events:
             click.echo("no alerts")
+        for outcome in planned:
+            click.echo(outcome.message)
         click.echo("")
         for line in summary_lines(result.stats, result.events):
             click.echo(line)
@@ -187,6 +210,30 @@ def replay_cmd(
     mark_finished()
     if fail_on is not None and result.fired(Severity.parse(fail_on)):
         sys.exit(1)
+
+
+def _run_pids(config: Any, actions_mode: str | None) -> Any:
+    """The run-start tracker `--actions dry-run` fills `{pid}` from (None without it)."""
+    if actions_mode is None:
+        return None
+    if not config.actions:
+        raise click.UsageError(
+            f"--actions dry-run: the config ({config.path or 'none found'}) has no [[action]] table"
+        )
+    from logwatch.actions.pids import RunPids
+
+    return RunPids()
+
+
+def _planned(config: Any, events: list[AlertEvent], pids: Any) -> list[Any]:
+    """What the actions would have done for these events (`--actions dry-run`), else nothing."""
+    if pids is None:
+        return []
+    import os
+
+    from logwatch.actions.plan import plan_actions
+
+    return plan_actions(config.actions, events, pids, dict(os.environ))
 
 
 class _Progress:

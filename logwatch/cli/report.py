@@ -73,7 +73,7 @@ def report_cmd(
     from logwatch.report.build import build_report
     from logwatch.report.png import find_browser, write_pngs
 
-    _, specs = config_and_rules(config_path, rule_paths, no_builtin_rules)
+    config, specs = config_and_rules(config_path, rule_paths, no_builtin_rules)
     lines_window = window(since, until)
     browser = find_browser() if png_dir is not None else None  # before the work, not after
     with _Progress(enabled=sys.stderr.isatty()) as progress:
@@ -87,6 +87,7 @@ def report_cmd(
             x=x_axis,
             progress=progress.read,
             on_stage=progress.stage,
+            actions=config.actions,  # what they would have done: listed, never run
         )
         progress.stage("writing " + output)
         size = report.write(output)

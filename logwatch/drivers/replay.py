@@ -9,11 +9,22 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import polars as pl
 
 from logwatch.alerts import AlertEvent, Severity, json_number, still_firing
+from logwatch.drivers.replay_many import (
+    GROUP_BYTES,
+    SMALL_FILE_BYTES,
+    Ends,
+    ManyOptions,
+    Prepare,
+    _File,
+    groups,
+    parse_group,
+    replay_group,
+)
 from logwatch.drivers.window import Window
 from logwatch.engine import (
     DataWarning,
@@ -54,6 +65,9 @@ class ReplayOptions:
     metrics: bool = False  # fill the `metrics` column (exports); rules do not read it
     stats: bool = True  # the per-source summary (`--format jsonl` shows none: False skips it)
     shapes: bool = True  # False: every line by the general parse path (the shapes' reference)
+    # files up to this size (and one block) are parsed together with the small files next to
+    # them in the list (`replay_many`); 0: every file on its own
+    small_file_bytes: int = SMALL_FILE_BYTES
 
 
 def scan_log(
@@ -78,14 +92,6 @@ def read_log(
     """Every line of a log as one frame with `logwatch.SCHEMA` (what `scan_log` yields, joined)."""
     frames = list(scan_log(path, source=source, max_line_bytes=max_line_bytes))
     return pl.concat(frames) if frames else pl.DataFrame(schema=SCHEMA)
-
-
-class Prepare(Protocol):
-    """`Engine.prepare` for one parsed block (its frame and what its parse knows of it)."""
-
-    def __call__(
-        self, frame: pl.DataFrame, *, shapes: pl.Series | None = None
-    ) -> Prepared | None: ...
 
 
 def _scan(
@@ -121,7 +127,9 @@ def _scan(
             return parsed, block.end_offset, ready
 
         for parsed, end, ready in _ordered_map(parse, _prefetch(blocks), workers=options.workers):
-            frame = carry.frame(parsed)  # a moved year makes `ready` stale: process drops it
+            frame = carry.frame(parsed)  # a moved year: `ready` for the moved frame
+            if ready is not None and frame is not parsed.frame:
+                ready = ready.moved(frame)
             yield frame, end, total, ready
     except EOFError as exc:
         raise InputError(
@@ -171,7 +179,7 @@ def replay_file(
                 last = kept_last(last, frame, engine.last_lines)
         if progress is not None:
             progress(path, end_offset, total)
-    yield from engine.finish(name, last)
+    yield from engine.finish(name, last, computed=SCHEMA if columns is None else columns)
     if rates:
         stats.throughput_median = pl.concat(rates).median()  # type: ignore[assignment]  # Float64: a float or None
 
@@ -349,12 +357,67 @@ def replay(
     check_readable(paths, not_text=_not_text_warning(on_warning))
     engine = Engine(rules, on_error=on_error, stats=options.stats, on_warning=on_warning)
     events: list[AlertEvent] = []
-    for path in paths:
-        blocks = replay_file(
-            path, engine, options=options, progress=progress, window=window, on_frame=on_frame
-        )
-        for event in blocks:
-            events.append(event)
-            if on_event is not None:
-                on_event(event)
+    one = partial(
+        replay_file,
+        engine=engine,
+        options=options,
+        progress=progress,
+        window=window,
+        on_frame=on_frame,
+    )
+    for event in _replay_all(paths, engine, options, one, progress, window, on_frame):
+        events.append(event)
+        if on_event is not None:
+            on_event(event)
     return ReplayResult(events, {source: state.stats for source, state in engine.sources.items()})
+
+
+def _replay_all(
+    paths: Sequence[str],
+    engine: Engine,
+    options: ReplayOptions,
+    one: Callable[[str], Iterator[AlertEvent]],
+    progress: Progress | None,
+    window: Window | None,
+    on_frame: FrameHook | None,
+) -> Iterator[AlertEvent]:
+    """Every file's events in order: a large file block by block (`replay_file`), runs of
+    small ones parsed a group at a time on the parse threads (`replay_many`)."""
+    columns = None if on_frame is not None else engine.columns | _stats_columns(options)
+    many = ManyOptions(
+        options.block_bytes,
+        options.max_line_bytes,
+        options.workers,
+        options.metrics,
+        options.stats,
+        options.shapes,
+    )
+    small = min(options.small_file_bytes, options.block_bytes)
+    runs = list(
+        groups(paths, small, min(GROUP_BYTES, options.block_bytes))
+    )  # (paths, parsed together)
+    # as `replay_file`: what no engine state changes is computed on the parse threads
+    prepare = partial(engine.prepare, computed=columns) if window is None else None
+    # and so are the last lines the end-of-input rules read (a window's cut is the driver's)
+    done = frozenset(SCHEMA) if columns is None else columns
+    ends = Ends(engine.last_lines, engine.end_columns - done) if window is None else None
+    parse = partial(parse_group, options=many, columns=columns, prepare=prepare, ends=ends)
+
+    def parsed(run: tuple[list[str], bool]) -> list[_File] | None:
+        return parse(run[0]) if run[1] else None
+
+    ahead = _ordered_map(parsed, iter(runs), workers=options.workers)
+    for (run, _), files in zip(runs, ahead, strict=True):
+        if files is None:
+            yield from one(run[0])
+            continue
+        yield from replay_group(
+            files,
+            engine,
+            options=many,
+            columns=columns,
+            replay_one=one,
+            progress=progress,
+            window=window,
+            on_frame=on_frame,
+        )

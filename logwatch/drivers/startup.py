@@ -60,7 +60,9 @@ def sinks_line(config: Config) -> str:
         sinks.append(f"Slack{where} ({config.slack.mode})")
     if config.alertmanager is not None:
         sinks.append(f"Alertmanager {', '.join(config.alertmanager.urls)}")
-    sinks += sorted(config.sink_tables - {"slack", "alertmanager"})
+    if config.webhooks:
+        sinks.append(_count(len(config.webhooks), "webhook"))
+    sinks += sorted(config.sink_tables - {"slack", "alertmanager", "webhook"})
     return "alerts to " + ", ".join(sinks)
 
 

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
+
+from logwatch.actions.pids import RunPids
+from logwatch.actions.plan import plan_actions
+from logwatch.actions.spec import ActionSpec
 from logwatch.alerts import AlertEvent
 from logwatch.drivers.replay import Progress, ReplayOptions, ReplayResult, replay
 from logwatch.drivers.window import Window
 from logwatch.engine import ErrorHandler, WarningHandler
 from logwatch.errors import InputError, ReportError
+from logwatch.report.actions import action_table
 from logwatch.report.charts import (
     Placed,
     all_charts,
@@ -70,16 +77,19 @@ def build_report(
     x: str | None = None,
     progress: Progress | None = None,
     on_stage: Callable[[str], None] | None = None,
+    actions: Sequence[ActionSpec] = (),
 ) -> Report:
     """Replay `paths` once and draw what they say: each run its own series on one x axis
     (`x`: "step" or "time"; None: see `AXES`), the files ordered by their first timestamp
     (argument order where one has none). `progress` sees each block read, `on_stage` each
-    step after the reading."""
+    step after the reading. With `actions` (the config's [[action]]), what they would have
+    done is listed under the alerts (nothing is run)."""
     if x is not None and x not in AXES:
         raise ReportError(f"--x {x}: unknown axis (expected one of: {', '.join(AXES)})")
     # Which axis is drawn is known only at the end, unless `--x` says: then only its view
     # is fed (the step view alone costs about a fifth of a replay on a DFlash log).
     collector = Collector(kinds=_KINDS[x])
+    pids = RunPids()
 
     def read(source: str, done: int, total: int) -> None:
         collector.progress(source, done, total)
@@ -94,7 +104,7 @@ def build_report(
         rules,
         options=options or ReplayOptions(),
         window=window,
-        on_frame=collector,
+        on_frame=_with_pids(collector, pids) if actions else collector,
         on_event=seen,
         on_error=on_error,
         on_warning=on_warning,
@@ -134,7 +144,8 @@ def build_report(
             else ""
         )
     )
-    html = page(title, headers, charts, events, note, places)
+    planned = plan_actions(actions, result.events, pids, dict(os.environ)) if actions else []
+    html = page(title, headers, charts, events, note, places, action_table(planned))
     return Report(html, charts, result, names, kind)
 
 
@@ -167,6 +178,16 @@ def _unplaced(
     """Whether an event has no x on the axis (its file has nothing drawn on it)."""
     run = run_of(placed, event, places.get(id(event)))
     return run is None or event_x(event, places.get(id(event)), run, axis) is None
+
+
+def _with_pids(collector: Collector, pids: RunPids) -> Callable[[pl.DataFrame], None]:
+    """The collector's frame hook, and the run starts' pids for the action rows."""
+
+    def each(frame: pl.DataFrame) -> None:
+        collector(frame)
+        pids.observe(frame)
+
+    return each
 
 
 def _starts(collector: Collector, source: str) -> list[str]:

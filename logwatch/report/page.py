@@ -262,8 +262,9 @@ def page(
     events: Sequence[AlertEvent],
     note: str,
     places: Mapping[int, Place] | None = None,
+    actions_html: str = "",
 ) -> str:
-    """The whole report as one HTML document."""
+    """The whole report as one HTML document (`actions_html`: the action rows, if any)."""
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -278,5 +279,6 @@ def page(
         + "".join(charts)
         + "<h2>Alerts</h2>"
         + alert_table(events, places)
+        + actions_html
         + f"<script>{SCRIPT}</script></body></html>"
     )

@@ -95,6 +95,7 @@ class Notifier:
         self.posted: dict[str, Notice] = {}
         self._dirty = False
         self._save_failing: str | None = None  # why the last save failed, until one works
+        self._notes: dict[str, list[str]] = {}  # replies waiting for their group's message
         self._load()
 
     # --- the Sink protocol ---------------------------------------------------------------------
@@ -257,6 +258,21 @@ class Notifier:
         for notice in list(self.posted.values()):
             self._maybe_repeat(notice, now)
 
+    def note(self, fingerprint: str, text: str) -> bool:
+        """A thread reply on the message of the alert with this fingerprint (what an action
+        did); a group still waiting gets it right after its message. False: no message of this
+        process speaks for that alert (not posted by it, silenced, or kept off Slack)."""
+        shown, blocks = messages.reply_message(messages.escape(text))
+        for notice in self.posted.values():
+            if fingerprint in notice.members:
+                self._send(REPLY, shown, blocks, parent=notice.id)
+                return True
+        for notice in self.pending.values():
+            if fingerprint in notice.members:
+                self._notes.setdefault(notice.id, []).append(text)
+                return True
+        return False
+
     def _flush(self, key: str) -> None:
         notice = self.pending.pop(key)
         for fp, event in list(notice.members.items()):
@@ -270,6 +286,8 @@ class Notifier:
         self._send(POST, text, blocks, job_id=notice.id)
         notice.last_notified_s = self._now()
         self.posted[notice.id] = notice
+        for note in self._notes.pop(notice.id, []):
+            self.note(next(iter(notice.members)), note)
 
     def _maybe_repeat(self, notice: Notice, now: float) -> None:
         still = [e for fp, e in notice.members.items() if fp not in notice.resolved]

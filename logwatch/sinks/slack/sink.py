@@ -61,6 +61,12 @@ class SlackSink:
         with self._lock:
             self.notifier.emit(event)
 
+    def note_action(self, fingerprint: str, text: str) -> None:
+        """What an action did, as a thread reply on its alert's message (called from the
+        action's thread)."""
+        with self._lock:
+            self.notifier.note(fingerprint, text)
+
     def rename_source(self, old: str, new: str) -> None:
         """`old`'s alerts go on under `new`: their messages are edited, not posted again."""
         with self._lock:
