@@ -93,15 +93,17 @@ def test_a_failure_is_said_once_and_the_recovery_once(
 
 
 def test_a_timeout_is_said_in_seconds(fake_slack: FakeSlack, tmp_path: Path) -> None:
-    """An answer later than the timeout: `did not answer within 0.3s`; the message Slack stored
+    """An answer later than the timeout: `did not answer within 1s`; the message Slack stored
     meanwhile is found again (no second post), and that is the recovery."""
-    fake_slack.fail("chat.postMessage", Fault(delay_s=1.0))
-    transport = BotTransport(fake_slack.token, fake_slack.base_url, 0.3)
+    fake_slack.fail("chat.postMessage", Fault(delay_s=3.0))
+    transport = BotTransport(fake_slack.token, fake_slack.base_url, 1.0)
     lines = deliver(transport, tmp_path, 1)
-    assert lines == [
-        "logwatch: slack: Slack did not answer within 0.3s; retrying, 1 alert queued",
-        "logwatch: slack: delivering again after 1 failed try in 0s",
-    ]
+    assert lines[0] == "logwatch: slack: Slack did not answer within 1s; retrying, 1 alert queued"
+    # one failed try, or more when a loaded machine makes the lookup miss its deadline too
+    assert len(lines) == 2
+    assert re.fullmatch(
+        r"logwatch: slack: delivering again after \d+ failed tr(y|ies) in 0s", lines[1]
+    )
     assert len(fake_slack.posts()) == 1
 
 
