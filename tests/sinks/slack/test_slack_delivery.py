@@ -168,6 +168,7 @@ def test_outage_with_restart_delivers_each_once_in_order(
     second = sink(fake_slack, tmp_path)
     time.sleep(0.5)
     fake_slack.down = None
+    assert second.worker.drain(60)  # all 30, however long a loaded machine takes (close: 5 s)
     second.close()
     texts = [m["text"].split(" ")[2] for m in fake_slack.posts(CH)]
     assert texts == [f"rule-{n:02d}" for n in range(30)]
