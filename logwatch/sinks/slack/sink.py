@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -152,6 +153,7 @@ def open_slack_sink(
         dead_letter=state_dir / DEAD_LETTER,
         policy=policy or DeliveryPolicy(),
         report=report,
+        clock=time.monotonic if clock is None else clock.monotonic,
     )
     buttons = config.slack.buttons
     stop_actions = [spec for spec in config.actions if spec.button]
