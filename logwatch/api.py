@@ -26,7 +26,8 @@ PathArg = str | os.PathLike[str]
 
 def load_rules(paths: Iterable[PathArg] = (), *, builtin: bool = True) -> list[RuleSpec]:
     """The built-in rule packs (unless `builtin=False`), then the packs at `paths` (files or
-    folders of `.toml`); a later rule with the same id replaces an earlier one."""
+    folders of `.toml`); a later rule with the id of an earlier one replaces it when it says
+    `replace = true`, else `RulesError`."""
     packs = [builtin_rules_dir()] if builtin else []
     return _load_packs([*packs, *(Path(p) for p in paths)])
 

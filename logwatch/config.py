@@ -11,16 +11,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from logwatch.buttons_config import BUTTON_KEYS, ButtonsConfig, read_buttons
 from logwatch.errors import ConfigError
 from logwatch.gpu.mode import GpuMode
 from logwatch.redact import register_secret, stderr_line
 from logwatch.rules.loader import Overrides, RuleSpec, builtin_rules_dir, load_rules
 from logwatch.rules.params import ParamError
 from logwatch.rules.registry import duration_params
+from logwatch.statekey import default_state_dir as default_state_dir  # re-exported: its old home
 from logwatch.tablereader import TableReader, show
+from logwatch.words import counted
 
 if TYPE_CHECKING:  # read only from a config file that has the tables (_Reader.read)
+    from logwatch.actions.spec import ActionSpec
     from logwatch.cluster_config import AlertmanagerConfig, PrometheusConfig
+    from logwatch.webhook_config import WebhookConfig
 
 DEFAULT_CONFIG = Path("logwatch.toml")
 SLACK_API = "https://slack.com/api/"
@@ -28,8 +33,10 @@ DEFAULT_INHIBIT = (("nvml-disabled", "gpu-metrics-missing"),)
 _TOP_KEYS = {"slack", "alertmanager", "prometheus", "rules", "alerts", "gpu"} | {
     "rule_packs",
     "builtin_rules",
+    "action",
+    "webhook",
 }
-_SLACK_KEYS = {"channel", "base_url", "token_file", "webhook_url_env", "timeout"}
+_SLACK_KEYS = {"channel", "base_url", "token_file", "webhook_url_env", "timeout"} | BUTTON_KEYS
 _ALERT_KEYS = {"group_wait", "repeat_interval", "inhibit", "notify_on_resolve"}
 _GPU_KEYS = {"mode", "interval", "notify_unavailable", "export"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -44,6 +51,7 @@ class SlackConfig:
     timeout_s: float = 10.0
     token: str | None = field(default=None, repr=False)
     webhook_url: str | None = field(default=None, repr=False)
+    buttons: ButtonsConfig | None = None  # [slack] app_token_file: buttons over Socket Mode
 
     @property
     def mode(self) -> str:
@@ -86,12 +94,18 @@ class Config:
     rule_overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     override_lines: Mapping[str, int] = field(default_factory=dict)
     key_lines: Mapping[str, int] = field(default_factory=dict)
+    actions: tuple[ActionSpec, ...] = ()  # the [[action]] tables
+    webhooks: tuple[WebhookConfig, ...] = ()  # the [[webhook]] tables
 
     @property
     def sink_tables(self) -> frozenset[str]:
         """The sink tables this config has ([slack], ...): what `sinks.registry` opens."""
         # a new sink: its table's field here, its parser below
-        tables = {"slack": self.slack, "alertmanager": self.alertmanager}
+        tables = {
+            "slack": self.slack,
+            "alertmanager": self.alertmanager,
+            "webhook": self.webhooks or None,
+        }
         return frozenset(name for name, table in tables.items() if table is not None)
 
     def where(self, rule_id: str, key: str | None = None) -> str:
@@ -105,7 +119,21 @@ def config_rules(config: Config, extra: Sequence[str | Path] = ()) -> list[RuleS
     paths = [builtin_rules_dir()] if config.builtin_rules else []
     paths += [*config.rule_packs, *(Path(p) for p in extra)]
     overrides = Overrides(config.rule_overrides, config.where) if config.rule_overrides else None
-    return _check_inhibit(config, load_rules(paths, overrides))
+    return _check_actions(config, _check_inhibit(config, load_rules(paths, overrides)))
+
+
+def _check_actions(config: Config, specs: list[RuleSpec]) -> list[RuleSpec]:
+    """An [[action]] `on` naming a rule that is not loaded would never run: refuse it."""
+    known = {spec.id for spec in specs}
+    for action in config.actions:
+        unknown = [rule for rule in action.on if rule != "*" and rule not in known]
+        if unknown:
+            raise ConfigError(
+                f"{config.path}:{action.line}: [[action]] {action.name}: 'on' names unknown rule "
+                f"{unknown[0]!r} (loaded rules: {', '.join(sorted(known)) or 'none'}; "
+                '"*" for every rule)'
+            )
+    return specs
 
 
 def _check_inhibit(config: Config, specs: list[RuleSpec]) -> list[RuleSpec]:
@@ -122,13 +150,6 @@ def _check_inhibit(config: Config, specs: list[RuleSpec]) -> list[RuleSpec]:
                     f"(loaded rules: {', '.join(sorted(known)) or 'none'})"
                 )
     return specs
-
-
-def default_state_dir(env: Mapping[str, str] | None = None) -> Path:
-    """$XDG_STATE_HOME/logwatch, else ~/.local/state/logwatch."""
-    env = os.environ if env is None else env
-    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "logwatch"
 
 
 def find_config(path: str | None, env: Mapping[str, str] | None = None) -> Path | None:
@@ -212,7 +233,19 @@ class _Reader(TableReader):
             rule_overrides=overrides,
             override_lines=lines,
             key_lines=key_lines,
+            actions=self.actions(data["action"]) if "action" in data else (),
+            webhooks=self.webhooks(data["webhook"]) if "webhook" in data else (),
         )
+
+    def webhooks(self, items: Any) -> tuple[WebhookConfig, ...]:
+        from logwatch.webhook_config import read_webhooks  # only when configured
+
+        return read_webhooks(self, items)
+
+    def actions(self, items: Any) -> tuple[ActionSpec, ...]:
+        from logwatch.actions.spec import read_actions  # only for a config that has them
+
+        return read_actions(self, items)
 
     def slack(self, data: Mapping[str, Any]) -> SlackConfig:
         self.check_keys("slack", data, _SLACK_KEYS)
@@ -243,7 +276,15 @@ class _Reader(TableReader):
             raise self.fail(
                 at, "[slack] needs 'channel' (a channel ID such as C0123456789) in bot mode"
             )
+        buttons = read_buttons(self, data)
+        if buttons is not None and webhook:
+            raise self.fail(
+                self.key_line("slack", "app_token_file"),
+                "the alert buttons edit and answer messages, which an incoming webhook cannot: "
+                "use a bot token (SLACK_BOT_TOKEN or [slack] token_file) with app_token_file",
+            )
         return SlackConfig(
+            buttons=buttons,
             channel=channel or "webhook",
             base_url=base_url if base_url.endswith("/") else base_url + "/",
             timeout_s=self.duration("slack", data, "timeout", 10.0),
@@ -273,7 +314,9 @@ class _Reader(TableReader):
         # The token is the first line, exactly what is sent and registered as a secret: the
         # whole file, sent, put its second line in the error of every retry (an invalid header).
         if len(lines) > 1:
-            stderr_line(f"logwatch: token_file {path}: {len(lines)} lines; using the first")
+            stderr_line(
+                f"logwatch: token_file {path}: {counted(len(lines), 'line')}; using the first"
+            )
         return lines[0]
 
     def alerts(self, data: Mapping[str, Any]) -> AlertsConfig:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from logwatch.checks import Check
 from logwatch.config import Config, config_rules, find_config, load_config
 from logwatch.errors import LogwatchError
+from logwatch.words import counted
 
 
 def check_nvml() -> tuple[bool, str, str]:
@@ -53,6 +54,10 @@ def run_doctor(
         checks.append(_rules(config))
         checks += _slack(config)
         checks += _alertmanager(config)
+        if config.actions:
+            from logwatch.actions.checks import action_checks
+
+            checks += action_checks(config.actions, os.environ if env is None else env)
     ok, detail, fix = nvml()
     required = config is not None and config.gpu.mode == "required"
     if config is not None and config.gpu.mode == "off":
@@ -70,7 +75,7 @@ def _rules(config: Config) -> Check:
         return Check(
             "rule packs", False, str(exc), "correct the rule pack or [rules] table named above"
         )
-    return Check("rule packs", True, f"{len(specs)} rules enabled")
+    return Check("rule packs", True, f"{counted(len(specs), 'rule')} enabled")
 
 
 def _slack(config: Config) -> list[Check]:
@@ -117,7 +122,7 @@ def _glob(pattern: str) -> Check:
         return Check(
             f"glob {pattern}",
             False,
-            f"{len(unreadable)} of {len(files)} files unreadable, e.g. {unreadable[0]}",
+            f"{len(unreadable)} of {counted(len(files), 'file')} unreadable, e.g. {unreadable[0]}",
             "run as a user who can read the logs",
         )
-    return Check(f"glob {pattern}", True, f"{len(files)} readable file(s)")
+    return Check(f"glob {pattern}", True, f"{counted(len(files), 'readable file')}")

@@ -5,6 +5,14 @@ placeholder in them has a value.
 `the run crashed (line 9)` on a log with no step and no rank, never `at step ?` or `rank ?`.
 Outside a clause a placeholder with no value still shows `?`, so a template that names one
 always says so. Clauses do not nest; a `[` or `]` not opening `[?` stays literal text.
+
+A clause may offer alternatives split by `|`, the first whose placeholders all have values
+shown: `loss is nan[? at step {step}| at epoch {epoch}] (line 8)` says the epoch on a Hugging
+Face line that has no step, and neither where there is none.
+
+`{value:count iteration}` is the value and its noun agreeing: `1 iteration`, `3 iterations`
+(`{n:count child/children}` names an irregular plural). It is the only format a placeholder
+takes (`COUNT`): values come formatted.
 """
 
 from __future__ import annotations
@@ -14,9 +22,15 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from logwatch.words import counted
+
 _CLAUSE = re.compile(r"\[\?([^\[\]]*)\]")
 _OPEN = "[?"
 NO_VALUE = "?"
+ALTERNATIVE = "|"
+"""Splits an optional clause's alternatives: `[? at step {step}| at epoch {epoch}]`."""
+COUNT = "count "
+"""A placeholder's format `{value:count iteration}`: the value with its noun, singular or plural."""
 
 
 class _Missing(Exception):
@@ -59,6 +73,14 @@ class _Filler(string.Formatter):
             value = NO_VALUE
         return value, field_name
 
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        if format_spec.startswith(COUNT):
+            if value == NO_VALUE:
+                return value
+            noun, _, plural_form = format_spec.removeprefix(COUNT).partition("/")
+            return counted(value, noun, plural_form or None)
+        return super().format_field(value, format_spec)
+
 
 def fill(template: str, fields: Mapping[str, Any], labels: Mapping[str, str]) -> str:
     """The template with its placeholders filled (values come formatted; None: no value)."""
@@ -66,8 +88,10 @@ def fill(template: str, fields: Mapping[str, Any], labels: Mapping[str, str]) ->
     out: list[str] = []
     for text, optional in pieces(template):
         filler.optional = optional
-        try:
-            out.append(filler.format(text))
-        except _Missing:
-            continue
+        for choice in text.split(ALTERNATIVE) if optional else [text]:
+            try:
+                out.append(filler.format(choice))
+            except _Missing:
+                continue
+            break
     return "".join(out)

@@ -6,10 +6,25 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from logwatch.testing import FakeSlack
 from tests.fakenvml.build import build, compiler
+from tests.support import properties
 from tests.support.slackhelp import TOKEN
+
+properties.register()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Load the Hypothesis profile `HYPOTHESIS_PROFILE` names (dev when unset), before any test
+    module computes its `examples(N)`; `--hypothesis-profile` on the command line wins."""
+    if config.getoption("hypothesis_profile", None):
+        return
+    try:
+        settings.load_profile(properties.chosen())
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 @pytest.fixture
@@ -37,3 +52,37 @@ def fake_nvml_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if compiler() is None:
         pytest.skip("no C compiler (gcc/cc): cannot build the stand-in libnvidia-ml.so.1")
     return build(tmp_path_factory.mktemp("fakenvml"))
+
+
+SLOW_MODULES = (
+    "tests/cluster/",  # a real Alertmanager and Prometheus
+    "tests/report/test_report_browser.py",  # headless Chromium
+    "tests/top/test_top_tmux.py",  # top in tmux
+    "tests/top/test_top_plain.py",
+    "tests/top/test_top_gpu.py",
+    "tests/drivers/test_tail_cli.py",  # `logwatch tail` as a process
+    "tests/drivers/test_tail_inputs.py",
+    "tests/drivers/test_tail_rotation.py",
+    "tests/drivers/test_tail_statedir.py",
+    "tests/drivers/test_tail_stdin.py",
+    "tests/sinks/test_terminal.py",
+    "tests/sinks/slack/test_slack_cli.py",
+    "tests/sinks/slack/test_slack_tail.py",
+    "tests/sinks/slack/test_slack_gpu_notice.py",
+    "tests/sinks/slack/test_slack_kill9.py",
+    "tests/sources/test_fileset_inputs.py",
+    "tests/gpu/test_live.py",
+    "tests/gpu/test_gpu_procs.py",
+    "tests/test_wheel.py",  # builds and installs the wheel
+    "tests/test_cli_startup.py",
+)
+"""Test files (node ids' prefixes) that run real processes, services or a browser: `slow`, with
+every property (hypothesis) test, so `pytest -m "not slow"` is a quick first try."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests of `SLOW_MODULES` and the hypothesis tests `slow`."""
+    for item in items:
+        is_property = hasattr(getattr(item, "obj", None), "hypothesis")
+        if is_property or item.nodeid.startswith(SLOW_MODULES):
+            item.add_marker(pytest.mark.slow)

@@ -167,19 +167,20 @@ def test_broken_rule_pack_is_file_line_message(
 
 
 def test_user_rule_pack_adds_and_overrides(write_log, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """--rules adds a pack; a rule with a built-in id replaces the built-in one."""
+    """--rules adds a pack; a rule with a built-in id and `replace = true` replaces the built-in
+    one, and stderr names it."""
     pack = tmp_path / "mine.toml"
     pack.write_text(
         '[[rule]]\nid = "grad-spike-word"\ntype = "match"\nseverity = "info"\n'
         'summary = "spike (line {line})"\npattern = "grad_norm 1\\\\.2"\n'
         '[[rule]]\nid = "nan-loss"\ntype = "nonfinite"\nseverity = "warning"\n'
-        'summary = "my nan {value}"\ncolumn = "loss"\n'
+        'summary = "my nan {value}"\ncolumn = "loss"\nreplace = true\n'
     )
     code, out, err = run("replay", write_log(NAN_LOG), "--rules", str(pack), "--format", "jsonl")
     assert code == 0
     assert (
         err
-        == f"logwatch: {pack}:7: rule 'nan-loss' replaces the one at {builtin_rules_dir() / 'training.toml'}:6\n"
+        == f"logwatch: {pack}:7: rule 'nan-loss' replaces the built-in rule at {builtin_rules_dir() / 'training.toml'}:6\n"
     )
     got = [(e["rule"], e["severity"], e["summary"]) for e in map(json.loads, out.splitlines())]
     assert got[:2] == [

@@ -4,16 +4,20 @@ the GPU hold rules' scored rows) gives exactly the events of the engine computin
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import logwatch
-from logwatch.engine import Engine
+from logwatch.engine import Engine, gpu_rows
 from logwatch.parse import parse_lines
 from logwatch.rules.drop import PAUSES
+from tests.support.properties import examples
 
 OOM = [
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total",
@@ -50,7 +54,7 @@ def _lines(seed: int, count: int) -> list[str]:
 RULES = logwatch.load_rules()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(0, 10**6), st.integers(20, 300), st.integers(1, 4))
 def test_prepared_batches_give_the_events_of_the_engine_itself(
     seed: int, count: int, pieces: int
@@ -131,3 +135,114 @@ def test_a_live_batch_gets_its_ahead_columns_from_the_live_checks() -> None:
     assert live(blind=False) == itself
     assert seen[40] is True and sum(seen) == 1
     assert live(blind=True) != itself
+
+
+RUN_START = "2026-11-01 00:00:00,000 INFO [train] run start: run_id=r{run} world=8"
+NAN = (
+    "2026-11-01 00:{m:02d}:30,000 INFO [train] step {step}/9000 | loss nan | acc 0.3 | lr"
+    " 2.40e-05 | grad_norm nan | tok/s 50500 | q_hs=3 q_hsb=[1,2]"
+)
+
+
+def _restarted(seed: int, count: int) -> list[str]:
+    """`_lines` with `run start:` headers (restarts into the same file) and NaN steps at random
+    places, and snapshots whose GPU stays idle across a restart."""
+    rng = random.Random(seed + 1)
+    lines = []
+    for number, line in enumerate(_lines(seed, count)):
+        lines.append(line)
+        kind = rng.random()
+        if kind < 0.04:
+            lines.append(RUN_START.format(run=number))
+        elif kind < 0.12:
+            lines.append(NAN.format(m=number % 60, step=number))
+    return lines
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.integers(0, 10**6), st.integers(20, 400), st.integers(1, 3))
+def test_a_batch_cut_at_run_starts_uses_what_was_prepared_for_it_whole(
+    seed: int, count: int, pieces: int
+) -> None:
+    """A batch holding restarts is evaluated run by run, each run with its share of what
+    `prepare` found for the whole batch (gate lines, `ahead` columns, each run's last step,
+    GPU rows), parsed with only the columns replay parses: the events (and steps) of the
+    engine computing each run itself, and no GPU row read again."""
+    lines = _restarted(seed, count)
+    cuts = sorted(random.Random(seed).sample(range(1, len(lines)), pieces - 1))
+    ahead, itself = Engine(RULES, stats=False), Engine(RULES, stats=False)
+    columns = ahead.columns
+    got: list[tuple[str, str, int, int | None, str, str]] = []
+    want: list[tuple[str, str, int, int | None, str, str]] = []
+    for start, end in zip([0, *cuts], [*cuts, len(lines)], strict=True):
+        text = pl.Series(lines[start:end], dtype=pl.String)
+        frame = parse_lines(text, source="s", first_line=start + 1, columns=columns)
+        prepared = ahead.prepare(frame, columns)
+        assert prepared is not None
+        with _no_gpu_rows_read() if prepared.gpu_rows is not None else nullcontext():
+            events = ahead.process(frame, columns, prepared)
+        got += [(e.rule, e.status, e.line, e.step, e.summary, e.run) for e in events]
+        events = itself.process(frame, columns)
+        want += [(e.rule, e.status, e.line, e.step, e.summary, e.run) for e in events]
+    assert got == want
+
+
+@contextmanager
+def _no_gpu_rows_read() -> Iterator[None]:
+    """Fails a test that reads a batch's GPU rows from its lines (`log_gpu_rows`)."""
+
+    def read(*args: object, **kwargs: object) -> None:
+        raise AssertionError("GPU rows read again from the lines")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gpu_rows, "log_gpu_rows", read)
+        yield
+
+
+def test_a_block_moved_to_the_carried_year_keeps_what_was_prepared() -> None:
+    """replay moves a block's yearless head to the year carried from the block before, which
+    makes a new frame: what `prepare` found that reads no timestamp (gate lines, the last
+    step) is kept for it (`Prepared.moved`), with the engine's own events and no step search
+    on the main thread."""
+    import logwatch.engine.evaluate as evaluate_module
+
+    lines = _restarted(5, 300)
+    rules = [spec for spec in RULES if spec.id in ("nan-loss", "nan-grad")]
+    engine, itself = Engine(rules, stats=False), Engine(rules, stats=False)
+    columns = engine.columns
+    frame = parse_lines(pl.Series(lines), source="s", first_line=1, columns=columns)
+    prepared = engine.prepare(frame, columns)
+    assert prepared is not None and prepared.stepped
+    moved = frame.with_columns(pl.col("ts").dt.offset_by("-1y"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(evaluate_module, "last_step_of", _not_called)
+        got = engine.process(moved, columns, prepared.moved(moved))
+    want = itself.process(moved, columns)
+    assert [e.to_jsonl() for e in got] == [e.to_jsonl() for e in want]
+    assert got
+    with pytest.raises(ValueError, match="a frame of 1 rows"):
+        prepared.moved(moved.head(1))
+
+
+def test_the_last_step_search_reads_each_line_once() -> None:
+    """Where no line says a step (a Hugging Face Trainer's log), the search for the last step
+    parses every line once, not the growing tails over again."""
+    import logwatch.engine.batch as batch_module
+
+    lines = [f"{{'loss': 1.{i}, 'grad_norm': 0.5, 'learning_rate': 2e-05}}" for i in range(5000)]
+    frame = parse_lines(pl.Series(lines), source="s", first_line=1, columns={"loss"})
+    read: list[int] = []
+    real = batch_module.complete
+
+    def counted(piece: pl.DataFrame, *args: object, **kwargs: object) -> pl.DataFrame:
+        read.append(piece.height)
+        return real(piece, *args, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(batch_module, "complete", counted)
+        assert batch_module.last_step_of(frame) is None
+    assert sum(read) == frame.height
+
+
+def _not_called(*args: object) -> None:
+    raise AssertionError("called")

@@ -19,6 +19,7 @@ import logwatch.engine as engine_module
 from logwatch.engine import Engine
 from logwatch.parse import parse_lines
 from tests.support import corpus
+from tests.support.properties import examples
 
 GATED = ("nan-loss", "nan-grad", "loss-scale-overflow", "run-crashed")
 RULES = [spec for spec in logwatch.load_rules() if spec.id in GATED]
@@ -81,7 +82,7 @@ def _events(lines: list[str], cuts: list[int], *, full: bool) -> list[str]:
     return [event.to_jsonl() for event in events]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     st.integers(0, 10**6),
     st.integers(200, 3000),
@@ -134,7 +135,7 @@ GATE_LINES = [
 ]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.integers(0, 10**6), st.integers(1, 400))
 def test_the_lines_prepare_finds_are_each_gates_own(seed: int, count: int) -> None:
     """The lines `Engine.prepare` says each gate selects are the lines its regex matches (for
@@ -153,3 +154,69 @@ def test_the_lines_prepare_finds_are_each_gates_own(seed: int, count: int) -> No
         rows = needs.rows if needs.rows is not None else pl.col("text").str.contains(gate)
         want = frame.select(rows.fill_null(False).arg_true()).to_series().to_list()
         assert prepared.hits[gate].to_list() == want, gate
+
+
+@settings(max_examples=examples(15), deadline=None)
+@given(st.integers(0, 10**6), st.integers(100, 1500), st.lists(st.integers(1, 4000), max_size=2))
+def test_a_nan_episode_is_read_from_its_gate_lines_on(
+    seed: int, length: int, cuts: list[int]
+) -> None:
+    """A divergence that logs a NaN loss for hundreds of steps opens the gate on more than one
+    line in 64, but in one stretch: the gated path still reads only from the stretch on (in
+    growing pieces, the rest of the batch at once past a few), with the full parse's events."""
+    taken: list[bool] = []
+    gated = Engine._gated
+
+    def spy(self: Engine, *args: Any) -> Any:
+        found = gated(self, *args)
+        taken.append(found is not None)
+        return found
+
+    lines = _lines(seed, 4000, 0)
+    at = random.Random(seed).randrange(0, 4000 - length)
+    for row in range(at, at + length):
+        lines[row] = lines[row].replace("| loss ", "| loss nan | was ")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine_module.Engine, "_gated", spy)
+        events = _events(lines, cuts, full=False)
+    assert taken and all(taken)
+    assert "firing" in [json.loads(e)["status"] for e in events]
+    assert events == _events(lines, cuts, full=True)
+
+
+def test_rules_whose_gates_open_on_the_same_lines_read_the_same_pieces() -> None:
+    """In a divergence both the loss and the grad norm are NaN: nan-loss and nan-grad read the
+    same pieces of the batch from the first NaN line on, computed once for both."""
+    import logwatch.engine.batch as batch_module
+
+    lines = _lines(3, 4000, 0)
+    for row in range(1200, 1900):
+        lines[row] = (
+            lines[row]
+            .replace("| loss ", "| loss nan | was ")
+            .replace("grad_norm ", "grad_norm inf | was ")
+        )
+    both = [spec for spec in RULES if spec.id in ("nan-loss", "nan-grad")]
+    counts = []
+    for rules in (both, both[:1]):
+        engine = Engine(rules, stats=False)
+        frame = parse_lines(
+            pl.Series(lines), source="t", first_line=1, default_year=2026, columns=engine.columns
+        )
+        calls: list[int] = []
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(batch_module, "complete", _counting(batch_module.complete, calls))
+            events = engine.process(frame, engine.columns)
+        assert {event.rule for event in events} == {spec.id for spec in rules}
+        counts.append(len(calls))
+    assert counts[0] == counts[1] > 0
+
+
+def _counting(real: Any, calls: list[int]) -> Any:
+    """`real`, counting its calls into `calls`."""
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    return counted

@@ -48,7 +48,7 @@ def test_passing_tests_exit_0_with_the_count(tmp_path: Path) -> None:
     """Expectations that match every event of the named rule pass: exit 0, one summary line."""
     path = _file(tmp_path, _test(NAN_LOSS + 'summary_contains = "finite again (1.9)"\n'))
     result = _run(str(path))
-    assert (result.exit_code, result.output) == (0, "1 tests, 0 failed\n")
+    assert (result.exit_code, result.output) == (0, "1 test, 0 failed\n")
 
 
 def test_a_failing_expectation_prints_the_diff_and_exits_1(tmp_path: Path) -> None:
@@ -66,7 +66,7 @@ def test_a_failing_expectation_prints_the_diff_and_exits_1(tmp_path: Path) -> No
         "    + nan-loss resolved line=3 loss is finite again (1.9) at step 3 (line 3) (firing for 1s, since line 2)\n"
         "    - nan-loss resolved line=4\n"
         "\n"
-        "1 tests, 1 failed\n"
+        "1 test, 1 failed\n"
     )
 
 
@@ -118,7 +118,7 @@ def test_input_file_and_rule_packs_are_relative_to_the_test_file(tmp_path: Path)
         'input_file = "logs/run.log"\n' + _expect("loader-crash", "firing", 2)
     )
     result = _run(str(_file(tmp_path, body)))
-    assert (result.exit_code, result.output) == (0, "1 tests, 0 failed\n")
+    assert (result.exit_code, result.output) == (0, "1 test, 0 failed\n")
 
 
 class FirstRowOfEachBatch:
@@ -147,12 +147,12 @@ def test_events_that_change_with_the_block_size_fail() -> None:
     assert [b.block_bytes for b in result.block_diffs] == [1]  # 4096 holds the whole input
     assert report_lines([result]) == [
         "FAILED: x.toml:1: cut",
-        "  blocks=1: whole-file replay (-) vs in blocks of 1 bytes (+):",
+        "  blocks=1: whole-file replay (-) vs in blocks of 1 byte (+):",
         "      cut-sensitive firing line=1 cut-sensitive at line 1",
         "    - cut-sensitive resolved line=2 cut-sensitive resolved at line 2 (firing for 1s, "
         "since line 1) (step=2, value=None, reason=recovered)",
         "",
-        "1 tests, 1 failed",
+        "1 test, 1 failed",
     ]
 
 
@@ -160,7 +160,7 @@ def test_the_builtin_rules_give_the_same_events_in_every_block_size(tmp_path: Pa
     """A real log with `\\r` redraws and no final newline, in 1-, 7- and 4096-byte blocks."""
     log = LOG.replace("loss 1.9", "loss 5.0\\rstep 3/10 | loss 1.9").rstrip("\n")
     path = _file(tmp_path, _test(NAN_LOSS, head="blocks = [1, 7, 4096]\n", log=log))
-    assert _run(str(path)).output == "1 tests, 0 failed\n"
+    assert _run(str(path)).output == "1 test, 0 failed\n"
 
 
 def test_junit_report_counts_tests_and_holds_the_diff(tmp_path: Path) -> None:

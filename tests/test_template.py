@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from logwatch.template import fill, pieces
@@ -44,3 +46,37 @@ def test_an_unclosed_or_nested_clause_is_an_error(template: str) -> None:
     """The loader reports it (ValueError with the template), instead of printing `[?`."""
     with pytest.raises(ValueError, match="optional clause"):
         pieces(template)
+
+
+def test_a_count_agrees_with_its_noun() -> None:
+    """`{value:count iteration}`: `1 iteration`, `2 iterations`, an irregular plural after `/`;
+    inside a clause a missing count leaves the clause out, outside it shows `?` alone."""
+    template = "{value:count iteration}[?: {n:count child/children}]"
+    assert fill(template, {"value": "1", "n": "2"}, {}) == "1 iteration: 2 children"
+    assert fill(template, {"value": "3", "n": "1"}, {}) == "3 iterations: 1 child"
+    assert fill(template, {"value": None, "n": None}, {}) == "?"
+
+
+def test_a_pack_may_count_but_takes_no_other_format(tmp_path: Path) -> None:
+    """The loader accepts `{value:count iteration}` and refuses `{value:.2f}` with the fix."""
+    from logwatch.errors import RulesError
+    from logwatch.rules.loader import load_pack
+
+    pack = tmp_path / "p.toml"
+    head = '[[rule]]\nid = "x"\ntype = "match"\nseverity = "info"\npattern = "x"\n'
+    pack.write_text(head + 'summary = "{line:count line}"\n')
+    assert load_pack(pack)[0].summary == "{line:count line}"
+    pack.write_text(head + 'summary = "{line:.2f}"\n')
+    with pytest.raises(
+        RulesError, match=r"placeholders take no format .* \{line:count iteration\}"
+    ):
+        load_pack(pack)
+
+
+def test_a_clause_offers_alternatives_the_first_with_values_shown() -> None:
+    """`[? at step {step}| at epoch {epoch}]`: the step when known, else the epoch (a Hugging
+    Face line), else nothing: never `step ?`."""
+    template = "loss is nan[? at step {step}| at epoch {epoch}] (line 8)"
+    assert fill(template, {"step": "5", "epoch": "0.4"}, {}) == "loss is nan at step 5 (line 8)"
+    assert fill(template, {"step": None, "epoch": "0.4"}, {}) == "loss is nan at epoch 0.4 (line 8)"
+    assert fill(template, {"step": None, "epoch": None}, {}) == "loss is nan (line 8)"

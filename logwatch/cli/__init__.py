@@ -28,7 +28,15 @@ from logwatch.cli.top import top_cmd
 __all__ = ["UserError", "cli", "main", "run", "status_line"]
 
 
-@click.group(cls=LogwatchGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LogwatchGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
+    examples=(
+        "logwatch replay train.log",
+        "logwatch tail '/workspace/*.log'",
+        "logwatch report train.log -o report.html",
+    ),
+)
 @click.version_option(__version__, prog_name="logwatch")
 def cli() -> None:
     """Watch ML training runs through their logs; alert fast and once when a run goes wrong."""

@@ -6,10 +6,15 @@ import sys
 
 import click
 
+from logwatch.cli.help import HelpCommand
 from logwatch.cli.options import CONFIG_OPTION, VERBOSE_OPTION, logging_to_stderr
 
 
-@click.command("doctor")
+@click.command(
+    "doctor",
+    cls=HelpCommand,
+    examples=("logwatch doctor", "logwatch doctor '/workspace/*.log' --config logwatch.toml"),
+)
 @click.argument("globs", nargs=-1)
 @CONFIG_OPTION
 @VERBOSE_OPTION

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from logwatch.cli.help import HelpGroup
 from logwatch.errors import LogwatchError
-from logwatch.redact import redact, visible
+from logwatch.redact import redact, visible, wrapped_note
 
 if TYPE_CHECKING:
     from logwatch.engine import DataWarning
@@ -23,7 +24,7 @@ class UserError(click.ClickException):
     exit_code = 2
 
 
-class LogwatchGroup(click.Group):
+class LogwatchGroup(HelpGroup):
     """A command group whose commands' typed errors end as one redacted line and exit code 2,
     and whose output may go to a reader that left (`logwatch replay ... | head`)."""
 
@@ -31,7 +32,7 @@ class LogwatchGroup(click.Group):
         try:
             return super().invoke(ctx)
         except LogwatchError as exc:
-            raise UserError(redact(str(exc))) from None
+            raise UserError(visible(redact(str(exc)))) from None  # file names are the user's
         except BrokenPipeError:
             sys.stderr.close()  # `logwatch replay ... | head`: the reader left, nothing to say
             sys.exit(0)
@@ -40,7 +41,7 @@ class LogwatchGroup(click.Group):
 def status_line(message: str) -> None:
     """`logwatch: <message>` on stderr."""
     # file names in it are the user's: controls in them must not reach the terminal raw
-    click.echo(f"logwatch: {visible(message)}", err=True)
+    click.echo(wrapped_note(f"logwatch: {visible(message)}", sys.stderr), err=True)
 
 
 def warn_rule_error(rule: str, source: str, exc: Exception) -> None:

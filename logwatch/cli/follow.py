@@ -11,8 +11,9 @@ from typing import Any
 import click
 
 from logwatch.cli.options import config_and_rules
-from logwatch.config import Config, default_state_dir
+from logwatch.config import Config
 from logwatch.rules.loader import RuleSpec
+from logwatch.statekey import default_state_dir
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +26,7 @@ class Follow:
     options: Any  # TailOptions (imported with the command)
     gpu: Any  # GpuLink | None
     gpu_line: list[str]
+    notes: list[str]  # said before the banner (an older logwatch's checkpoint taken over)
 
 
 def follow_setup(
@@ -55,7 +57,9 @@ def follow_setup(
         raise click.UsageError("--from-beginning and --from-end exclude each other; pick one")
     config, specs = config_and_rules(config_path, rule_paths, no_builtin_rules)
     config = adjust(config)
-    state_dir = state_dir or default_state_dir()
+    notes: list[str] = []  # said first in the startup block
+    if state_dir is None:
+        state_dir = _watch_state(patterns, notes.append)
     secure_state_dir(state_dir)  # before the Slack sink reads silences and its spool there
     start = (
         StartMode.BEGINNING if from_beginning else StartMode.END if from_end else StartMode.CATCH_UP
@@ -73,7 +77,23 @@ def follow_setup(
         specs,
         gpu_line.append,
     )
-    return Follow(config, specs, state_dir, options, gpu, gpu_line)
+    return Follow(config, specs, state_dir, options, gpu, gpu_line, notes)
+
+
+def _watch_state(patterns: Sequence[str], status: Callable[[str], None]) -> Path:
+    """The default state directory of this watch (`logwatch.statekey`), made private, marked
+    with its patterns, with an older logwatch's checkpoint of these files taken over."""
+    from logwatch.drivers.adopt import adopt_legacy_state
+    from logwatch.drivers.statesafe import secure_state_dir
+    from logwatch.statekey import mark_watch, watch_state_dir
+
+    root = default_state_dir()
+    state_dir = watch_state_dir(root, patterns)
+    secure_state_dir(root)  # the root first: its silences apply here, and mkdir made it 0700
+    secure_state_dir(state_dir)
+    mark_watch(state_dir, patterns)
+    adopt_legacy_state(root, state_dir, patterns, status)
+    return state_dir
 
 
 def _gpu_link(

@@ -7,10 +7,11 @@ import sys
 
 import click
 
+from logwatch.cli.help import HelpCommand
 from logwatch.cli.options import text_or_json
 
 
-@click.command("gpu")
+@click.command("gpu", cls=HelpCommand, examples=("logwatch gpu", "logwatch gpu --format json"))
 @text_or_json("text: the NVML status line and a table; json: one JSON object.")
 def gpu_cmd(fmt: str) -> None:
     """Show one snapshot of this host's GPUs through NVML, the NVML status first (exit 1 when

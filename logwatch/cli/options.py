@@ -14,12 +14,13 @@ import click
 from logwatch.alerts import Severity
 from logwatch.api import load_config_and_rules
 from logwatch.cli.errors import status_line
-from logwatch.config import Config, default_state_dir
+from logwatch.config import Config
 from logwatch.drivers.window import Window, parse_bound
 from logwatch.durations import parse_duration
 from logwatch.redact import install_log_handler, remove_log_handler
-from logwatch.rules.loader import RuleSpec
+from logwatch.rules.loader import RuleSpec, describe_origin
 from logwatch.sources.framing import DEFAULT_MAX_LINE_BYTES
+from logwatch.statekey import default_state_dir
 
 SEVERITIES = click.Choice([s.label for s in Severity], case_sensitive=False)
 
@@ -35,7 +36,7 @@ STATE_DIR_OPTION = click.option(
     "--state-dir",
     metavar="DIR",
     default=None,
-    help="Where state lives (silences, Slack spool); default $XDG_STATE_HOME/logwatch.",
+    help="Where state lives (silences, Slack spool) [default: $XDG_STATE_HOME/logwatch].",
 )
 VERBOSE_OPTION = click.option(
     "--verbose", "-v", is_flag=True, help="Debug logging on stderr (secrets redacted)."
@@ -70,10 +71,14 @@ SINCE_OPTION = click.option(
     "--since",
     metavar="T",
     default=None,
-    help="Only the lines from this step (1400) or time ('2026-11-28 14:05') on.",
+    help="Only the lines from this step (1400) or time ('2026-11-28 14:05') on [default: the "
+    "first line].",
 )
 UNTIL_OPTION = click.option(
-    "--until", metavar="T", default=None, help="Only the lines up to this step or time."
+    "--until",
+    metavar="T",
+    default=None,
+    help="Only the lines up to this step or time [default: the last line].",
 )
 
 
@@ -116,7 +121,9 @@ def config_and_rules(
     config, specs = load_config_and_rules(config_path, rule_paths, builtin=not no_builtin_rules)
     for spec in specs:
         if spec.replaces is not None:
-            status_line(f"{spec.origin}: rule {spec.id!r} replaces the one at {spec.replaces}")
+            status_line(
+                f"{spec.origin}: rule {spec.id!r} replaces {describe_origin(spec.replaces)}"
+            )
     return config, specs
 
 

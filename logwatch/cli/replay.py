@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from contextlib import suppress
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,7 @@ import click
 
 from logwatch.alerts import AlertEvent, Severity
 from logwatch.cli.errors import mark_finished, status_line, warn_data, warn_rule_error
+from logwatch.cli.help import HelpCommand
 from logwatch.cli.options import (
     CONFIG_OPTION,
     MAX_LINE_OPTION,
@@ -28,14 +30,16 @@ from logwatch.cli.options import (
     state_dir_path,
     window,
 )
+from logwatch.cli.progress import ReplayProgress
 from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay
 from logwatch.drivers.verdict import Fleet
 from logwatch.durations import parse_duration
 from logwatch.fleet.render import fleet_json, host_rows
 from logwatch.fleet.render import timeline as fleet_timeline
 from logwatch.sinks.base import StreamSink
-from logwatch.sinks.render import summary_lines, timeline_line
+from logwatch.sinks.render import summary_lines
 from logwatch.sources.expand import expand_inputs, skipped_line
+from logwatch.words import counted
 
 # What only some runs use (Slack, Parquet export, the terminal sink's colours) is imported where
 # it is used: every `logwatch replay` pays for each module loaded here before it reads a byte
@@ -44,7 +48,15 @@ if TYPE_CHECKING:
     from logwatch.drivers.export import FrameExport
 
 
-@click.command("replay")
+@click.command(
+    "replay",
+    cls=HelpCommand,
+    examples=(
+        "logwatch replay train.log",
+        "logwatch replay 'runs/*.log' --format jsonl > alerts.jsonl",
+        "logwatch replay train.log --since 1400 --fail-on critical  # exit 1: one fired",
+    ),
+)
 @click.argument("paths", nargs=-1, required=True)
 @click.option(
     "--format",
@@ -61,9 +73,17 @@ if TYPE_CHECKING:
     "--fail-on",
     type=SEVERITIES,
     default=None,
-    help="Exit 1 when an alert of this severity or worse fired.",
+    help="Exit 1 when an alert of this severity or worse fired [default: never].",
 )
 @MAX_LINE_OPTION
+@click.option(
+    "--actions",
+    "actions_mode",
+    type=click.Choice(["dry-run"]),
+    default=None,
+    help="Say what the config's [[action]] commands would have run, and when (log time); "
+    "replay never runs them.",
+)
 @click.option(
     "--notify", is_flag=True, help="Post one digest message to Slack ([slack] in the config)."
 )
@@ -116,6 +136,7 @@ def replay_cmd(
     no_builtin_rules: bool,
     fail_on: str | None,
     max_line_bytes: int,
+    actions_mode: str | None,
     notify: bool,
     export_metrics: Path | None,
     config_path: str | None,
@@ -143,12 +164,16 @@ def replay_cmd(
     export = _frame_export(export_path)
     progress = _Progress()
     timeline = _timeline() if export_metrics is not None else None
+    pids = _run_pids(config, actions_mode)
     # The verdict comes first: text waits for the end; JSONL streams only a single file.
     streamed = fmt == "jsonl" and len(files) == 1
+    found: list[AlertEvent] = []  # what is not streamed, for a stop before the end
 
     def on_event(event: AlertEvent) -> None:
         if streamed:
             sink.emit(event)
+        elif fmt != "json":
+            found.append(event)
         if timeline is not None:
             timeline.add_event(event)
 
@@ -168,9 +193,17 @@ def replay_cmd(
             on_error=warn_rule_error,
             on_warning=warn_data,
             window=lines_window,
-            on_frame=_frame_hooks(export, timeline.add_frame if timeline is not None else None),
+            on_frame=_frame_hooks(
+                export,
+                timeline.add_frame if timeline is not None else None,
+                pids.observe if pids is not None else None,
+            ),
         )
     except BaseException:
+        with suppress(Exception):
+            for event in found:  # what was found before the stop is printed
+                sink.emit(event)
+            sink.close()
         if export is not None:
             export.abort()
         raise
@@ -183,6 +216,7 @@ def replay_cmd(
     if fmt == "jsonl" and not streamed:
         for event in in_order:
             sink.emit(event)
+    sink.close()
     if timeline is not None and export_metrics is not None:
         samples = timeline.write(export_metrics)
         status_line(f"{samples} metric samples written to {export_metrics} (OpenMetrics)")
@@ -192,19 +226,28 @@ def replay_cmd(
         from logwatch.drivers.export import write_events
 
         write_events(result.events_frame(), events_path)
+    planned = _planned(config, result.events, pids)
     if fmt == "json":
         document = result.to_json()
         if fleet is not None and fleet.failed:
             document["events"] = [e.to_json() for e in in_order]
             document["fleet"] = fleet_json(fleet)
+        if pids is not None:
+            document["actions"] = [outcome.to_json() for outcome in planned]
         click.echo(json.dumps(document, allow_nan=False, indent=2))
+    elif fmt == "jsonl":
+        for outcome in planned:
+            click.echo(json.dumps(outcome.to_json(), ensure_ascii=False))
     if fmt == "text":
-        _print_text(result, fleet, _colour(fmt))
+        _print_text(result, fleet, sink, [outcome.message for outcome in planned])
     if notify:
         from logwatch.sinks.slack.sink import send_digest
 
         with logging_to_stderr(verbose):
-            title = f"logwatch replay: {len(result.events)} alert events in {len(files)} file(s)"
+            title = (
+                f"logwatch replay: {counted(len(result.events), 'alert event')} in "
+                f"{counted(len(files), 'file')}"
+            )
             if not send_digest(config, state_dir_path(state_dir), title, in_order):
                 click.echo(
                     "logwatch: the Slack digest is not delivered yet; it stays spooled", err=True
@@ -214,20 +257,28 @@ def replay_cmd(
         sys.exit(1)
 
 
-def _print_text(result: ReplayResult, fleet: Fleet | None, colour: bool) -> None:
-    """The timeline and the summary: for a fleet, the verdict first, cascades folded, a row
-    per host; else each event in file order and a summary per file."""
+def _print_text(
+    result: ReplayResult, fleet: Fleet | None, sink: StreamSink, planned: list[str]
+) -> None:
+    """The timeline, what the actions would have done, and the summary: for a fleet, the
+    verdict first, cascades folded, a row per host; else each incident in file order and a
+    summary per file."""
     if fleet is not None and fleet.failed:
-        for line in fleet_timeline(result, fleet, colour=colour):
+        for line in fleet_timeline(result, fleet, colour=sink.colour):
             click.echo(line)
+        for message in planned:
+            click.echo(message)
         click.echo("")
         for line in host_rows(result, fleet):
             click.echo(line)
         return
     for event in result.events:
-        click.echo(timeline_line(event, colour=colour))
+        sink.emit(event)
+    sink.close()
     if not result.events:
         click.echo("no alerts")
+    for message in planned:
+        click.echo(message)
     click.echo("")
     for line in summary_lines(result.stats, result.events):
         click.echo(line)
@@ -241,30 +292,43 @@ def fleet_skew(text: str) -> timedelta:
         raise click.BadParameter(str(exc), param_hint="--skew") from None
 
 
+def _run_pids(config: Any, actions_mode: str | None) -> Any:
+    """The run-start tracker `--actions dry-run` fills `{pid}` from (None without it)."""
+    if actions_mode is None:
+        return None
+    if not config.actions:
+        raise click.UsageError(
+            f"--actions dry-run: the config ({config.path or 'none found'}) has no [[action]] table"
+        )
+    from logwatch.actions.pids import RunPids
+
+    return RunPids()
+
+
+def _planned(config: Any, events: list[AlertEvent], pids: Any) -> list[Any]:
+    """What the actions would have done for these events (`--actions dry-run`), else nothing."""
+    if pids is None:
+        return []
+    import os
+
+    from logwatch.actions.plan import plan_actions
+
+    return plan_actions(config.actions, events, pids, dict(os.environ))
+
+
 class _Progress:
     """A progress bar on stderr for large files, only when stderr is a terminal."""
 
     def __init__(self, min_bytes: int = 64 << 20) -> None:
         self.min_bytes = min_bytes
-        self.bar: Any = None
-        self.source = ""
-        self.done = 0
+        # rich's bar: bytes read, throughput and time left (`logwatch.cli.progress`)
+        self.bar = ReplayProgress(min_bytes=min_bytes)
 
     def __call__(self, source: str, done: int, total: int) -> None:
-        if total < self.min_bytes or not sys.stderr.isatty():
-            return
-        if source != self.source:
-            self.close()
-            self.bar = click.progressbar(length=total, label=source, file=sys.stderr)
-            self.bar.__enter__()
-            self.source, self.done = source, 0
-        self.bar.update(done - self.done)
-        self.done = done
+        self.bar(source, done, total)
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
+        self.bar.close()
 
 
 def _colour(fmt: str) -> bool:

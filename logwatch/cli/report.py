@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+from types import TracebackType
+from typing import Any
+
 import click
 
 from logwatch.cli.errors import warn_data, warn_rule_error
+from logwatch.cli.help import HelpCommand
 from logwatch.cli.options import (
     CONFIG_OPTION,
     MAX_LINE_OPTION,
@@ -17,11 +22,27 @@ from logwatch.cli.options import (
 )
 from logwatch.drivers.replay import ReplayOptions
 from logwatch.sources.expand import expand_inputs, skipped_line
+from logwatch.words import counted
 
 
-@click.command("report")
+@click.command(
+    "report",
+    cls=HelpCommand,
+    examples=(
+        "logwatch report train.log -o report.html",
+        "logwatch report a.log b.log -o runs.html --png charts/",
+    ),
+)
 @click.argument("paths", nargs=-1, required=True)
 @click.option("-o", "--output", required=True, metavar="FILE", help="The HTML file to write.")
+@click.option(
+    "--x",
+    "x_axis",
+    type=click.Choice(["step", "time"]),
+    default=None,
+    help="What the charts' x axis counts. Default: the training step when every file has "
+    "step lines (runs and restarts overlay), else time, else each file's line numbers.",
+)
 @RULES_OPTION
 @NO_BUILTIN_OPTION
 @SINCE_OPTION
@@ -38,6 +59,7 @@ from logwatch.sources.expand import expand_inputs, skipped_line
 def report_cmd(
     paths: tuple[str, ...],
     output: str,
+    x_axis: str | None,
     rule_paths: tuple[str, ...],
     no_builtin_rules: bool,
     since: str | None,
@@ -46,31 +68,99 @@ def report_cmd(
     max_line_bytes: int,
     config_path: str | None,
 ) -> None:
-    """Write a post-mortem report: one self-contained HTML file with a header per run, plots
-    (NaN and Inf marked), and the alert table."""
+    """Write a post-mortem report: one self-contained HTML file with a header per file, plots
+    with each run (a file, each `run start:` restart) its own series (NaN and Inf marked), and
+    the alert table. On a terminal, progress goes to stderr."""
     from logwatch.report.build import build_report
     from logwatch.report.png import find_browser, write_pngs
 
-    _, specs = config_and_rules(config_path, rule_paths, no_builtin_rules)
+    config, specs = config_and_rules(config_path, rule_paths, no_builtin_rules)
     lines_window = window(since, until)
     inputs = expand_inputs(paths)  # a folder (recursively) or a quoted glob: a fleet's logs
     skipped = skipped_line(inputs)
     if skipped is not None:
         click.echo(skipped, err=True)
     browser = find_browser() if png_dir is not None else None  # before the work, not after
-    report = build_report(
-        inputs.files,
-        specs,
-        options=ReplayOptions(max_line_bytes=max_line_bytes),
-        window=lines_window,
-        on_error=warn_rule_error,
-        on_warning=warn_data,
-    )
-    size = report.write(output)
+    with _Progress(enabled=sys.stderr.isatty()) as progress:
+        report = build_report(
+            inputs.files,
+            specs,
+            options=ReplayOptions(max_line_bytes=max_line_bytes),
+            window=lines_window,
+            on_error=warn_rule_error,
+            on_warning=warn_data,
+            x=x_axis,
+            progress=progress.read,
+            on_stage=progress.stage,
+            actions=config.actions,  # what they would have done: listed, never run
+        )
+        progress.stage("writing " + output)
+        size = report.write(output)
     click.echo(
-        f"wrote {output} ({size / 1024:.0f} KiB: {len(report.sources)} file(s), "
-        f"{len(report.charts)} charts, {len(report.result.events)} alert events)"
+        f"wrote {output} ({size / 1024:.0f} KiB: {counted(len(report.sources), 'file')}, "
+        f"{counted(len(report.charts), 'chart')}, "
+        f"{counted(len(report.result.events), 'alert event')})"
     )
     if png_dir is not None and browser is not None:
         pngs = write_pngs(report.charts, png_dir, browser)
-        click.echo(f"wrote {len(pngs)} PNG files to {png_dir}")
+        click.echo(f"wrote {counted(len(pngs), 'PNG file')} to {png_dir}")
+
+
+class _Progress:
+    """rich's progress on stderr while a report is made: a bar per file read (bytes, rate,
+    time left), then what is being done; nothing at all when stderr is not a terminal."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+        self.tasks: dict[str, Any] = {}
+        self.stage_task: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                DownloadColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+                TransferSpeedColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                DownloadColumn(),
+                TransferSpeedColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self.bar.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def read(self, source: str, done: int, total: int) -> None:
+        """After each block of `source`."""
+        if self.bar is None:
+            return
+        if source not in self.tasks:
+            self.tasks[source] = self.bar.add_task(f"reading {source}", total=total or None)
+        self.bar.update(self.tasks[source], completed=done)
+
+    def stage(self, what: str) -> None:
+        """A step after the reading (drawing the charts, writing the page)."""
+        if self.bar is None:
+            return
+        if self.stage_task is None:
+            self.stage_task = self.bar.add_task(what, total=None)
+        self.bar.update(self.stage_task, description=what)

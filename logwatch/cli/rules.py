@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from logwatch.cli.help import HelpGroup
 from logwatch.cli.options import (
     CONFIG_OPTION,
     NO_BUILTIN_OPTION,
@@ -16,14 +17,22 @@ from logwatch.cli.options import (
     text_or_json,
 )
 from logwatch.redact import redact
+from logwatch.words import counted
 
 
-@click.group("rules")
+@click.group(
+    "rules",
+    cls=HelpGroup,
+    examples=("logwatch rules list", "logwatch rules check my-rules.toml"),
+)
 def rules_group() -> None:
     """List the rules logwatch loads, or check rule packs."""
 
 
-@rules_group.command("list")
+@rules_group.command(
+    "list",
+    examples=("logwatch rules list", "logwatch rules list --rules my-rules.toml --format json"),
+)
 @RULES_OPTION
 @NO_BUILTIN_OPTION
 @text_or_json("text: an aligned table; json: a JSON array of objects.")
@@ -43,16 +52,20 @@ def rules_list(
             click.echo(line)
 
 
-@rules_group.command("check")
+@rules_group.command(
+    "check",
+    examples=("logwatch rules check my-rules.toml", "logwatch rules check rules/ team-rules/"),
+)
 @click.argument("packs", nargs=-1, required=True, metavar="PACK...")
 def rules_check(packs: tuple[str, ...]) -> None:
     """Validate rule packs (files or folders): `N rules OK`, else one `file:line: problem` line
-    per problem and exit 2."""
+    per problem and exit 2. A rule with a built-in rule's id needs `replace = true`; each one
+    that replaces a rule is said."""
     from logwatch.rules.catalog import check_packs
 
     result = check_packs(Path(p) for p in packs)
-    for problem in result.problems:
-        click.echo(redact(problem))
+    for line in (*result.notes, *result.problems):
+        click.echo(redact(line))
     if result.problems:
         sys.exit(2)
-    click.echo(f"{result.rules} rules OK")  # the contract's wording, for scripts: even "1 rules OK"
+    click.echo(f"{counted(result.rules, 'rule')} OK")

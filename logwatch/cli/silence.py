@@ -6,6 +6,7 @@ from datetime import datetime
 
 import click
 
+from logwatch.cli.help import HelpGroup
 from logwatch.cli.options import (
     CONFIG_OPTION,
     STATE_DIR_OPTION,
@@ -15,12 +16,25 @@ from logwatch.cli.options import (
 from logwatch.durations import parse_duration
 
 
-@click.group("silence")
+@click.group(
+    "silence",
+    cls=HelpGroup,
+    examples=(
+        "logwatch silence add nan-loss --source '*rank1.log' --for 1h --comment shard",
+        "logwatch silence list",
+    ),
+)
 def silence_group() -> None:
     """Mute alerts for a while: add, list, expire (a running tail picks changes up)."""
 
 
-@silence_group.command("add")
+@silence_group.command(
+    "add",
+    examples=(
+        "logwatch silence add nan-loss --for 30m --comment 'rolling back'",
+        "logwatch silence add 'xid-*' --source '*node7*' --for 1d --comment repair",
+    ),
+)
 @click.argument("rule")
 @click.option(
     "--source", default="*", show_default=True, help="Glob of sources (log paths) to mute."
@@ -54,7 +68,7 @@ def silence_add(
     click.echo(f"{silence.id}  silenced {rule} on {source} until {silence.ends:%Y-%m-%d %H:%M:%S}")
 
 
-@silence_group.command("list")
+@silence_group.command("list", examples=("logwatch silence list", "logwatch silence list --all"))
 @click.option("--all", "show_all", is_flag=True, help="Also list expired silences.")
 @STATE_DIR_OPTION
 def silence_list(show_all: bool, state_dir: str | None) -> None:
@@ -72,7 +86,13 @@ def silence_list(show_all: bool, state_dir: str | None) -> None:
         click.echo("no active silences")
 
 
-@silence_group.command("expire")
+@silence_group.command(
+    "expire",
+    examples=(
+        "logwatch silence expire 3f2a9c",
+        "logwatch silence expire 3f2a9c --state-dir /srv/lw",
+    ),
+)
 @click.argument("silence_id")
 @STATE_DIR_OPTION
 def silence_expire(silence_id: str, state_dir: str | None) -> None:

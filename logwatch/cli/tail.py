@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from logwatch.cli.errors import status_line
 from logwatch.cli.follow import follow_setup
+from logwatch.cli.help import HelpCommand
 from logwatch.cli.options import (
     CONFIG_OPTION,
     FORMAT_OPTION,
@@ -21,7 +23,15 @@ from logwatch.cli.options import (
 )
 
 
-@click.command("tail")
+@click.command(
+    "tail",
+    cls=HelpCommand,
+    examples=(
+        "logwatch tail train.log",
+        "logwatch tail '/workspace/*.log' --format jsonl",
+        "python train.py 2>&1 | logwatch tail -",
+    ),
+)
 @click.argument("patterns", nargs=-1, required=True, metavar="PATH_OR_GLOB...")
 @FORMAT_OPTION
 @RULES_OPTION
@@ -32,8 +42,15 @@ from logwatch.cli.options import (
     default=None,
     help="Checkpoints and lock [default: $XDG_STATE_HOME/logwatch or ~/.local/state/logwatch].",
 )
-@click.option("--from-beginning", is_flag=True, help="Emit every alert of existing files' history.")
-@click.option("--from-end", is_flag=True, help="Skip existing files' history.")
+@click.option(
+    "--from-beginning",
+    is_flag=True,
+    help="Print every alert of existing files' history [default: only those still firing at "
+    "its end].",
+)
+@click.option(
+    "--from-end", is_flag=True, help="Skip existing files' history: alert on new lines only."
+)
 @click.option(
     "--poll-interval",
     type=Duration(),
@@ -82,6 +99,20 @@ from logwatch.cli.options import (
     default=None,
     help="Write logwatch.prom into this node-exporter textfile-collector folder.",
 )
+@click.option(
+    "--exit-on",
+    "exit_on",
+    multiple=True,
+    metavar="SEVERITY|RULE",
+    help="Exit with status 3 once an alert of this severity or worse (info, warning, critical) "
+    "or of this rule id fired and every sink took it (Slack: delivered or spooled); repeatable. "
+    "A stop by signal still exits 0.",
+)
+@click.option(
+    "--dry-run-actions",
+    is_flag=True,
+    help="Say on stderr what each [[action]] would run, and when, instead of running it.",
+)
 @CONFIG_OPTION
 @VERBOSE_OPTION
 def tail_cmd(
@@ -100,11 +131,19 @@ def tail_cmd(
     alertmanager_urls: tuple[str, ...],
     metrics: str | None,
     metrics_textfile: Path | None,
+    exit_on: tuple[str, ...],
+    dry_run_actions: bool,
     config_path: str | None,
     verbose: bool,
 ) -> None:
-    """Follow live logs (quote globs: new matching files are picked up) and alert as lines come."""
+    """Follow live logs (quote globs: new matching files are picked up) and alert as lines come.
+
+    At start, the history of the files that exist runs through the rules silently and only the
+    alerts still firing at its end are printed (a NaN that recovered an hour ago is not);
+    --from-beginning prints every alert of the history, --from-end none. A checkpoint in the
+    state directory overrides these: tail resumes where it stopped."""
     from logwatch.cluster_config import with_cluster_options
+    from logwatch.drivers.exit_on import exit_condition
     from logwatch.drivers.runner import run_tail
     from logwatch.drivers.startup import metrics_line, startup_lines
     from logwatch.metrics.exporter import start_exporter
@@ -127,24 +166,55 @@ def tail_cmd(
         config_path,
         adjust=lambda c: with_cluster_options(c, alertmanager_urls, metrics, metrics_textfile),
     )
+    try:
+        condition = exit_condition(exit_on, (spec.id for spec in setup.specs)) if exit_on else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--exit-on") from None
+    if dry_run_actions and not setup.config.actions:
+        raise click.UsageError("--dry-run-actions: the config has no [[action]] table")
     silences = SilenceStore(setup.state_dir, report=status_line)
     terminal = TerminalSink(sys.stdout, fmt=fmt, silences=silences)
     sinks = open_sinks(terminal, setup.config, setup.state_dir)
     startup = [
+        *setup.notes,
         *startup_lines(patterns, setup.specs, setup.state_dir, setup.config),
         *setup.gpu_line,
     ]
+    plugins: list[Any] = []
+    if setup.config.actions:
+        from logwatch.actions.pids import RunPids
+        from logwatch.actions.sink import describe, note_listeners, open_action_sink
+        from logwatch.sinks.base import TakesStopper
+
+        pids = RunPids()
+        plugins.append(pids)
+        actions = open_action_sink(
+            setup.config.actions,
+            setup.state_dir,
+            pids=lambda source, line: pids.pid(source),  # live: the last run start
+            dry_run=dry_run_actions,
+            listeners=note_listeners(sinks),  # Slack's thread reply, Alertmanager's note
+        )
+        for sink in sinks:  # a Slack "Stop run" button runs its action once, by name
+            if isinstance(sink, TakesStopper):
+                sink.set_stopper(actions.run_once)
+        sinks.append(actions)
+        startup += [describe(spec) for spec in setup.config.actions]
     exporter = start_exporter(setup.config, sinks, setup.gpu)
     if exporter is not None:
         startup.append(metrics_line(exporter.endpoint, exporter.textfile))
     with logging_to_stderr(verbose):
-        run_tail(
+        code = run_tail(
             patterns,
             setup.specs,
             sinks,
             state_dir=setup.state_dir,
             options=setup.options,
             status=status_line,
-            plugins=[p for p in (setup.gpu, exporter) if p is not None],  # the exporter counts last
+            # the exporter counts last
+            plugins=[*plugins, *(p for p in (setup.gpu, exporter) if p is not None)],
             startup=startup,
+            exit_on=condition,
         )
+    if code:
+        sys.exit(code)

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from logwatch.cli.follow import follow_setup
+from logwatch.cli.help import HelpCommand
 from logwatch.cli.options import Duration
 from logwatch.cli.tail import tail_cmd
 from logwatch.redact import install_log_handler, remove_log_handler, visible
@@ -29,7 +30,23 @@ TOP_SHARED = (
 """`tail`'s parameters that `top` takes as they are (what to follow, rules, state, GPUs)."""
 
 
-@click.command("top", params=[p for p in tail_cmd.params if p.name in TOP_SHARED])
+def top_keys() -> tuple[str, list[tuple[str, str]]]:
+    """The view's keys, for `--help` (read from the view when help is shown)."""
+    from logwatch.top.view import HELP
+
+    return "Keys", [(key, what) for key, what in HELP]
+
+
+@click.command(
+    "top",
+    params=[p for p in tail_cmd.params if p.name in TOP_SHARED],
+    cls=HelpCommand,
+    extra=top_keys,
+    examples=(
+        "logwatch top '/workspace/*.log'",
+        "logwatch top train.log --interval 5s > status.txt   # piped: status lines",
+    ),
+)
 @click.option(
     "--interval",
     type=Duration(),
@@ -47,8 +64,6 @@ def top_cmd(patterns: tuple[str, ...], interval: float, **follow: Any) -> None:
 
     setup = follow_setup(patterns, **follow)
     notes = Notes(sys.stderr)
-    for line in setup.gpu_line:
-        notes.say(visible(line))
     view = TopPlugin()
     sinks = open_sinks(view, setup.config, setup.state_dir)
     footer = (
@@ -70,6 +85,7 @@ def top_cmd(patterns: tuple[str, ...], interval: float, **follow: Any) -> None:
             stdout=sys.stdout,
             stdin=sys.stdin,
             notes=notes,
+            startup=[visible(line) for line in (*setup.notes, *setup.gpu_line)],
         )
     finally:
         remove_log_handler(handler)

@@ -37,7 +37,7 @@ def catch_up(
     lines = 0
 
     def flush() -> None:
-        for follower, frame in _parsed_together(pending, columns):
+        for follower, frame in parsed_together(pending, columns):
             events[id(follower)].extend(evaluate(follower, frame))
         pending.clear()
 
@@ -56,7 +56,7 @@ def catch_up(
     return events
 
 
-def _parsed_together(
+def parsed_together(
     pending: list[tuple[Follower, Batch]], columns: frozenset[str] | None
 ) -> Iterator[tuple[Follower, pl.DataFrame]]:
     """Each pending batch's frame, parsed in one call (with their own sources and lines). A
@@ -73,8 +73,12 @@ def _parsed_together(
         else:
             files.append(follower)
             sizes.append(batch.text.len())
+    # one chunk: polars 2.1 panics on some multi-chunk string columns (a filter after a
+    # concatenation of small batches: `assertion failed: i < self.len()`)
     text = (
-        pl.concat([batch.text for _, batch in pending]) if len(pending) > 1 else pending[0][1].text
+        pl.concat([batch.text for _, batch in pending], rechunk=True)
+        if len(pending) > 1
+        else pending[0][1].text
     )
     block = parse_block(
         text,

@@ -26,6 +26,7 @@ from logwatch.drivers.checkpoint_record import Checkpoint
 from logwatch.drivers.delta import DeltaTracker, apply_deltas
 from logwatch.drivers.statesafe import RealStateFS, StateFS, secure_state_dir, write_failure
 from logwatch.errors import StateError
+from logwatch.statekey import MARK
 
 CHECKPOINT = "checkpoint.json"
 JOURNAL = "emitted.log"
@@ -72,9 +73,14 @@ class StateDir:
             except BlockingIOError:
                 holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
                 os.close(fd)
+                what = (
+                    "already watches the same files (this state directory is theirs)"
+                    if (self.path / MARK).is_file()
+                    else "is using this state directory"
+                )
                 raise StateError(
-                    f"{self.path}: another logwatch (pid {holder}) is using this state "
-                    "directory; stop it, or give this one its own --state-dir"
+                    f"{self.path}: another logwatch (pid {holder}) {what}; stop it, or give "
+                    "this one its own --state-dir"
                 ) from None
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

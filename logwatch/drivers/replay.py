@@ -10,16 +10,28 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import polars as pl
 
 from logwatch.alerts import AlertEvent, Severity, json_number, still_firing
 from logwatch.drivers.layout import layout_pattern
-from logwatch.drivers.ranks import FleetFacts
+from logwatch.drivers.ranks import FleetFacts, SourceTap
+from logwatch.drivers.replay_many import (
+    GROUP_BYTES,
+    SMALL_FILE_BYTES,
+    Ends,
+    ManyOptions,
+    Prepare,
+    _File,
+    groups,
+    parse_group,
+    replay_group,
+)
 from logwatch.drivers.verdict import Fleet, analyse
 from logwatch.drivers.window import Window
 from logwatch.engine import (
+    DataWarning,
     Engine,
     ErrorHandler,
     Prepared,
@@ -59,6 +71,9 @@ class ReplayOptions:
     shapes: bool = True  # False: every line by the general parse path (the shapes' reference)
     layout: str | None = None  # `--layout`: rank and host from paths no built-in layout knows
     skew_s: float = 30.0  # `--skew`: how far the hosts' clocks may differ (the fleet's verdict)
+    # files up to this size (and one block) are parsed together with the small files next to
+    # them in the list (`replay_many`); 0: every file on its own
+    small_file_bytes: int = SMALL_FILE_BYTES
 
 
 def scan_log(
@@ -83,14 +98,6 @@ def read_log(
     """Every line of a log as one frame with `logwatch.SCHEMA` (what `scan_log` yields, joined)."""
     frames = list(scan_log(path, source=source, max_line_bytes=max_line_bytes))
     return pl.concat(frames) if frames else pl.DataFrame(schema=SCHEMA)
-
-
-class Prepare(Protocol):
-    """`Engine.prepare` for one parsed block (its frame and what its parse knows of it)."""
-
-    def __call__(
-        self, frame: pl.DataFrame, *, shapes: pl.Series | None = None
-    ) -> Prepared | None: ...
 
 
 def _scan(
@@ -126,7 +133,9 @@ def _scan(
             return parsed, block.end_offset, ready
 
         for parsed, end, ready in _ordered_map(parse, _prefetch(blocks), workers=options.workers):
-            frame = carry.frame(parsed)  # a moved year makes `ready` stale: process drops it
+            frame = carry.frame(parsed)  # a moved year: `ready` for the moved frame
+            if ready is not None and frame is not parsed.frame:
+                ready = ready.moved(frame)
             yield frame, end, total, ready
     except EOFError as exc:
         raise InputError(
@@ -180,7 +189,7 @@ def replay_file(
                 last = kept_last(last, frame, engine.last_lines)
         if progress is not None:
             progress(path, end_offset, total)
-    yield from engine.finish(name, last)
+    yield from engine.finish(name, last, computed=SCHEMA if columns is None else columns)
     if rates:
         stats.throughput_median = pl.concat(rates).median()  # type: ignore[assignment]  # Float64: a float or None
 
@@ -335,6 +344,15 @@ def _event_row(event: AlertEvent) -> tuple[Any, ...]:
     )
 
 
+def _not_text_warning(on_warning: WarningHandler | None) -> Callable[[str, str], None] | None:
+    """A file that is mostly not text, said as a data warning on its line 1 (replay reads it as
+    lines anyway)."""
+    if on_warning is None:
+        return None
+    warn = on_warning
+    return lambda path, note: warn(DataWarning(path, 1, note))
+
+
 def replay(
     paths: Sequence[str],
     rules: Sequence[RuleSpec],
@@ -350,35 +368,120 @@ def replay(
     """Replay files one after another through one engine; each file is its own source.
     `window`: only the lines between `--since` and `--until`; `on_frame` sees each block;
     `on_warning` each data warning (`DataWarning`: what was read otherwise than written)."""
-    check_readable(paths)
+    check_readable(paths, not_text=_not_text_warning(on_warning))
     engine = Engine(rules, on_error=on_error, stats=options.stats, on_warning=on_warning)
     facts = FleetFacts(layout_pattern(options.layout) if options.layout else None)
     events: list[AlertEvent] = []
-    for path in paths:
-        tap = facts.tap(path, path)
-        blocks = replay_file(
+
+    def emit(event: AlertEvent) -> None:
+        events.append(event)
+        if on_event is not None:
+            on_event(event)
+
+    placer = _Placer(facts, emit)
+
+    def one(path: str) -> Iterator[AlertEvent]:
+        tap = placer.start(path)  # lazily: the file before it is placed by now
+        yield from replay_file(
             path,
             engine,
             options=options,
             progress=progress,
             window=window,
             on_frame=on_frame,
-            tap=tap.see,
+            tap=tap,
         )
-        # a file's events wait for its end: a later line may name the rank or give the time
-        held: list[AlertEvent] = []
-        try:
-            held.extend(blocks)
-        finally:  # what was read before a read error still goes out, placed, first
-            for event in facts.label(tap, held):
-                events.append(event)
-                if on_event is not None:
-                    on_event(event)
+
+    try:
+        for event in _replay_all(paths, engine, options, one, progress, window, on_frame, placer):
+            placer.hold(event)
+    finally:  # what was read before a read error still goes out, placed, first
+        placer.flush()
     # lines from two or more ranks that failed as a crowd: the verdict, after every file
     fleet = analyse(facts, skew=timedelta(seconds=options.skew_s))
     for event in fleet.verdicts:
-        events.append(event)
-        if on_event is not None:
-            on_event(event)
+        emit(event)
     stats = {source: state.stats for source, state in engine.sources.items()}
     return ReplayResult(events, stats, facts, fleet)
+
+
+class _Placer:
+    """Each file's events held until its end (a later line may name the rank or give the time),
+    then labelled with its rank, host and line times (`FleetFacts.label`) and emitted; the same
+    whether the file is read alone (`replay_file`) or with its group (`replay_group`)."""
+
+    def __init__(self, facts: FleetFacts, emit: Callable[[AlertEvent], None]) -> None:
+        self._facts = facts
+        self._emit = emit
+        self._tap: SourceTap | None = None
+        self._held: list[AlertEvent] = []
+
+    def start(self, path: str) -> FrameHook:
+        """A file's turn: the one before it is placed, and this one's tap sees its blocks."""
+        self.flush()
+        self._tap = self._facts.tap(path, path)
+        return self._tap.see
+
+    def hold(self, event: AlertEvent) -> None:
+        self._held.append(event)
+
+    def flush(self) -> None:
+        """Place and emit the current file's events (at its end)."""
+        tap, held = self._tap, self._held
+        self._tap, self._held = None, []
+        if tap is not None:
+            for event in self._facts.label(tap, held):
+                self._emit(event)
+
+
+def _replay_all(
+    paths: Sequence[str],
+    engine: Engine,
+    options: ReplayOptions,
+    one: Callable[[str], Iterator[AlertEvent]],
+    progress: Progress | None,
+    window: Window | None,
+    on_frame: FrameHook | None,
+    placer: _Placer,
+) -> Iterator[AlertEvent]:
+    """Every file's events in order: a large file block by block (`replay_file`), runs of
+    small ones parsed a group at a time on the parse threads (`replay_many`)."""
+    columns = None if on_frame is not None else engine.columns | _stats_columns(options)
+    many = ManyOptions(
+        options.block_bytes,
+        options.max_line_bytes,
+        options.workers,
+        options.metrics,
+        options.stats,
+        options.shapes,
+    )
+    small = min(options.small_file_bytes, options.block_bytes)
+    runs = list(
+        groups(paths, small, min(GROUP_BYTES, options.block_bytes))
+    )  # (paths, parsed together)
+    # as `replay_file`: what no engine state changes is computed on the parse threads
+    prepare = partial(engine.prepare, computed=columns) if window is None else None
+    # and so are the last lines the end-of-input rules read (a window's cut is the driver's)
+    done = frozenset(SCHEMA) if columns is None else columns
+    ends = Ends(engine.last_lines, engine.end_columns - done) if window is None else None
+    parse = partial(parse_group, options=many, columns=columns, prepare=prepare, ends=ends)
+
+    def parsed(run: tuple[list[str], bool]) -> list[_File] | None:
+        return parse(run[0]) if run[1] else None
+
+    ahead = _ordered_map(parsed, iter(runs), workers=options.workers)
+    for (run, _), files in zip(runs, ahead, strict=True):
+        if files is None:
+            yield from one(run[0])
+            continue
+        yield from replay_group(
+            files,
+            engine,
+            options=many,
+            columns=columns,
+            replay_one=one,
+            progress=progress,
+            window=window,
+            on_frame=on_frame,
+            tap=placer.start,
+        )

@@ -12,12 +12,13 @@ from pathlib import Path
 from types import FrameType
 
 from logwatch.alerts import Sink
+from logwatch.drivers.exit_on import EXIT_ON_ALERT, ExitCondition, ExitOn
 from logwatch.drivers.fanout import FanOut
 from logwatch.drivers.plugins import TailPlugin
 from logwatch.drivers.tail import TailDriver
 from logwatch.drivers.tail_options import Status, TailOptions
 from logwatch.engine import DataWarning, Engine
-from logwatch.errors import InputError
+from logwatch.errors import InputError, StateError
 from logwatch.rules.loader import RuleSpec
 from logwatch.sources.sniff import file_kind
 from logwatch.sources.watch import is_glob
@@ -106,29 +107,52 @@ def run_tail(
     status: Status,
     plugins: Sequence[TailPlugin] = (),
     startup: Sequence[str] = (),
-) -> None:
-    """The `logwatch tail` command: follow until SIGTERM / SIGINT, then checkpoint and return.
+    exit_on: ExitCondition | None = None,
+) -> int:
+    """The `logwatch tail` command: follow until SIGTERM / SIGINT, then checkpoint and return 0.
     `startup` lines are said once the signals are ours: a SIGTERM right after them (a supervisor
-    that waited for tail to speak) still ends in a checkpoint and exit 0."""
+    that waited for tail to speak) still ends in a checkpoint and exit 0. With `exit_on`, the
+    first alert it matches stops it the same way once every sink took the alert, and it returns
+    `EXIT_ON_ALERT` (3); a signal that came first keeps its 0, so it never reads as an alert."""
     try:
         check_patterns(patterns)
     except InputError:
         for plugin in plugins:
             plugin.close()
         raise
+    stops: list[str] = []  # what stopped it first: "signal" or "alert"
+
+    def stop_for(why: str) -> None:
+        stops.append(why)
+        driver.stop()
+
+    watcher = ExitOn(exit_on, lambda: stop_for("alert")) if exit_on is not None else None
     driver = tail_driver(
-        patterns, rules, sinks, state_dir=state_dir, options=options, status=status, plugins=plugins
+        patterns,
+        rules,
+        [*sinks, *([watcher] if watcher is not None else [])],  # last: after every sink took it
+        state_dir=state_dir,
+        options=options,
+        status=status,
+        plugins=plugins,
     )
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        driver.stop()
+        stop_for("signal")
 
+    try:
+        driver.claim()  # a second watch of the same files is refused before the banner
+    except StateError:
+        for plugin in plugins:
+            plugin.close()
+        raise
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         for line in startup:
             status(line)
-        with driver:  # closes the sink, then the plugins
+        with driver:  # closes the sink (Slack's waiting groups spooled), then the plugins
             driver.run()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    return EXIT_ON_ALERT if stops[:1] == ["alert"] else 0

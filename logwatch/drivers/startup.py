@@ -4,9 +4,12 @@ where its state is, where alerts go. (The GPU side's NVML line follows it.)"""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 
+from logwatch.alerts import AlertEvent
 from logwatch.config import Config
+from logwatch.durations import format_duration
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir
 from logwatch.sources.fileset import FileSet
 
@@ -54,10 +57,13 @@ def sinks_line(config: Config) -> str:
     sinks = ["the terminal"]
     if config.slack is not None:
         where = "" if config.slack.mode == "webhook" else f" #{config.slack.channel}"
-        sinks.append(f"Slack{where} ({config.slack.mode})")
+        buttons = ", buttons" if config.slack.buttons is not None else ""
+        sinks.append(f"Slack{where} ({config.slack.mode}{buttons})")
     if config.alertmanager is not None:
         sinks.append(f"Alertmanager {', '.join(config.alertmanager.urls)}")
-    sinks += sorted(config.sink_tables - {"slack", "alertmanager"})
+    if config.webhooks:
+        sinks.append(_count(len(config.webhooks), "webhook"))
+    sinks += sorted(config.sink_tables - {"slack", "alertmanager", "webhook"})
     return "alerts to " + ", ".join(sinks)
 
 
@@ -70,3 +76,16 @@ def metrics_line(endpoint: str | None, textfile: Path | None) -> str:
     where = [f"on {endpoint}"] if endpoint else []
     where += [f"to {textfile} (node-exporter textfile)"] if textfile else []
     return "metrics " + " and ".join(where)
+
+
+def still_firing_line(firing: Sequence[AlertEvent], now: datetime) -> str:
+    """`still firing: nan-loss since line 6 (16 s), ...`: what a resumed file left firing, with
+    how long ago its line was written (when the line had a time)."""
+    parts = []
+    for event in firing:
+        part = f"{event.rule} since line {event.line}"
+        if event.ts is not None:
+            ago = max(0.0, (now - event.ts).total_seconds())
+            part += f" ({int(ago)} s)" if ago < 60 else f" ({format_duration(ago)})"
+        parts.append(part)
+    return "still firing: " + ", ".join(parts)

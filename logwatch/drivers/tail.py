@@ -93,6 +93,12 @@ class TailDriver(TailRounds):
     def __exit__(self, *exc: object) -> None:
         self.close(checkpoint=exc[0] is None)
 
+    def claim(self) -> None:
+        """Take the state directory (its lock) now, before anything is said: StateError when
+        another logwatch watches the same files. `open()` does it too, when not done yet."""
+        if self.state is not None:
+            self.state.open()
+
     def open(self) -> None:
         """Take the state directory, restore the checkpoint, catch up, start watching."""
         if self.state is not None:

@@ -19,9 +19,10 @@ import polars as pl
 
 from logwatch.alerts import AlertEvent, Sink
 from logwatch.clock import Clock
-from logwatch.drivers.catchup import catch_up
+from logwatch.drivers.catchup import catch_up, parsed_together
 from logwatch.drivers.checkpoint import StateDir
 from logwatch.drivers.plugins import TailPlugin, parse_columns, plugin_view
+from logwatch.drivers.startup import still_firing_line
 from logwatch.drivers.tail_options import StartMode, Status, TailOptions
 from logwatch.engine import Engine
 from logwatch.parse import parse_block
@@ -29,6 +30,12 @@ from logwatch.rules.log import StallRule
 from logwatch.sources.fileset import FileSet
 from logwatch.sources.follow import Batch, Follower, PollResult, Position
 from logwatch.sources.rotated import rotated_name
+from logwatch.words import counted
+
+SHARED_LINES = 20_000
+"""A round's files are read, then parsed together, this many lines at a time at most (a file
+with more in one read is parsed alone): what a round holds unparsed stays bounded however many
+files have a backlog."""
 
 CLOSED_KEPT = 256
 """How many closed files' positions are kept in case the same file comes back."""
@@ -79,8 +86,18 @@ class TailRounds:
         for path in self.files.changes(now):
             self._add(path, now, initial=False)
         more = False
+        polled: list[tuple[Follower, PollResult]] = []
+        lines = 0
         for follower in self.files.due(now):
-            more |= self._poll(follower, now)
+            result = self._read(follower, now)
+            if result is None:
+                continue
+            polled.append((follower, result))
+            lines += sum(batch.text.len() for batch in result.batches)
+            if lines >= SHARED_LINES:  # memory: what is held unparsed stays bounded
+                more |= self._handle_all(polled, now)
+                polled, lines = [], 0
+        more |= self._handle_all(polled, now)
         self._tick(now)
         for plugin in self.plugins:
             events = list(plugin.round(self))
@@ -89,14 +106,44 @@ class TailRounds:
         self.sink.tick(self.clock.now())
         return more
 
-    def _poll(self, follower: Follower, now: float) -> bool:
+    def _read(self, follower: Follower, now: float) -> PollResult | None:
         try:
-            result = follower.poll(now)
+            return follower.poll(now)
         except OSError as exc:
             self.status(f"{follower.path}: read failed ({exc.strerror}); stopped following it")
             self._drop(follower)
-            return False
-        self._handle(follower, result)
+            return None
+
+    def _handle_all(self, polled: list[tuple[Follower, PollResult]], now: float) -> bool:
+        """Evaluate what the files read, file by file in order, their lines parsed together."""
+        frames = self._parsed(polled)
+        more = False
+        for follower, result in polled:
+            more |= self._after_read(follower, result, now, frames.get(id(result)))
+        return more
+
+    def _parsed(self, polled: list[tuple[Follower, PollResult]]) -> dict[int, list[pl.DataFrame]]:
+        """The frames of every batch the round read, by `id` of its poll result, from one parse
+        when there are several (a parse costs the same for one line or a few hundred); none
+        when there is at most one (it is parsed where it is evaluated)."""
+        pending = [(f, batch) for f, result in polled for batch in result.batches]
+        if len(pending) < 2:
+            return {}
+        frames = iter(parsed_together(pending, self.columns))
+        return {
+            id(result): [next(frames)[1] for _ in result.batches]
+            for _, result in polled
+            if result.batches
+        }
+
+    def _after_read(
+        self,
+        follower: Follower,
+        result: PollResult,
+        now: float,
+        frames: list[pl.DataFrame] | None = None,
+    ) -> bool:
+        self._handle(follower, result, frames=frames)
         if result.grew:
             self._arrived.add(follower.source)
             self._live[follower.source] = follower
@@ -106,7 +153,15 @@ class TailRounds:
             self.files.polled(follower, result.more)
         return result.more
 
-    def _handle(self, follower: Follower, result: PollResult, *, emit: bool = True) -> None:
+    def _handle(
+        self,
+        follower: Follower,
+        result: PollResult,
+        *,
+        emit: bool = True,
+        frames: list[pl.DataFrame] | None = None,
+    ) -> None:
+        """Evaluate what a poll read (`frames`: its batches parsed already), emit the events."""
         for note in result.notes:
             self.status(note)
         self._dirty |= bool(result.batches or result.notes)
@@ -114,7 +169,10 @@ class TailRounds:
         for index, batch in enumerate(result.batches):
             if index == result.truncated_at:
                 events.extend(self._truncated(follower))
-            events.extend(self._process(follower, batch))
+            if frames is None:
+                events.extend(self._process(follower, batch))
+            else:
+                events.extend(self._evaluate(follower, frames[index]))
         if result.truncated_at == len(result.batches):
             events.extend(self._truncated(follower))
         if result.batches:
@@ -152,7 +210,7 @@ class TailRounds:
         follower.finish(result)
         self._handle(follower, result)
         ended = "old file read to its end" if follower.checkpointed else "input ended"
-        self.status(f"{follower.path}: {ended} ({follower.line - 1} lines); closed")
+        self.status(f"{follower.path}: {ended} ({counted(follower.line - 1, 'line')}); closed")
         if follower.checkpointed:
             self._closed[follower.key] = follower.position()
             while len(self._closed) > CLOSED_KEPT:
@@ -236,6 +294,9 @@ class TailRounds:
             follower.resume(saved)
             self._keep_ticking(follower)
             self.status(f"{follower.path}: resuming at line {saved.line} (checkpoint)")
+            firing = self.engine.active_alerts(follower.source)
+            if firing:  # said at once: it may not fire again (nor resolve) for a long while
+                self.status(f"{follower.path}: {still_firing_line(firing, self.clock.now())}")
             return True
         self.status(
             f"{follower.path}: not the file the checkpoint knew (same inode, other content); "
@@ -282,8 +343,8 @@ class TailRounds:
             if self.options.start == StartMode.CATCH_UP:
                 events = sorted(self.engine.active_alerts(follower.source), key=lambda e: e.line)
             self.status(
-                f"{follower.path}: caught up on {follower.line - 1} lines of history "
-                f"({len(events)} alert events to report); following it"
+                f"{follower.path}: caught up on {counted(follower.line - 1, 'line')} of history "
+                f"({counted(len(events), 'alert event')} to report); following it"
             )
             self._emit(events, follower.gen_id)
 

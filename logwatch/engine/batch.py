@@ -3,6 +3,7 @@ the step filled in from the lines before, and the rows an event reads."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -42,7 +43,41 @@ _SMALL_BATCH = 64
 """Batches up to this many lines check each gate by its regex (`Engine._small_gate_checks`)."""
 _GATED_ROWS = 64
 """Rows a quiet gated rule first reads from a gate line (then 4 times as many, ... while it
-is not quiet); a batch whose gate lines are more than one in this many is read whole."""
+is not quiet); a batch whose gate lines are more than one in this many is read whole, unless
+they lie close together (a stretch of them counts once)."""
+_GATED_PIECES = 24
+"""The most pieces a quiet gated rule reads a batch in, one after another (each pays polars'
+fixed cost per query); the rest of the batch is then one piece."""
+
+
+class _Pieces:
+    """Pieces of a batch (rows [start, start + size)) with `columns` computed: those that the
+    quiet gated rules reading it lack, each piece computed once for all of them (rules whose
+    gates open on the same lines, as nan-loss and nan-grad do in a divergence, read the same
+    pieces). `prepared`: where the block's line shapes come from."""
+
+    def __init__(
+        self, frame: pl.DataFrame, columns: frozenset[str], prepared: Prepared | None
+    ) -> None:
+        self._frame, self.columns, self._prepared = frame, columns, prepared
+        self._done: dict[tuple[int, int], pl.DataFrame] = {}
+
+    def step_before(self, row: int, prior: int | None) -> int | None:
+        """`_step_before` of the batch's row `row`: `prior` at once where `prepare` found that
+        no line of the batch says a step (a Hugging Face Trainer's log)."""
+        ready = self._prepared
+        if ready is not None and ready.stepped and ready.last_step is None:
+            return prior
+        return _step_before(self._frame, row, prior)
+
+    def get(self, start: int, size: int) -> pl.DataFrame:
+        """The piece at `start` of `size` rows (fewer at the batch's end), completed."""
+        found = self._done.get((start, size))
+        if found is None:
+            shapes = None if self._prepared is None else self._prepared.shapes_of(start, size)
+            piece = self._frame.slice(start, size)
+            found = self._done[start, size] = complete(piece, self.columns, shapes=shapes)
+        return found
 
 
 def _step_before(frame: pl.DataFrame, row: int, prior: int | None) -> int | None:
@@ -90,14 +125,18 @@ _TAIL_ROWS = 64
 
 def last_step_of(frame: pl.DataFrame) -> int | None:
     """The last step a batch's lines say, parsing the step only of its last lines (64, then
-    twice as many, ... until one says a step): exact, as a line's step is its own."""
-    rows = _TAIL_ROWS
-    while True:
-        tail = frame.tail(rows)
-        steps = complete(tail, {"step"}).get_column("step").drop_nulls()
-        if steps.len() or rows >= frame.height:
-            return int(steps[-1]) if steps.len() else None
-        rows *= 4
+    the 1024 before them, then 16 times as many, ... until one says a step; each line once):
+    exact, as a line's step is its own. A log whose lines say no step (a Hugging Face
+    Trainer's) is parsed once, not about one and a half times over."""
+    end, size = frame.height, _TAIL_ROWS
+    while end > 0:
+        start = max(0, end - size)
+        steps = complete(frame.slice(start, end - start), {"step"}).get_column("step")
+        steps = steps.drop_nulls()
+        if steps.len():
+            return int(steps[-1])
+        end, size = start, size * 16
+    return None
 
 
 def _with(frame: pl.DataFrame, columns: frozenset[str], done: frozenset[str]) -> pl.DataFrame:
@@ -127,6 +166,57 @@ class Prepared:
     stepped: bool = False  # `last_step` is the last step the frame's lines say
     last_step: int | None = None
     ahead: pl.DataFrame | None = None  # the rules' `Needs.ahead` columns, one row per line
+    # when stepped and the frame holds run starts: each run's first row -> its last step
+    run_steps: Mapping[int, int | None] | None = None
+    shapes: pl.Series | None = None  # each line's shape, where its parse found them
+
+    def sliced(self, frame: pl.DataFrame, begin: int) -> Prepared:
+        """What `prepare` would give for `frame`, the rows `begin` on of this one's frame (a run
+        of a batch cut at run starts, `_run_bounds`): the gate hits, `ahead`, the run's last
+        step and GPU rows cut to it. GPU rows whose reading left pairs out or failed are read
+        again on the piece, so that what is said of them is said of the piece it is in."""
+        end = begin + frame.height
+        hits = {gate: _rows_within(rows, begin, end) for gate, rows in self.hits.items()}
+        ahead = None if self.ahead is None else self.ahead.slice(begin, frame.height)
+        shapes = None if self.shapes is None else self.shapes.slice(begin, frame.height)
+        stepped = self.stepped and self.run_steps is not None and begin in self.run_steps
+        gpu_rows = self.gpu_rows
+        if gpu_rows is not None and not gpu_rows.dropped:
+            gpu_rows = gpu_rows.sliced(begin, end)
+        else:
+            gpu_rows = None  # with `error` None: read on the piece, when a rule asks
+        return Prepared(
+            frame,
+            hits,
+            gpu_rows,
+            None,
+            stepped=stepped,
+            last_step=self.run_steps.get(begin) if stepped and self.run_steps else None,
+            ahead=ahead,
+            shapes=shapes,
+        )
+
+    def moved(self, frame: pl.DataFrame) -> Prepared:
+        """This, for `frame`: this one's frame with other timestamps (a block whose yearless
+        head took the year carried from the block before, `YearCarry`). What reads no
+        timestamp stays (gate hits, steps, shapes); the `ahead` columns and GPU rows are left
+        to the engine to compute on `frame`."""
+        if frame.height != self.frame.height:
+            raise ValueError(f"a frame of {frame.height} rows for one of {self.frame.height}")
+        return replace(self, frame=frame, gpu_rows=None, error=None, ahead=None)
+
+    def shapes_of(self, start: int, size: int) -> pl.Series | None:
+        """The shapes of the frame's rows [start, start + size) (None: not known)."""
+        return None if self.shapes is None else self.shapes.slice(start, size)
+
+
+def _rows_within(rows: pl.Series, begin: int, end: int) -> pl.Series:
+    """The sorted rows in [begin, end), counted from `begin`."""
+    if rows.is_empty():
+        return rows
+    bounds = pl.Series([begin, end], dtype=rows.dtype)
+    low, high = rows.search_sorted(bounds, side="left").to_list()
+    return rows.slice(low, high - low) - begin
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,17 +246,28 @@ def _opened(frame: pl.DataFrame, checks: Mapping[str, pl.Expr]) -> dict[str, boo
     return {gate: bool(hit) for gate, hit in zip(checks, found, strict=True)}
 
 
-def _split_runs(frame: pl.DataFrame, *, has_history: bool) -> list[tuple[pl.DataFrame, int | None]]:
-    """Cut a batch where a new run starts; each cut after the source's first line restarts state."""
+def _run_bounds(frame: pl.DataFrame) -> list[tuple[int, int]] | None:
+    """The rows [begin, end) of each run of a batch cut where a new run starts (None: no run
+    starts in it)."""
     run_start = frame.get_column("run_start")
     if not run_start.any():  # a native check; `arg_true` is a query
-        return [(frame, None)]
-    starts = run_start.arg_true().to_list()
-    bounds = sorted({0, *starts})
+        return None
+    bounds = sorted({0, *run_start.arg_true().to_list(), frame.height})
+    return list(itertools.pairwise(bounds))
+
+
+def _split_runs(
+    frame: pl.DataFrame, *, has_history: bool
+) -> list[tuple[pl.DataFrame, int | None, int]]:
+    """Cut a batch where a new run starts; each cut after the source's first line restarts
+    state: (piece, the line it restarts at or None, its first row in `frame`)."""
+    runs = _run_bounds(frame)
+    if runs is None:
+        return [(frame, None, 0)]
+    starts = set(frame.get_column("run_start").arg_true().to_list())
     pieces = []
-    for i, begin in enumerate(bounds):
-        end = bounds[i + 1] if i + 1 < len(bounds) else frame.height
+    for begin, end in runs:
         piece = frame.slice(begin, end - begin)
         is_restart = begin in starts and (begin > 0 or has_history)
-        pieces.append((piece, int(piece.get_column("line")[0]) if is_restart else None))
+        pieces.append((piece, int(piece.get_column("line")[0]) if is_restart else None, begin))
     return pieces

@@ -84,10 +84,18 @@ class Engine(_Evaluator):
                     events.append(event)
         return events
 
-    def finish(self, source: str, last: pl.DataFrame | None = None) -> list[AlertEvent]:
+    def finish(
+        self,
+        source: str,
+        last: pl.DataFrame | None = None,
+        *,
+        computed: Iterable[str] = (),
+    ) -> list[AlertEvent]:
         """A source's input has ended (replay, at the end of a file): rules that were waiting
         for more lines decide now; `last`: its last non-blank lines (`kept_last`; None: not
-        kept, the rules that read them decide without)."""
+        kept, the rules that read them decide without); `computed`: the columns `last` has
+        computed already (else every column the rules read is computed from its text)."""
+        done = frozenset(computed)
         state = self.state_of(source)
         events: list[AlertEvent] = []
         for order, spec in enumerate(self.rules):
@@ -96,7 +104,7 @@ class Engine(_Evaluator):
             count = self._needs[order].last_lines
             if spec.id not in state.rule_states and not count:
                 continue
-            lines = _last_of(last, count, self._needs[order].columns)
+            lines = _last_of(last, count, self._needs[order].columns - done)
             step = partial(spec.rule.finish, last=lines)
             for transition in self._guarded(spec, source, state, step):
                 given = {"source": source, "line": 0, "step": state.last_step, "text": ""}

@@ -13,6 +13,7 @@ import polars as pl
 
 from logwatch.alerts import FIRING, AlertEvent
 from logwatch.engine.batch import (
+    _GATED_PIECES,
     _GATED_ROWS,
     _SMALL_BATCH,
     Prepared,
@@ -21,6 +22,8 @@ from logwatch.engine.batch import (
     _LiveChecks,
     _opened,
     _overridden,
+    _Pieces,
+    _run_bounds,
     _split_runs,
     _step_before,
     _step_filled,
@@ -77,11 +80,26 @@ class _Evaluator(_Planned):
         lines = ShapeRows(frame, shapes)
         hits = self._gate_scan.hits(frame, lines=lines)
         stepped = computed is not None and "step" not in computed
-        last_step = last_step_of(frame) if stepped else None
+        last_step, run_steps = None, None
+        if stepped:
+            runs = _run_bounds(frame)
+            if runs is None or len(runs) == 1:
+                last_step = last_step_of(frame)
+            else:  # `process` evaluates it run by run: each run's own last step
+                run_steps = {b: last_step_of(frame.slice(b, e - b)) for b, e in runs}
         ahead = None
         if self._ahead:
             ahead = lines.columns(list(zip(self._ahead, self._ahead_reach, strict=True)))
-        ready = partial(Prepared, frame, hits, stepped=stepped, last_step=last_step, ahead=ahead)
+        ready = partial(
+            Prepared,
+            frame,
+            hits,
+            stepped=stepped,
+            last_step=last_step,
+            ahead=ahead,
+            run_steps=run_steps,
+            shapes=shapes,
+        )
         if not self._log_gpu or _LazyGpuFrame(frame).empty():
             return ready(None, None)
         try:
@@ -121,14 +139,15 @@ class _Evaluator(_Planned):
             state.stats.count(frame)
         events: list[AlertEvent] = []
         segments = _split_runs(frame, has_history=state.stats.lines > frame.height)
-        if len(segments) > 1:
-            prepared = None  # computed for the whole batch's rows
-        for segment, restarted_at in segments:
+        for segment, restarted_at, begin in segments:
             if restarted_at is not None:
                 events.extend(self._restart(source, state, segment, restarted_at))
             if segment.item(0, "run_start"):
                 state.run_id = run_id(segment.item(0, "text"))  # redacted there
-            events.extend(self._evaluate(source, state, segment, done, prepared))
+            ready = prepared
+            if ready is not None and len(segments) > 1:  # computed for the whole batch's rows
+                ready = ready.sliced(segment, begin)
+            events.extend(self._evaluate(source, state, segment, done, ready))
         return events
 
     def _restart(
@@ -196,6 +215,7 @@ class _Evaluator(_Planned):
             opened |= {gate: not lines.is_empty() for gate, lines in scanned.items()}
         warn = partial(self._warn_dropped, source, frame)
         gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics, live.gpu_empty, warn)
+        pieces: _Pieces | None = None  # of `frame` as it is, for the quiet gated rules
         for order, spec in enumerate(self.rules):
             needs = self._needs[order]
             if order in quiet and not opened[cast(str, needs.gate)]:
@@ -207,12 +227,17 @@ class _Evaluator(_Planned):
             missing = needs.columns - done
             if missing and order in quiet and self._gpu[order] is None:
                 lines = hits.get(cast(str, needs.gate))
-                gated = self._gated(order, source, state, frame, missing, prior, lines)
+                if pieces is None:
+                    lacking = self._gated_columns(quiet, opened) - done
+                    pieces = _Pieces(frame, lacking, prepared)
+                gated = self._gated(order, source, state, frame, missing, prior, lines, pieces)
                 if gated is not None:
                     found.extend((line, order, spec, t) for line, t in gated)
                     continue
             if missing:
-                frame = complete(frame, missing)
+                known = prepared.shapes_of(0, frame.height) if prepared is not None else None
+                frame = complete(frame, missing, shapes=known)
+                pieces = None  # of the frame before
                 if "step" in missing:
                     frame = _filled_step(frame, prior)
                 done |= missing
@@ -302,26 +327,43 @@ class _Evaluator(_Planned):
         missing: frozenset[str],
         prior: int | None,
         hits: pl.Series | None = None,
+        pieces: _Pieces | None = None,
     ) -> list[tuple[int, Transition]] | None:
         """A quiet gated rule's step over a batch its gate opens, with its `missing` columns
         computed only from each gate line on, until the rule is quiet again (the lines between
         cannot move a quiet rule, as a batch without a gate line cannot): (line, transition)
-        with rows of `frame`. None where the gate opens on too many lines to gain by this."""
+        with rows of `frame`. None where the gate lines lie in too many places to gain by this
+        (one more than one in `_GATED_ROWS` rows from the last). Gate lines close together (a
+        NaN episode: every step line) are read in pieces that grow 4 times each; past
+        `_GATED_PIECES` pieces, the rest of the batch is one piece."""
         spec, needs = self.rules[order], self._needs[order]
         if hits is None:  # the rows of its gate's lines
             hits = frame.select(cast(pl.Expr, needs.rows).fill_null(False)).to_series().arg_true()
         if hits.len() * _GATED_ROWS > frame.height:
-            return None
+            apart = hits.diff().drop_nulls() > _GATED_ROWS
+            if (1 + apart.sum()) * _GATED_ROWS > frame.height:
+                return None
         found: list[tuple[int, Transition]] = []
-        end = 0
+        end = read = 0
         for hit in hits.to_list():
             if hit < end:
                 continue  # evaluated with the rows before it
             start, size = hit, _GATED_ROWS
             while True:
-                piece = complete(frame.slice(start, size), missing)
+                read += 1
+                if read > _GATED_PIECES:
+                    size = frame.height - start
+                if pieces is None:
+                    piece = complete(frame.slice(start, size), missing)
+                else:
+                    piece = pieces.get(start, size)
                 if "step" in missing:
-                    piece = _filled_step(piece, _step_before(frame, start, prior))
+                    before = (
+                        _step_before(frame, start, prior)
+                        if pieces is None
+                        else pieces.step_before(start, prior)
+                    )
+                    piece = _filled_step(piece, before)
                 step = partial(spec.rule.evaluate, piece)
                 for transition in self._guarded(spec, source, state, step):
                     moved = replace(transition, row=transition.row + start)
@@ -336,6 +378,16 @@ class _Evaluator(_Planned):
             if end >= frame.height:
                 break
         return found
+
+    def _gated_columns(self, quiet: set[int], opened: dict[str, bool]) -> frozenset[str]:
+        """The columns the quiet log rules whose gates open read (what `_gated` computes)."""
+        return frozenset().union(
+            *(
+                self._needs[order].columns
+                for order in quiet
+                if opened.get(cast(str, self._needs[order].gate)) and self._gpu[order] is None
+            )
+        )
 
     def _event(
         self,

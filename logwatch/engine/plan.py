@@ -115,6 +115,10 @@ class _Planned:
         # How many of a source's last non-blank lines its rules read when it ends (`finish`):
         # the driver that calls `finish` keeps them (`kept_last`); a live one keeps none.
         self.last_lines = max((needs.last_lines for needs in self._needs), default=0)
+        # the columns those rules read of them (`finish` computes what a driver did not)
+        self.end_columns: frozenset[str] = frozenset(
+            name for needs in self._needs if needs.last_lines for name in needs.columns
+        )
         self._on_error = on_error
         self._failed: set[tuple[str, str]] = set()
         self._on_warning = on_warning

@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import polars as pl
 
@@ -25,6 +25,16 @@ from logwatch.hostinfo import environment_run
 from logwatch.metrics.series import ActiveAlert, MetricsTable, SourceSeries
 from logwatch.redact import stderr_line
 from logwatch.sinks.registry import sink_backlogs
+
+
+@runtime_checkable
+class CountsActions(Protocol):
+    """A sink that counts what its actions did (`logwatch.actions.sink.ActionSink`)."""
+
+    def action_counts(self) -> Mapping[tuple[str, str], int]:
+        """Outcomes so far, by (action, outcome)."""
+        ...
+
 
 if TYPE_CHECKING:
     from logwatch.config import Config
@@ -48,6 +58,7 @@ class MetricsExporter(Plugin):
         listen: str | None = None,
         textfile_dir: Path | None = None,
         backlogs: Mapping[str, Callable[[], int]] | None = None,
+        action_runs: Callable[[], Mapping[tuple[str, str], int]] | None = None,
         gpu: GpuStart | None = None,
         export_gpu: bool = True,
         env_run: str | None = None,
@@ -56,7 +67,9 @@ class MetricsExporter(Plugin):
     ) -> None:
         self.report = report
         self._write_failed = False
-        self.table = MetricsTable(backlogs=dict(backlogs or {}), export_gpu=export_gpu)
+        self.table = MetricsTable(
+            backlogs=dict(backlogs or {}), action_runs=action_runs, export_gpu=export_gpu
+        )
         self.gpu, self.env_run, self.forget_after_s = gpu, env_run or "", forget_after_s
         if gpu is not None:
             self.table.nvml_up = gpu.status is not None and gpu.status.available
@@ -223,6 +236,7 @@ def exporter_for(
     gpu: GpuLink | None,
     export_gpu: bool,
     env_run: str | None,
+    action_runs: Callable[[], Mapping[tuple[str, str], int]] | None = None,
 ) -> MetricsExporter | None:
     """The exporter the options ask for, or None when neither is set."""
     if listen is None and textfile_dir is None:
@@ -231,6 +245,7 @@ def exporter_for(
         listen=listen,
         textfile_dir=textfile_dir,
         backlogs=backlogs,
+        action_runs=action_runs,
         gpu=gpu.started if gpu is not None else None,
         export_gpu=export_gpu,
         env_run=env_run,
@@ -250,6 +265,9 @@ def start_exporter(
             config.prometheus.listen,
             config.prometheus.textfile_dir,
             backlogs=sink_backlogs(sinks, config),
+            action_runs=next(
+                (sink.action_counts for sink in sinks if isinstance(sink, CountsActions)), None
+            ),
             gpu=gpu,
             export_gpu=config.gpu.export,
             env_run=environment_run(),

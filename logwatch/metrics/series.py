@@ -74,6 +74,7 @@ class MetricsTable:
     """Everything `/metrics` and the textfile show; written by the tail thread, read by scrapes."""
 
     backlogs: Mapping[str, Callable[[], int]] = field(default_factory=dict)
+    action_runs: Callable[[], Mapping[tuple[str, str], int]] | None = None  # ActionSink's counts
     export_gpu: bool = True
     sources: dict[str, SourceSeries] = field(default_factory=dict)
     active: dict[str, ActiveAlert] = field(default_factory=dict)
@@ -117,6 +118,16 @@ class MetricsTable:
             for sink, backlog in sorted(self.backlogs.items()):
                 queue.add_metric([sink], float(backlog()))
             yield from (lag, queue)
+            if self.action_runs is not None:
+                runs = CounterMetricFamily(
+                    "logwatch_action_runs",
+                    "[[action]] outcomes so far: ok, failed, timeout, skipped, capped, cancelled, "
+                    "dry_run, interrupted",
+                    labels=["action", "outcome"],
+                )
+                for (action, outcome), count in sorted(self.action_runs().items()):
+                    runs.add_metric([action, outcome], float(count))
+                yield runs
             if self.nvml_up is not None:
                 nvml = gauge("logwatch_nvml_up", "1 when NVML works on this host")
                 nvml.add_metric([], 1.0 if self.nvml_up else 0.0)

@@ -15,7 +15,7 @@ from logwatch.parse.framing import _framed
 from logwatch.parse.general import _general, _metrics
 from logwatch.parse.schema import _VALUE_COLUMNS, ALWAYS, SCHEMA, _with_bases, closure
 from logwatch.parse.shaped import _COUNTED, _CUT_COLUMNS, _one_shape, _shaped, _shapes_for
-from logwatch.parse.shapes import SHAPES
+from logwatch.parse.shapes import SHAPES, line_shape
 from logwatch.parse.sparse import TINY_BATCH_ROWS, _nulls
 from logwatch.parse.timestamps import ParsedBlock, _timestamps
 
@@ -104,16 +104,35 @@ def parse_block(
     )
 
 
-def complete(frame: pl.DataFrame, columns: Iterable[str]) -> pl.DataFrame:
+FEW_ROWS = 256
+"""The most lines `complete` finds the shapes of in one query (`line_shape`: every shape's
+pattern on every line; on more lines, `shape_of` first picks each shape's candidates)."""
+
+
+def complete(
+    frame: pl.DataFrame, columns: Iterable[str], *, shapes: pl.Series | None = None
+) -> pl.DataFrame:
     """A parsed frame (`SCHEMA`) with `columns` computed too, for a frame parsed without them
     (`parse_lines(columns=...)`): the engine asks for what a rule needs only when it needs it.
-    The caller says which are missing: a computed column may be all null."""
+    The caller says which are missing: a computed column may be all null. `shapes`: each
+    line's shape where its parse found them (`ParsedBlock.shapes`, cut to the frame's rows),
+    not found again."""
     missing = frozenset(columns) - ALWAYS - {"metrics"}
     if not missing or frame.is_empty():
         return frame
     wanted = _with_bases(missing)
-    texts = frame.select("text")
-    which = _shapes_for(texts.get_column("text"), wanted, shapes=True, which=None)
+    said = None
+    if shapes is not None:
+        if shapes.len() != frame.height:
+            raise ValueError(f"shapes has {shapes.len()} rows for a frame of {frame.height}")
+        texts, said = frame.select("text"), shapes
+    elif frame.height <= FEW_ROWS and wanted & _CUT_COLUMNS:
+        # each line's shape in the query that picks the text (`shape_of` runs a few per shape)
+        texts = frame.select("text", line_shape())
+        said = texts.drop_in_place("_shape")
+    else:
+        texts = frame.select("text")
+    which = _shapes_for(texts.get_column("text"), wanted, shapes=True, which=said)
     values = _values(texts, wanted - ALWAYS, which)
     return _finished(frame.with_columns(values.get_columns()), wanted)
 

@@ -25,6 +25,7 @@ from logwatch.parse.dialects.generic import (
     LOSS_NAN_WORDS,
     LOSS_PATTERN,
     LR_KEY,
+    NONFINITE_VALUE,
     RARE_LOSS_GATE,
     STEP_PATTERN,
     VALIDATION,
@@ -231,7 +232,10 @@ def _any_nonfinite_loss(frame: pl.DataFrame, col: _Prefilters) -> pl.Series:
         & ~pl.col("_nemo_rows")
         & pl.col("loss").is_finite().fill_null(True)
     ).to_series()
-    found = _sparse(frame, rows, _nonfinite_loss_value(), "loss")
+    # a line without a non-finite spelling has no non-finite value (Megatron's iteration lines
+    # all say `nan`, in `number of nan iterations:`): the costly extraction skips them
+    spelled = _sparse(frame, rows, pl.col("text").str.contains(NONFINITE_VALUE), "_spelled")
+    found = _sparse(frame, spelled.fill_null(False), _nonfinite_loss_value(), "loss")
     loss = frame.get_column("loss")
     if found.null_count() == found.len():
         return loss  # no other loss key is non-finite (native checks: no query)

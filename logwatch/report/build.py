@@ -3,19 +3,45 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay
+import polars as pl
+
+from logwatch.actions.pids import RunPids
+from logwatch.actions.plan import plan_actions
+from logwatch.actions.spec import ActionSpec
+from logwatch.alerts import AlertEvent
+from logwatch.drivers.replay import Progress, ReplayOptions, ReplayResult, replay
 from logwatch.drivers.window import Window
 from logwatch.engine import ErrorHandler, WarningHandler
-from logwatch.errors import InputError
-from logwatch.report.charts import all_charts, axis_for, left_out, place
-from logwatch.report.collect import Collector
+from logwatch.errors import InputError, ReportError
+from logwatch.report.actions import action_table
+from logwatch.report.charts import (
+    Placed,
+    all_charts,
+    axis_for,
+    event_x,
+    left_out,
+    place,
+    run_of,
+)
+from logwatch.report.collect import Collector, Kind, Place
 from logwatch.report.page import page, run_header
+from logwatch.report.svg import XAxis
 from logwatch.rules.loader import RuleSpec
+
+AXES = ("step", "time")
+"""What `--x` may ask for; without it: steps when every file has them, else time when every
+file has timestamps, else each file's line numbers."""
+_AXIS_WORDS = {"step": "step", "time": "time", "line": "line-number"}
+_KINDS: dict[str | None, tuple[Kind, ...]] = {
+    None: ("time", "line", "step"),
+    "step": ("step",),
+    "time": ("time",),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +51,8 @@ class Report:
     html: str
     charts: list[str]
     result: ReplayResult
-    sources: list[str]  # in time order
+    sources: list[str]  # in report order
+    x: Kind  # what the x axis counts
 
     def write(self, path: str) -> int:
         """Write the page; its size in bytes."""
@@ -48,32 +75,63 @@ def build_report(
     window: Window | None = None,
     on_error: ErrorHandler | None = None,
     on_warning: WarningHandler | None = None,
+    x: str | None = None,
+    progress: Progress | None = None,
+    on_stage: Callable[[str], None] | None = None,
+    actions: Sequence[ActionSpec] = (),
 ) -> Report:
-    """Replay `paths` once and draw what they say; several files share one time axis, ordered
-    by their first timestamp (argument order where a file has none)."""
-    collector = Collector()
+    """Replay `paths` once and draw what they say: each run its own series on one x axis
+    (`x`: "step" or "time"; None: see `AXES`), the files ordered by their first timestamp
+    (argument order where one has none). `progress` sees each block read, `on_stage` each
+    step after the reading. With `actions` (the config's [[action]]), what they would have
+    done is listed under the alerts (nothing is run)."""
+    if x is not None and x not in AXES:
+        raise ReportError(f"--x {x}: unknown axis (expected one of: {', '.join(AXES)})")
+    # Which axis is drawn is known only at the end, unless `--x` says: then only its view
+    # is fed (the step view alone costs about a fifth of a replay on a DFlash log).
+    collector = Collector(kinds=_KINDS[x])
+    pids = RunPids()
+
+    def read(source: str, done: int, total: int) -> None:
+        collector.progress(source, done, total)
+        if progress is not None:
+            progress(source, done, total)
+
+    def seen(event: AlertEvent) -> None:
+        collector.on_event(event)
+
     result = replay(
         paths,
         rules,
         options=options or ReplayOptions(),
         window=window,
-        on_frame=collector,
+        on_frame=_with_pids(collector, pids) if actions else collector,
+        on_event=seen,
         on_error=on_error,
         on_warning=on_warning,
+        progress=read,
     )
+    if on_stage is not None:
+        on_stage("drawing the charts")
     names = [p for p in dict.fromkeys(paths) if p in result.stats]
-    time = all(result.stats[p].first_ts is not None for p in names) and bool(names)
-    if time:
+    timed = bool(names) and all(result.stats[p].first_ts is not None for p in names)
+    if timed:
         names.sort(key=lambda p: result.stats[p].first_ts or "")
+    kind = _kind(x, names, result, timed=timed)
     data = [(p, collector.sources[p]) for p in names if p in collector.sources]
-    placed = place(data, time=time)
-    axis = axis_for(placed, time=time)
+    placed = place(data, kind=kind)
+    axis = axis_for(placed, kind=kind)
     events = sorted(
         result.events, key=lambda e: (names.index(e.source) if e.source in names else 0, e.line)
     )
-    charts = all_charts(placed, axis, events)
-    headers = [run_header(p, result.stats[p], _starts(collector, p), events) for p in names]
-    missing = left_out(placed, events, axis)
+    places = collector.places
+    charts = all_charts(placed, axis, events, places)
+    runs = {p: [(q.label, q.colour) for q in placed if q.source == p] for p in names}
+    headers = [
+        run_header(p, result.stats[p], _starts(collector, p), events, runs[p]) for p in names
+    ]
+    missing = left_out(placed, events, places, axis)
+    unplaced = sum(1 for e in events if _unplaced(e, placed, places, axis))
     title = "logwatch report: " + ", ".join(Path(p).name for p in names)
     fleet = result.fleet
     verdict = ""
@@ -87,13 +145,62 @@ def build_report(
         events = [*fleet.verdicts, *(e for e in ordered if all(e is not v for v in fleet.verdicts))]
         headers = []
     note = verdict + (
-        f"{len(names)} log file(s) on one {'time' if time else 'line-number'} axis"
-        + (", ordered by time" if time and len(names) > 1 else "")
+        f"{len(names)} log file(s), {len(placed)} run(s), on one {_AXIS_WORDS[kind]} axis"
+        + (", ordered by time" if timed and len(names) > 1 else "")
         + f"; {len(events)} alert events."
         + (f" Not drawn (past the caps): {'; '.join(missing)}." if missing else "")
+        + (
+            f" {unplaced} alert event(s) are in files with nothing drawn on this axis: in the "
+            "table only."
+            if unplaced
+            else ""
+        )
     )
-    return Report(page(title, headers, charts, events, note), charts, result, names)
+    planned = plan_actions(actions, result.events, pids, dict(os.environ)) if actions else []
+    html = page(title, headers, charts, events, note, places, action_table(planned))
+    return Report(html, charts, result, names, kind)
+
+
+def _kind(x: str | None, names: Sequence[str], result: ReplayResult, *, timed: bool) -> Kind:
+    """The x axis asked for, or the default; a file that cannot be drawn on the one asked
+    for is an error naming it."""
+    stepped = [p for p in names if result.stats[p].steps_seen]
+    if x == "step":
+        lacking = [p for p in names if p not in stepped]
+        if lacking:
+            raise ReportError(
+                f"--x step: {lacking[0]} has no step lines; leave out --x (or pass --x time)"
+            )
+        return "step"
+    if x == "time":
+        lacking = [p for p in names if result.stats[p].first_ts is None]
+        if lacking:
+            raise ReportError(
+                f"--x time: {lacking[0]} has no timestamps; leave out --x (or pass --x step)"
+            )
+        return "time"
+    if names and len(stepped) == len(names):
+        return "step"
+    return "time" if timed else "line"
+
+
+def _unplaced(
+    event: AlertEvent, placed: Sequence[Placed], places: Mapping[int, Place], axis: XAxis
+) -> bool:
+    """Whether an event has no x on the axis (its file has nothing drawn on it)."""
+    run = run_of(placed, event, places.get(id(event)))
+    return run is None or event_x(event, places.get(id(event)), run, axis) is None
+
+
+def _with_pids(collector: Collector, pids: RunPids) -> Callable[[pl.DataFrame], None]:
+    """The collector's frame hook, and the run starts' pids for the action rows."""
+
+    def each(frame: pl.DataFrame) -> None:
+        collector(frame)
+        pids.observe(frame)
+
+    return each
 
 
 def _starts(collector: Collector, source: str) -> list[str]:
-    return collector.sources[source].starts() if source in collector.sources else []
+    return collector.sources[source].starts_text() if source in collector.sources else []

@@ -1,20 +1,23 @@
 """What a report keeps of each parsed block: reduced as the blocks pass, never the lines.
 
-`Collector` is replay's `on_frame` hook. Per source it folds each block into two views (the x
-axis is time when every source has timestamps, else line numbers, and that is known only at
-the end): the series downsampled per x cell (`reduce.py`), every NaN/Inf marker, restarts,
-stalls and starvation streaks, each capped with a count of what was left out. Memory is
-bounded by what the charts draw, not by the file's lines.
+`Collector` is replay's `on_frame` hook. Per source it splits each block into runs (a file,
+and each `run start:` restart in it) and folds each run's rows into three views, one per kind
+of x axis (step, time, line numbers: which one is drawn is known only at the end): the series
+downsampled per x cell (`reduce.py`), every NaN/Inf marker, restarts, stalls and starvation
+streaks, each capped with a count of what was left out. Memory is bounded by what the charts
+draw, not by the file's lines.
 """
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
+from logwatch.alerts import AlertEvent
 from logwatch.report.reduce import (
     Capped,
     MarkerReducer,
@@ -44,6 +47,10 @@ def gpu_key(gpu: int, metric: str) -> int:
 
 STARVED_AFTER = 5
 """Consecutive single-bucket queue reports shaded as starvation (bucket-starvation's count)."""
+Kind = Literal["time", "step", "line"]
+"""What the report's x axis counts: wall-clock time, training steps, or each file's lines."""
+RUN_CAP = 8
+"""Restarts in one file drawn as their own series; later ones join the last series."""
 BAND_CAP = 1000
 """Restarts, stalls and starvation streaks drawn per source and kind; the rest are counted."""
 _STARTS: dict[str, Any] = {
@@ -106,28 +113,35 @@ class Streaks:
 
 @dataclass(slots=True)
 class View:
-    """One source on one kind of x axis: `time` (epoch seconds) or line numbers.
+    """One run on one kind of x axis: `time` (epoch seconds), `step` (the training step; a
+    line without one sits at the run's last step before it) or `line` numbers.
 
     The marks (extent, run starts, starvation streaks) see every row with an x on this axis;
-    the reducers only the rows that are this view's own: the time view's those with a
-    timestamp, the line view's those without (so each row is reduced once; on a line-number
-    axis both views' reducers are drawn)."""
+    the reducers only the rows that are this view's own: the line view's are those without a
+    timestamp (the time view's rows are drawn at their lines too, so each row is reduced once
+    for a line-number axis)."""
 
-    time: bool
+    kind: Kind
     points: PointReducer = field(default_factory=PointReducer)
     markers: MarkerReducer = field(default_factory=MarkerReducer)
     medians: MedianReducer = field(default_factory=MedianReducer)
     mix: MixReducer = field(default_factory=MixReducer)
     streaks: Streaks = field(default_factory=Streaks)
-    starts: Capped = field(default_factory=lambda: Capped(BAND_CAP))
     lo: float | None = None
     hi: float | None = None
     first_step_x: float | None = None
 
+    @property
+    def time(self) -> bool:
+        """Whether x is epoch seconds."""
+        return self.kind == "time"
+
     def x(self) -> pl.Expr:
         """This view's x of a row."""
-        if self.time:
+        if self.kind == "time":
             return (pl.col("ts").dt.epoch("us").cast(pl.Float64) / 1e6).alias("x")
+        if self.kind == "step":
+            return pl.col("at_step").cast(pl.Float64).alias("x")
         return pl.col("line").cast(pl.Float64).alias("x")
 
     def add(self, block: Block) -> None:
@@ -136,7 +150,6 @@ class View:
         placed = [f.with_columns(x).filter(pl.col("x").is_not_null()) for f in block.series]
         rows = pl.concat([p.select("key", "x", "y", "line", "step", "ts") for p in placed])
         starts = block.starts.with_columns(x).filter(pl.col("x").is_not_null())
-        self.starts.add(starts)
         steps = placed[0]
         if self.first_step_x is None and steps.height:
             first = steps.filter(pl.col("line") == pl.col("line").min())
@@ -145,7 +158,7 @@ class View:
         queue = block.queue.with_columns(x).filter(pl.col("x").is_not_null())
         reports = queue.filter(pl.col("q_hsb").is_not_null())
         self.streaks.add(reports.select("x", "line", (pl.col("q_hsb_nonzero") == 1).alias("one")))
-        own = pl.lit(True) if self.time else pl.col("ts").is_null()
+        own = pl.col("ts").is_null() if self.kind == "line" else pl.lit(True)
         rows = rows.filter(own).drop("ts")
         finite = pl.col("y").is_finite()
         self.points.add(rows.filter(finite))
@@ -164,8 +177,8 @@ class View:
 
 @dataclass(frozen=True, slots=True)
 class Block:
-    """One block's projections: `series` rows (`key`, `line`, `ts`, `y`, `step`; the step
-    lines' first), the queue reports and the run starts."""
+    """One block's projections: `series` rows (`key`, `line`, `ts`, `at_step`, `y`, `step`;
+    the step lines' first), the queue reports and the run starts."""
 
     series: list[pl.DataFrame]
     queue: pl.DataFrame
@@ -173,82 +186,142 @@ class Block:
 
 
 @dataclass(slots=True)
-class SourceData:
-    """One source, reduced: both views, the stalls, and where lines lacked a timestamp."""
+class RunData:
+    """One run (a file, or a `run start:` restart within it), reduced on each kind of axis.
 
-    by_time: View = field(default_factory=lambda: View(time=True))
-    by_line: View = field(default_factory=lambda: View(time=False))
+    `restart` is its number in its file (0: the file's first run); `start` the text of the
+    `run start:` line that began it, if one did. Past `RUN_CAP` restarts in a file, the
+    later ones are drawn in the last run's series."""
+
+    start: str | None = None
+    kinds: tuple[Kind, ...] = ("time", "line", "step")  # the views fed (`--x` needs one)
+    by_time: View = field(default_factory=lambda: View("time"))
+    by_line: View = field(default_factory=lambda: View("line"))
+    by_step: View = field(default_factory=lambda: View("step"))
+
+    def view(self, kind: Kind) -> View:
+        """The view for this kind of x axis."""
+        return {"time": self.by_time, "line": self.by_line, "step": self.by_step}[kind]
+
+    @property
+    def drawn(self) -> bool:
+        """Whether the run has anything to draw (a series row or a queue report)."""
+        views = (self.by_time, self.by_line, self.by_step)
+        return any(r.counts for v in views for r in (v.points, v.markers, v.mix))
+
+    def add(self, block: Block) -> None:
+        """Fold in one block of this run's rows, on every axis it may be drawn on."""
+        for kind in self.kinds:
+            self.view(kind).add(block)
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where an alert event sits when its own line does not say: the last timestamp before
+    it and the line that had it, the run's last step, the run, and whether it was found at
+    the end of the file (after the last block); `looked_up`: False when the event's line
+    was too far behind the block at hand to look it up (its own time and step are all)."""
+
+    ts: datetime | None
+    ts_line: int | None
+    step: int | None
+    run: int | None
+    at_end: bool
+    looked_up: bool = True
+
+
+@dataclass(slots=True)
+class SourceData:
+    """One source, reduced: its runs, its restarts and stalls, and what places its alerts."""
+
+    runs: dict[int, RunData] = field(default_factory=dict)
+    starts: Capped = field(default_factory=lambda: Capped(BAND_CAP))
     gaps: Capped = field(default_factory=lambda: Capped(BAND_CAP))
-    untimed: list[pl.DataFrame] = field(default_factory=list)  # runs: `line`, `line_last`, `ts`
+    run_lines: list[int] = field(default_factory=list)  # the first line of each run kept
+    segment: int = 0  # `run start:` lines so far (the current segment's number)
     last_start: str | None = None
     last_ts: datetime | None = None
+    last_ts_line: int | None = None
+    last_step: int | None = None
     lines: int = 0
+    recent: list[pl.DataFrame] = field(default_factory=list)  # the last two blocks' places
+    ended: bool = False  # every block is in: events now come from the end of the file
 
-    def view(self, *, time: bool) -> View:
-        """The view for this kind of x axis."""
-        return self.by_time if time else self.by_line
-
-    def starts(self) -> list[str]:
+    def starts_text(self) -> list[str]:
         """The text of the run starts kept, and of the last one."""
-        texts = self.by_line.starts.frame(_STARTS).get_column("text").to_list()
-        if self.last_start is not None and self.by_line.starts.dropped:
+        texts = self.starts.frame(_STARTS).get_column("text").to_list()
+        if self.last_start is not None and self.starts.dropped:
             texts.append(self.last_start)
         return texts
 
-    def untimed_ts(self, lines: list[int]) -> dict[int, datetime]:
-        """For lines without a timestamp: the last timestamp before each."""
-        if not self.untimed or not lines:
-            return {}
-        runs = pl.concat(self.untimed)
-        wanted = pl.DataFrame({"want": lines}, schema={"want": pl.Int64}).sort("want")
-        found = wanted.join_asof(runs.sort("line"), left_on="want", right_on="line").filter(
-            pl.col("want") <= pl.col("line_last")
-        )
-        return dict(
-            zip(found.get_column("want").to_list(), found.get_column("ts").to_list(), strict=True)
-        )
+    def ordered_runs(self) -> list[RunData]:
+        """The runs with something to draw, in file order."""
+        return [self.runs[k] for k in sorted(self.runs) if self.runs[k].drawn]
+
+    def place(self, line: int) -> Place:
+        """Where line `line` sits (see `Place`)."""
+        for frame in reversed(self.recent):
+            lines = frame.get_column("line")
+            i = int(lines.search_sorted(line))
+            if i < frame.height and lines[i] == line:
+                _, ts, ts_line, step, run = frame.row(i)
+                return Place(ts, ts_line, step, run, at_end=self.ended)
+        i = bisect.bisect_right(self.run_lines, line) - 1
+        keys = sorted(self.runs)
+        run = keys[i] if 0 <= i < len(keys) else None
+        if self.ended:
+            return Place(self.last_ts, self.last_ts_line, self.last_step, run, at_end=True)
+        return Place(None, None, None, run, at_end=False, looked_up=False)
 
 
 class Collector:
-    """Replay's `on_frame` hook for a report: reduces per source what the plots draw."""
+    """Replay's `on_frame` hook for a report: reduces per run what the plots draw; its
+    `on_event` and `progress` place the alerts whose lines say no time or step."""
 
-    def __init__(self, stall_after_s: float = 600.0) -> None:
+    def __init__(
+        self, stall_after_s: float = 600.0, kinds: tuple[Kind, ...] = ("time", "line", "step")
+    ) -> None:
+        self.kinds = kinds
         self.sources: dict[str, SourceData] = {}
         self.stall_after = timedelta(seconds=stall_after_s)
+        self.places: dict[int, Place] = {}  # by id() of the events of this replay
 
     def __call__(self, frame: pl.DataFrame) -> None:
         if frame.is_empty():
             return
         data = self.sources.setdefault(str(frame.item(0, "source")), SourceData())
+        data.ended = False
         data.lines += frame.height
         data.gaps.add(self._gaps(frame, data.last_ts))
-        # A line without its own timestamp sits at the last one before it. Columns are picked
-        # before rows: filtering the whole block would copy every line's text.
-        ts = pl.col("ts").fill_null(strategy="forward")
-        filled = frame.select(
-            "line",
-            ts if data.last_ts is None else ts.fill_null(data.last_ts),
-            "step",
-            *STEP_COLUMNS,
-            "q_hs",
-            "q_hsb",
-            "q_hsb_nonzero",
-        )
-        untimed = filled.select("line", "ts").filter(
-            frame.get_column("ts").is_null() & pl.col("ts").is_not_null()
-        )
-        if untimed.height:
-            data.untimed.append(_runs(untimed))
-        last = filled.get_column("ts").drop_nulls()
-        data.last_ts = last[-1] if last.len() else data.last_ts
-        block = self._block(frame, filled)
-        if block.starts.height:
-            data.last_start = block.starts.item(-1, "text")
-        data.by_time.add(block)
-        data.by_line.add(block)
+        rows = frame.select(*_filled(data), "text", "run_start", "gpu_keys", "telemetry")
+        data.recent = [*data.recent[-1:], rows.select("line", "ts", "ts_line", "at_step", "run")]
+        last = rows.tail(1).row(0, named=True)
+        data.last_ts, data.last_ts_line = last["ts"], last["ts_line"]
+        data.last_step, data.segment = last["at_step"], last["segment"]
+        starts = rows.filter(pl.col("run_start"))
+        data.starts.add(starts.select("line", "ts", "text", pl.lit(None, pl.Float64).alias("x")))
+        if starts.height:
+            data.last_start = starts.item(-1, "text")
+        parts = [rows] if rows.get_column("run").n_unique() == 1 else rows.partition_by("run")
+        for part in parts:
+            run = int(part.item(0, "run"))
+            if run not in data.runs:
+                data.runs[run] = _new_run(part, data, self.kinds)
+            data.runs[run].add(self._block(part))
 
-    def _block(self, frame: pl.DataFrame, filled: pl.DataFrame) -> Block:
-        steps = filled.select("line", "ts", "step", *STEP_COLUMNS).filter(
+    def on_event(self, event: AlertEvent) -> None:
+        """Remember where `event` sits, while its block is at hand."""
+        data = self.sources.get(event.source)
+        if data is not None:
+            self.places[id(event)] = data.place(event.line)
+
+    def progress(self, source: str, done: int, total: int) -> None:
+        """After each block: events until the next block come from the end of the file."""
+        if source in self.sources:
+            self.sources[source].ended = True
+
+    def _block(self, rows: pl.DataFrame) -> Block:
+        steps = rows.select("line", "ts", "at_step", "step", *STEP_COLUMNS).filter(
             pl.any_horizontal(pl.col(c).is_not_null() for c in STEP_COLUMNS)
         )
         long = pl.concat(
@@ -257,28 +330,30 @@ class Collector:
                     pl.lit(KEYS[c], pl.Int32).alias("key"),
                     "line",
                     "ts",
+                    "at_step",
                     pl.col(c).alias("y"),
                     "step",
                 ).filter(pl.col("y").is_not_null())
                 for c in STEP_COLUMNS
             ]
         )
-        queue = filled.select("line", "ts", "q_hs", "q_hsb", "q_hsb_nonzero").filter(
+        queue = rows.select("line", "ts", "at_step", "q_hs", "q_hsb", "q_hsb_nonzero").filter(
             pl.col("q_hs").is_not_null() | pl.col("q_hsb").is_not_null()
         )
         q_hs = queue.filter(pl.col("q_hs").is_not_null()).select(
             pl.lit(KEYS["q_hs"], pl.Int32).alias("key"),
             "line",
             "ts",
+            "at_step",
             pl.col("q_hs").cast(pl.Float64).alias("y"),
             pl.lit(None, pl.Int64).alias("step"),
         )
         series = [long, q_hs]
-        snapshots = frame.get_column("gpu_keys") > 0
+        snapshots = rows.get_column("gpu_keys") > 0
         if snapshots.any():
-            rows = frame.select("line", "ts", "telemetry").filter(snapshots)
-            series.append(_gpu_rows(rows))
-        starts = frame.select("line", "ts", "text").filter(frame.get_column("run_start"))
+            snaps = rows.select("line", "ts", "at_step", "telemetry").filter(snapshots)
+            series.append(_gpu_rows(snaps))
+        starts = rows.select("line", "ts", "at_step", "text").filter(rows.get_column("run_start"))
         return Block(series, queue, starts)
 
     def _gaps(self, frame: pl.DataFrame, before: datetime | None) -> pl.DataFrame:
@@ -294,15 +369,40 @@ class Collector:
         )
 
 
-def _runs(untimed: pl.DataFrame) -> pl.DataFrame:
-    """Consecutive lines that share one carried timestamp, as (`line`, `line_last`, `ts`)."""
-    new = (pl.col("ts") != pl.col("ts").shift(1)) | (pl.col("line") != pl.col("line").shift(1) + 1)
-    return (
-        untimed.with_columns(new.fill_null(True).cum_sum().alias("_run"))
-        .group_by("_run", maintain_order=True)
-        .agg(pl.col("line").first(), pl.col("line").last().alias("line_last"), pl.col("ts").first())
-        .drop("_run")
-    )
+def _filled(data: SourceData) -> list[pl.Expr | str]:
+    """A block's columns with what a line lacks carried from the lines before it: the last
+    timestamp (`ts`) and its line (`ts_line`), the segment (`run start:` lines so far), the
+    run drawn (`run`: the segment, capped) and the run's last step (`at_step`)."""
+    ts = pl.col("ts").fill_null(strategy="forward")
+    ts_line = pl.when(pl.col("ts").is_not_null()).then(pl.col("line")).forward_fill()
+    segment = pl.col("run_start").cast(pl.Int64).cum_sum() + data.segment
+    at_step = pl.col("step").forward_fill().over(segment)
+    if data.last_step is not None:  # the run going on from the block before
+        at_step = pl.when(segment == data.segment).then(at_step.fill_null(data.last_step))
+        at_step = at_step.otherwise(pl.col("step").forward_fill().over(segment))
+    return [
+        "line",
+        ts if data.last_ts is None else ts.fill_null(data.last_ts),
+        ts_line.alias("ts_line")
+        if data.last_ts_line is None
+        else ts_line.fill_null(data.last_ts_line).alias("ts_line"),
+        segment.alias("segment"),
+        segment.clip(upper_bound=RUN_CAP).alias("run"),
+        at_step.alias("at_step"),
+        "step",
+        *STEP_COLUMNS,
+        "q_hs",
+        "q_hsb",
+        "q_hsb_nonzero",
+    ]
+
+
+def _new_run(part: pl.DataFrame, data: SourceData, kinds: tuple[Kind, ...]) -> RunData:
+    """A run's record, from the rows that begin it."""
+    first = part.filter(pl.col("run_start")).head(1)
+    start = str(first.item(0, "text")) if first.height else None
+    data.run_lines.append(int(part.item(0, "line")))
+    return RunData(start=start, kinds=kinds)
 
 
 def _shares(reports: pl.DataFrame) -> pl.DataFrame:
@@ -327,7 +427,7 @@ def _shares(reports: pl.DataFrame) -> pl.DataFrame:
 
 
 def _gpu_rows(frame: pl.DataFrame) -> pl.DataFrame:
-    """One row per `gpu/<i>/<metric>` key of snapshot lines (`line`, `ts`, `telemetry`), keyed
+    """One row per `gpu/<i>/<metric>` key of snapshot lines (`line`, `ts`, `at_step`, `telemetry`), keyed
     `gpu/<i>/<metric>`; `mem_total` is capacity, not use."""
     pairs = frame.explode("telemetry").unnest("telemetry")
     names = pairs.get_column("key").unique().drop_nulls()
@@ -341,6 +441,7 @@ def _gpu_rows(frame: pl.DataFrame) -> pl.DataFrame:
         pl.col("key").replace_strict(names.filter(keep), ids, default=None, return_dtype=pl.Int32),
         "line",
         "ts",
+        "at_step",
         pl.col("value").cast(pl.Float64).alias("y"),
         pl.lit(None, pl.Int64).alias("step"),
     ).filter(pl.col("key").is_not_null())

@@ -97,16 +97,17 @@ class CellReducer:
         merged = self.merge(rows.filter(mine), exp)
         return pl.concat([rows.filter(~mine), merged], how="diagonal_relaxed")
 
-    def rows(self, key: int, exp: int) -> pl.DataFrame:
+    def rows(self, key: int, exp: int, *, always: bool = False) -> pl.DataFrame:
         """The rows of `key` to draw at cell width `2**exp` (or this reducer's own width, if
-        wider), sorted by x; every row when the key stayed under its raw cap."""
+        wider), sorted by x; every row when the key stayed under its raw cap, unless
+        `always` (a chart among many, drawn coarser)."""
         if self.pending:
             self._compact(everything=False)
         if self.kept is None:
             return self.prepare(self.empty())
         rows = self.kept.filter(pl.col("key") == key)
-        if key in self.reduced and self.exp is not None:
-            rows = self.merge(rows, max(exp, self.exp))
+        if always or (key in self.reduced and self.exp is not None):
+            rows = self.merge(rows, exp if self.exp is None else max(exp, self.exp))
         return rows.sort("x", maintain_order=True)
 
     def all_rows(self, key: int) -> pl.DataFrame:

@@ -5,7 +5,7 @@ point, so every spike and every extreme shows where it was. Non-finite values ar
 bucketed with the finite ones: each NaN and ±Inf is a marker (past `RAW_MARKERS` per series,
 one per pixel column and kind, counting the ones it stands for).
 
-On a time axis a source's rows are its time view's; on a line-number axis, its line view's
+On a time or a step axis a run's rows are that view's; on a line-number axis, its line view's
 (rows without a timestamp) together with its time view's placed at their lines.
 """
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from logwatch.report.collect import SourceData, View
+from logwatch.report.collect import Kind, RunData, View
 from logwatch.report.reduce import CellReducer
 
 MEDIAN_WINDOW = 51
@@ -47,42 +47,46 @@ def draw_exp(span: float, pixels: int) -> int:
 Pick = Callable[[View], CellReducer]
 
 
-def drawn(data: SourceData, pick: Pick, key: int, exp: int, *, time: bool) -> pl.DataFrame:
-    """The rows of `key` to draw, on a time or a line-number axis, at cells of `2**exp`."""
-    if time:
-        return pick(data.by_time).rows(key, exp)
+def drawn(
+    data: RunData, pick: Pick, key: int, exp: int, *, kind: Kind, coarse: bool = False
+) -> pl.DataFrame:
+    """The rows of `key` to draw, on an axis of this kind, at cells of `2**exp` (`coarse`:
+    merged per cell even when the series is short enough to be drawn whole)."""
+    if kind != "line":
+        return pick(data.view(kind)).rows(key, exp, always=coarse)
     timed, untimed = pick(data.by_time), pick(data.by_line)
     rows = pl.concat(
         [timed.on_lines(timed.all_rows(key)), untimed.all_rows(key)], how="diagonal_relaxed"
     )
-    if key in timed.reduced or key in untimed.reduced:
+    if coarse or key in timed.reduced or key in untimed.reduced:
         rows = untimed.merge(rows, max(exp, untimed.exp if untimed.exp is not None else exp))
     return rows.sort("x", maintain_order=True)
 
 
-def has(data: SourceData, key: int, *, time: bool) -> bool:
+def has(data: RunData, key: int, *, kind: Kind) -> bool:
     """Whether series `key` has any row on this axis."""
-    views = [data.by_time] if time else [data.by_time, data.by_line]
+    views = [data.by_time, data.by_line] if kind == "line" else [data.view(kind)]
     return any(key in v.points.counts or key in v.markers.counts for v in views)
 
 
-def points(data: SourceData, key: int, exp: int, *, time: bool, shift: float = 0.0) -> Points:
-    """Series `key` of a source at cells of width `2**exp`, its x moved by `shift`."""
+def points(
+    data: RunData, key: int, exp: int, *, kind: Kind, shift: float = 0.0, coarse: bool = False
+) -> Points:
+    """Series `key` of a run at cells of width `2**exp`, its x moved by `shift`; `coarse`:
+    see `drawn` (NaN/Inf markers stay exact up to their own cap)."""
     x = (pl.col("x") + shift).alias("x")
-    finite = drawn(data, _points, key, exp, time=time).select(x, "y")
-    nonfinite = drawn(data, _markers, key, exp, time=time).select(
+    finite = drawn(data, _points, key, exp, kind=kind, coarse=coarse).select(x, "y")
+    nonfinite = drawn(data, _markers, key, exp, kind=kind).select(
         x, "y", "line", "step", "n", "line_last", "step_last"
     )
     return Points(finite, nonfinite)
 
 
-def rolling_median(
-    data: SourceData, key: int, exp: int, *, time: bool, shift: float = 0.0
-) -> Points:
+def rolling_median(data: RunData, key: int, exp: int, *, kind: Kind, shift: float = 0.0) -> Points:
     """The centred rolling median of `key` over `MEDIAN_WINDOW` points; for a series longer
     than its raw cap, the median per cell (of the streamed cells' medians, count-weighted)."""
-    rows = drawn(data, _medians, key, exp, time=time)
-    views = (data.by_time, data.by_line)
+    rows = drawn(data, _medians, key, exp, kind=kind)
+    views = (data.by_time, data.by_line) if kind == "line" else (data.view(kind),)
     if any(key in v.medians.reduced for v in views):
         x = (pl.col("sx") / pl.col("n")).alias("x")
         finite = rows.select(x + shift, pl.col("med").alias("y")).sort("x", maintain_order=True)
@@ -92,9 +96,11 @@ def rolling_median(
     return Points(finite, pl.DataFrame(schema={"x": pl.Float64, "y": pl.Float64}))
 
 
-def shares(data: SourceData, exp: int, *, time: bool, shift: float = 0.0) -> pl.DataFrame:
+def shares(
+    data: RunData, exp: int, *, kind: Kind, shift: float = 0.0, coarse: bool = False
+) -> pl.DataFrame:
     """The `q_hsb` bucket mix: `x` and the mean share of each queue bucket (`b0`..) per cell."""
-    rows = drawn(data, _mix, 0, exp, time=time)
+    rows = drawn(data, _mix, 0, exp, kind=kind, coarse=coarse)
     if rows.is_empty():
         return pl.DataFrame(schema={"x": pl.Float64})
     buckets = sorted((c for c in rows.columns if c[:1] == "b"), key=lambda c: int(c[1:]))

@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from logwatch.errors import RulesError
-from logwatch.rules.loader import RuleSpec, compile_pack, pack_files
+from logwatch.rules.loader import (
+    RuleSpec,
+    builtin_rules_dir,
+    check_replace,
+    compile_pack,
+    describe_origin,
+    load_rules,
+    pack_files,
+)
 
 _COLUMNS = ("ID", "TYPE", "SEVERITY", "ORIGIN", "SUMMARY")
 
@@ -59,16 +67,20 @@ def rule_table(rows: Sequence[RuleRow]) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class PackCheck:
-    """The outcome of checking rule packs: how many rules compile, and every problem found."""
+    """The outcome of checking rule packs: how many rules compile, every problem found, and a
+    note per rule that replaces a built-in one (or one of an earlier pack)."""
 
     rules: int
     problems: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
 
 def check_packs(paths: Iterable[Path]) -> PackCheck:
     """Compile rule packs (files or folders of them), going on past problems to list them all:
-    one per file that cannot be read, one per broken rule table."""
-    count, problems = 0, []
+    one per file that cannot be read, one per broken rule table, one per rule that takes the id
+    of a built-in (or earlier) rule without `replace = true`; a note per rule that replaces one."""
+    count, problems, notes = 0, [], []
+    by_id = {spec.id: spec for spec in load_rules([builtin_rules_dir()])}
     for path in paths:
         try:
             files = pack_files(path)
@@ -79,4 +91,22 @@ def check_packs(paths: Iterable[Path]) -> PackCheck:
             pack = compile_pack(file)
             count += len(pack.specs)
             problems += [str(problem) for problem in pack.problems]
-    return PackCheck(count, tuple(problems))
+            for spec in pack.specs:
+                earlier = by_id.get(spec.id)
+                by_id[spec.id] = spec
+                if earlier is None and spec.replace:
+                    problems.append(
+                        f"{spec.origin}: rule {spec.id!r} says replace = true but no built-in "
+                        "or earlier rule has that id (a typo?); fix the id or drop replace"
+                    )
+                if earlier is None or earlier.origin == spec.origin:
+                    continue
+                try:
+                    check_replace(spec, earlier)
+                except RulesError as exc:
+                    problems.append(str(exc))
+                    continue
+                notes.append(
+                    f"{spec.origin}: rule {spec.id!r} replaces {describe_origin(earlier.origin)}"
+                )
+    return PackCheck(count, tuple(problems), tuple(notes))

@@ -205,6 +205,13 @@ class LogGpuRows:
         self._present: list[str] | None = None
         self._scored: dict[int, pl.DataFrame] = {}
 
+    def sliced(self, begin: int, end: int) -> LogGpuRows:
+        """The rows of the log rows [begin, end), counted from `begin` (a piece of the batch):
+        what reading that piece gives, as each row is read from its own line."""
+        row = pl.col("_log_row")
+        narrow = self.narrow.filter((row >= begin) & (row < end))
+        return LogGpuRows(narrow.with_columns(row - begin), self.metrics)
+
     def scored(self, rule: HoldRule) -> pl.DataFrame:
         """`rule.score` of the frame of the metrics it reads, computed once per rule: the
         engine may compute it ahead, on a parse thread (`Engine.prepare`)."""

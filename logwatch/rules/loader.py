@@ -25,7 +25,7 @@ from logwatch.rules.params import (
     polars_regex_checks_later,
 )
 from logwatch.rules.registry import RULE_TYPES
-from logwatch.template import pieces
+from logwatch.template import COUNT, pieces
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 TEMPLATE_FIELDS = frozenset(
@@ -50,6 +50,7 @@ class RuleSpec:
     enabled: bool = True
     template_fields: frozenset[str] = field(default_factory=frozenset)
     replaces: str | None = None  # where the rule of the same id that this one replaced was
+    replace: bool = False  # the pack says `replace = true`: it may replace a rule of its id
     runbook_url: str = ""  # where its runbook lives (Alertmanager's `runbook_url` annotation)
 
 
@@ -108,13 +109,19 @@ class CompiledPack:
 
 
 def load_rules(paths: Iterable[Path], overrides: Overrides | None = None) -> list[RuleSpec]:
-    """Load and compile rule packs in order; a later rule with the same id replaces an earlier one."""
+    """Load and compile rule packs in order; a later rule with the id of an earlier one replaces
+    it when it says `replace = true`, else RulesError (a pack named twice is read once)."""
     by_id: dict[str, RuleSpec] = {}
     for path in paths:
         for file in pack_files(path):
             for spec in load_pack(file, overrides):
                 earlier = by_id.get(spec.id)
-                by_id[spec.id] = replace(spec, replaces=earlier.origin) if earlier else spec
+                if earlier is not None and earlier.origin == spec.origin:
+                    continue
+                if earlier is not None:
+                    check_replace(spec, earlier)
+                    spec = replace(spec, replaces=earlier.origin)
+                by_id[spec.id] = spec
     if overrides is not None:
         for rule_id in overrides.tables:
             if rule_id not in by_id:
@@ -122,6 +129,29 @@ def load_rules(paths: Iterable[Path], overrides: Overrides | None = None) -> lis
                     f"{overrides.where(rule_id, None)}: unknown rule {rule_id!r} in [rules.{rule_id}] (known: {', '.join(sorted(by_id))})"
                 )
     return [spec for spec in by_id.values() if spec.enabled]
+
+
+def check_replace(spec: RuleSpec, earlier: RuleSpec) -> None:
+    """RulesError unless `spec`, which has the id of `earlier`, says `replace = true`."""
+    if not spec.replace:
+        raise RulesError(
+            f"{spec.origin}: rule id {spec.id!r} is already taken by {describe_origin(earlier.origin)}; "
+            "add `replace = true` to this [[rule]] to replace it, or give it another id"
+        )
+
+
+def describe_origin(origin: str) -> str:
+    """The rule at `origin` (`file:line`): `the built-in rule at rules/training.toml:6`, or
+    `the rule at my.toml:3`."""
+    builtin = Path(origin.rpartition(":")[0]).parent == _builtin_dir_or_none()
+    return f"the {'built-in ' if builtin else ''}rule at {origin}"
+
+
+def _builtin_dir_or_none() -> Path | None:
+    try:
+        return builtin_rules_dir()
+    except RulesError:
+        return None
 
 
 def load_pack(file: Path, overrides: Overrides | None = None) -> list[RuleSpec]:
@@ -238,6 +268,7 @@ COMMON_PARAMS = {
         Param("enabled", Kind.BOOL, default=True),
         Param("description", Kind.STRING),
         Param("runbook_url", Kind.STRING, default=""),
+        Param("replace", Kind.BOOL, default=False),
     )
 }
 """Keys every rule takes, whatever its type."""
@@ -290,6 +321,7 @@ def _compile(table: Any, at: _Locator, overrides: Overrides | None) -> RuleSpec:
         enabled=values["enabled"],
         template_fields=fields,
         runbook_url=runbook,
+        replace=values["replace"],
     )
 
 
@@ -405,11 +437,12 @@ def _template_fields(template: str, params: set[str]) -> frozenset[str]:
     for _, name, spec, conversion in parsed:
         if name is None:
             continue
-        if spec or conversion:
+        if (spec and not spec.startswith(COUNT)) or spec == COUNT or conversion:
             raise ValueError(
                 f"{{{name}{'!' + conversion if conversion else ''}"
                 f"{':' + spec if spec else ''}}} in summary: placeholders take no format or "
-                f"conversion (values come formatted, e.g. nan, 2.41e-05); write {{{name}}}"
+                f"conversion (values come formatted, e.g. nan, 2.41e-05) but a count's noun, "
+                f"{{{name}:count iteration}}; write {{{name}}}"
             )
         names.add(name)
     allowed = TEMPLATE_FIELDS | params

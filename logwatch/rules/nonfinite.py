@@ -10,29 +10,20 @@ from typing import Any
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
+from logwatch.parse.dialects.generic import NONFINITE_VALUE
 from logwatch.rules.base import Needs, Override, Transition
 
-# Every way a value parses as non-finite (parse.NUMBER and the NaN-in-words patterns): a NaN or
-# Inf in some casing, or a number too large for a float, which needs an exponent of 3 digits or,
-# with a smaller one, over 200 digits before the point (1.8e308 is the largest float). A value
-# ends where the parser's patterns end one (`_END` and `ANY_LOSS`, after `.0` padding), so the
-# `INF` of every `INFO` level does not open the gate.
-_SPELLED_NONFINITE = r"(?i:nan|inf)(?i:inity)?(?:\.0*)?(?:[\s,|\]})';\"*/]|$)"
-NONFINITE_GATE = _SPELLED_NONFINITE + r"|[eE]\+?\d{3}|\d{200}"
+# The lines that can hold a non-finite value (`parse.dialects.generic.NONFINITE_VALUE`): the
+# gate outside of which a nonfinite rule cannot move.
+NONFINITE_GATE = NONFINITE_VALUE
 
 
 def _nonfinite_rows() -> pl.Expr:
-    """The lines `NONFINITE_GATE` selects that can hold a non-finite value, and a few more, at a
-    third of its cost: its exponent and digit-run branches find no literal to search for, so its
-    regex steps through every line. Here the spelled branch is the regex; an exponent a float
-    overflows on needs an `e` then a digit or `+` (a literal set); and a run of 200 digits lies
-    in a piece of 200 bytes or more between spaces (only long lines are split)."""
-    text = pl.col("text")
-    spelled = text.str.contains(_SPELLED_NONFINITE)
-    exponent = text.str.contains_any([e + c for e in "eE" for c in "+0123456789"])
-    pieces = pl.when(text.str.len_bytes() >= 200).then(text).str.split(" ")
-    long_piece = pieces.list.eval(pl.element().str.len_bytes()).list.max() >= 200
-    return spelled | exponent | long_piece.fill_null(False)
+    """The lines `NONFINITE_GATE` selects, as a pass of its own (not in a union of literal
+    gates: its exponent and digit-run branches have no literal, and would take the union's
+    literal prefilter away). One regex pass: on Megatron and HF lines, where every line has an
+    `E+00` exponent or is over 200 bytes long, it costs a third of a pass per branch."""
+    return pl.col("text").str.contains(f"(?:{NONFINITE_GATE})")
 
 
 NONFINITE_ROWS = _nonfinite_rows()

@@ -11,6 +11,7 @@ from logwatch.atomic import write_atomic
 from logwatch.errors import RuleTestError
 from logwatch.redact import visible
 from logwatch.ruletest.run import RuleTestResult
+from logwatch.words import counted
 
 _NOT_XML = re.compile("[\ufffe\uffff]")  # valid UTF-8, but no XML 1.0 document may hold them
 
@@ -25,7 +26,7 @@ def failure_lines(result: RuleTestResult) -> list[str]:
     for block in result.block_diffs:
         lines.append(
             f"  blocks={block.block_bytes}: whole-file replay (-) vs in blocks of "
-            f"{block.block_bytes} bytes (+):"
+            f"{counted(block.block_bytes, 'byte')} (+):"
         )
         if all(line.mark == " " for line in block.diff):
             lines.append("    the same events, in a different order")
@@ -42,7 +43,7 @@ def report_lines(results: Sequence[RuleTestResult]) -> list[str]:
         lines.append(f"FAILED: {visible(result.test.where)}: {visible(result.test.name)}")
         lines.extend(failure_lines(result))
         lines.append("")
-    lines.append(f"{len(results)} tests, {len(failed)} failed")
+    lines.append(f"{counted(len(results), 'test')}, {len(failed)} failed")
     return lines
 
 

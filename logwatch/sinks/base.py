@@ -7,11 +7,20 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import TextIO
+from typing import Any, Protocol, TextIO, runtime_checkable
 
 from logwatch.alerts import AlertEvent
 from logwatch.alerts import Sink as Sink  # where a sink looks for it
-from logwatch.sinks.render import timeline_line
+from logwatch.sinks.render import same_incident, timeline_entry
+
+
+@runtime_checkable
+class TakesStopper(Protocol):
+    """A sink with a "Stop run" button (Slack): given `ActionSink.run_once` once actions exist."""
+
+    def set_stopper(self, stopper: Any) -> None:
+        """What a press calls: (action name, alert, then) -> None when started, else why not."""
+        ...
 
 
 class OutputFormat(StrEnum):
@@ -22,7 +31,9 @@ class OutputFormat(StrEnum):
 
 
 class StreamSink:
-    """Writes events to a text stream as a human timeline or as JSON lines, flushed per event."""
+    """Writes events to a text stream as JSON lines, one per event and flushed per event, or as
+    a human timeline: the events of one line (`same_incident`) are one entry, written when an
+    event of another line comes, at the next tick (tail's round) or at close."""
 
     def __init__(
         self, stream: TextIO, *, fmt: str = OutputFormat.TEXT, colour: bool = False
@@ -31,24 +42,46 @@ class StreamSink:
             raise ValueError(f"unknown format {fmt!r} (expected text or jsonl)")
         self.stream, self.fmt, self.colour = stream, OutputFormat(fmt), colour
         self.count = 0
+        self._held: list[AlertEvent] = []
 
     def emit(self, event: AlertEvent) -> None:
-        line = (
-            event.to_jsonl()
-            if self.fmt == OutputFormat.JSONL
-            else timeline_line(event, colour=self.colour)
-        )
-        self.stream.write(line + "\n")
+        if self.fmt == OutputFormat.JSONL:
+            self._write(event.to_jsonl(), 1)
+            return
+        if self._held and not same_incident(self._held[0], event):
+            self.flush()
+        if not self._held:
+            self._opened()
+        self._held.append(event)
+
+    def flush(self) -> None:
+        """Write the incident held, if any."""
+        held, self._held = self._held, []
+        if held:
+            self._write(self.render(held), len(held))
+
+    def render(self, events: list[AlertEvent]) -> str:
+        """One incident as a timeline entry."""
+        return timeline_entry(events, colour=self.colour)
+
+    def _opened(self) -> None:
+        """A new incident begins (the terminal sink notes when it arrived)."""
+
+    def _write(self, text: str, events: int) -> None:
+        self.stream.write(text + "\n")
         self.stream.flush()
-        self.count += 1
+        self.count += events
 
     def tick(self, now: datetime) -> None:
-        """Nothing waits on time here."""
+        """The incident held is complete: the round that found it is over."""
+        self.flush()
 
     def rename_source(self, old: str, new: str) -> None:
-        """Nothing here is kept by source: each event is written as it comes."""
+        """Nothing here is kept by source: each incident is written as it ends."""
+        self.flush()
 
     def close(self) -> None:
+        self.flush()
         self.stream.flush()
 
 

@@ -31,9 +31,16 @@ def _alertmanager(config: Config, state_dir: Path) -> Sink:
     return open_alertmanager_sink(config, state_dir)
 
 
+def _webhook(config: Config, state_dir: Path) -> Sink:
+    from logwatch.sinks.webhook.sink import open_webhook_sink
+
+    return open_webhook_sink(config.webhooks, state_dir)
+
+
 SINKS: dict[str, SinkFactory] = {
     "slack": _slack,
     "alertmanager": _alertmanager,
+    "webhook": _webhook,
 }
 
 

@@ -10,6 +10,7 @@ from logwatch.alerts import FIRING, AlertEvent, Severity, still_firing
 from logwatch.durations import format_duration
 from logwatch.engine import SourceStats, format_value
 from logwatch.redact import visible
+from logwatch.words import counted
 
 _SEVERITY_TAG = {Severity.CRITICAL: "CRIT", Severity.WARNING: "WARN", Severity.INFO: "INFO"}
 _COLOUR = {Severity.CRITICAL: "\x1b[1;31m", Severity.WARNING: "\x1b[33m", Severity.INFO: "\x1b[36m"}
@@ -31,20 +32,53 @@ def timeline_line(
     """One event as a timeline row (time, severity, rule, file:line, summary), plus its fix;
     `width`: wrapped at word boundaries to fit; `arrived`: the time column of a line without a
     timestamp; `silenced`: marked so."""
-    when = event.ts.isoformat(sep=" ", timespec="seconds") if event.ts else "-" * 19
-    if event.ts is None and arrived is not None:
+    return timeline_entry(
+        [event],
+        colour=colour,
+        width=width,
+        arrived=arrived,
+        silenced=frozenset({0} if silenced else ()),
+    )
+
+
+def same_incident(a: AlertEvent, b: AlertEvent) -> bool:
+    """Two events of one incident: the same source and line, firing (or resolving, or ended by a
+    restart) together. The timeline shows them as one entry, as Slack does."""
+    return (a.source, a.line, a.status, a.restarted) == (b.source, b.line, b.status, b.restarted)
+
+
+def timeline_entry(
+    events: Sequence[AlertEvent],
+    *,
+    colour: bool = False,
+    width: int | None = None,
+    arrived: datetime | None = None,
+    silenced: frozenset[int] = frozenset(),
+) -> str:
+    """One incident (events of one line, `same_incident`) as a timeline entry: its time, the
+    highest severity, every rule, file:line and the first summary on one row, the other rules'
+    summaries under it, then each distinct fix; `silenced`: the indexes of silenced events."""
+    first = events[0]
+    when = first.ts.isoformat(sep=" ", timespec="seconds") if first.ts else "-" * 19
+    if first.ts is None and arrived is not None:
         when = f"{arrived:%H:%M:%S} (arrived) "
-    tag = _SEVERITY_TAG[event.severity] if event.status == FIRING else "OK  "
-    tag = ENDED_TAG if event.restarted else tag
-    summary = visible(event.summary) + (" (silenced)" if silenced else "")
-    rule, source = visible(event.rule), visible(event.source)
-    head = f"{when}  {tag}  {rule:<20} {source}:{event.line}  "
-    rows = _wrap(head, summary, FIX_INDENT, width)
-    if event.status == FIRING and event.fix:
-        rows += _wrap(FIX_INDENT + "fix: ", visible(event.fix), FIX_INDENT + "     ", width)
+    severity = max(e.severity for e in events)
+    tag = _SEVERITY_TAG[severity] if first.status == FIRING else "OK  "
+    tag = ENDED_TAG if first.restarted else tag
+    said = [
+        visible(e.summary) + (" (silenced)" if i in silenced else "") for i, e in enumerate(events)
+    ]
+    rule, source = ", ".join(visible(e.rule) for e in events), visible(first.source)
+    head = f"{when}  {tag}  {rule:<20} {source}:{first.line}  "
+    rows = _wrap(head, said[0], FIX_INDENT, width)
+    for event, summary in zip(events[1:], said[1:], strict=True):
+        rows += _wrap(f"{FIX_INDENT}{visible(event.rule)}: ", summary, FIX_INDENT + "  ", width)
+    if first.status == FIRING:
+        for fix in dict.fromkeys(visible(e.fix) for e in events if e.fix):
+            rows += _wrap(FIX_INDENT + "fix: ", fix, FIX_INDENT + "     ", width)
     if colour:
-        done = _DIM if event.restarted else _GREEN
-        shade = _COLOUR[event.severity] if event.status == FIRING else done
+        done = _DIM if first.restarted else _GREEN
+        shade = _COLOUR[severity] if first.status == FIRING else done
         rows[0] = rows[0].replace(f"  {tag}  ", f"  {shade}{tag}{_RESET}  ", 1)
     return "\n".join(rows)
 
@@ -74,7 +108,7 @@ def summary_lines(stats: Mapping[str, SourceStats], events: Sequence[AlertEvent]
         if len(stats) > 1:
             out.append(f"== {visible(source)} ==")
         steps = (
-            f"{s.steps_seen} step lines ({s.first_step}..{s.last_step})"
+            f"{counted(s.steps_seen, 'step line')} ({s.first_step}..{s.last_step})"
             if s.steps_seen
             else "no step lines"
         )
@@ -82,7 +116,7 @@ def summary_lines(stats: Mapping[str, SourceStats], events: Sequence[AlertEvent]
         queue = f", q_hs {s.q_hs_min}..{s.q_hs_max}" if s.q_hs_min is not None else ""
         fired = ", ".join(f"{rule} x{n}" for rule, n in sorted(s.fired.items())) or "none"
         out.append(
-            f"{visible(source)}: {s.lines} lines, {steps}, {loss}{queue}; alerts: {visible(fired)}"
+            f"{visible(source)}: {counted(s.lines, 'line')}, {steps}, {loss}{queue}; alerts: {visible(fired)}"
         )
         out.append(f"  {_span(s)}, {_restarts(s)}, {_rate(s)}")
         left = [f"{visible(e.rule)} (line {e.line})" for e in firing if e.source == source]

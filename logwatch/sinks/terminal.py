@@ -11,7 +11,7 @@ from typing import Protocol, TextIO
 
 from logwatch.alerts import AlertEvent
 from logwatch.sinks.base import OutputFormat, StreamSink
-from logwatch.sinks.render import timeline_line
+from logwatch.sinks.render import timeline_entry
 
 
 class Silences(Protocol):
@@ -44,17 +44,20 @@ class TerminalSink(StreamSink):
         super().__init__(stream, fmt=fmt, colour=fmt == OutputFormat.TEXT and wants_colour(stream))
         self.silences, self.now = silences, now
         self.wrap = stream.isatty()
+        self._arrived = now()
 
-    def emit(self, event: AlertEvent) -> None:
-        if self.fmt != OutputFormat.TEXT:
-            super().emit(event)
-            return
-        now = self.now()
-        silenced = self.silences is not None and (
-            self.silences.muting(event.rule, event.source, now) is not None
+    def _opened(self) -> None:
+        self._arrived = self.now()
+
+    def render(self, events: list[AlertEvent]) -> str:
+        now = self._arrived
+        silenced = frozenset(
+            i
+            for i, event in enumerate(events)
+            if self.silences is not None
+            and self.silences.muting(event.rule, event.source, now) is not None
         )
         width = shutil.get_terminal_size().columns if self.wrap else None
-        row = timeline_line(event, colour=self.colour, width=width, arrived=now, silenced=silenced)
-        self.stream.write(row + "\n")
-        self.stream.flush()
-        self.count += 1
+        return timeline_entry(
+            events, colour=self.colour, width=width, arrived=now, silenced=silenced
+        )

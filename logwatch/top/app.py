@@ -24,24 +24,26 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, TextIO, runtime_checkable
 
+from logwatch.alerts import AlertEvent
 from logwatch.drivers.plugins import TailPlugin
 from logwatch.drivers.runner import check_patterns, tail_driver
 from logwatch.drivers.tail import TailDriver
 from logwatch.drivers.tail_options import TailOptions
 from logwatch.errors import LogwatchError
 from logwatch.gpu.link import GpuLink
-from logwatch.gpu.model import GpuSample
-from logwatch.gpu.procs import with_descendants
 from logwatch.rules.loader import RuleSpec
 from logwatch.sinks.base import Sink
 from logwatch.sinks.slack.silences import SilenceStore
-from logwatch.top.plugin import TopPlugin
+from logwatch.top.gpus import gpu_rows
+from logwatch.top.plugin import SourceRow, TopPlugin
 from logwatch.top.view import (
     AGE_STEP_S,
     GpuRow,
     Screen,
+    display_names,
     plain_lines,
     render,
+    safe,
     seconds_shown,
     shown_rows,
 )
@@ -108,29 +110,33 @@ def run_top(
     stdout: TextIO,
     stdin: TextIO,
     notes: Notes,
+    startup: Sequence[str] = (),
 ) -> None:
     """The `logwatch top` command: follow and show until q / SIGTERM / SIGINT, then checkpoint.
     `sinks` are every sink alerts go to, `plugin` (the view's facts) among them."""
+    plugins: list[TailPlugin] = [plugin, *([gpu] if gpu is not None else [])]
     try:
         check_patterns(patterns)
+        driver = tail_driver(
+            patterns,
+            rules,
+            sinks,
+            state_dir=state_dir,
+            options=options,
+            status=notes.say,
+            plugins=plugins,
+        )
+        driver.claim()  # a second watch of the same files is refused before anything is said
     except LogwatchError:
         if gpu is not None:
             gpu.close()
         raise
-    plugins: list[TailPlugin] = [plugin, *([gpu] if gpu is not None else [])]
-    driver = tail_driver(
-        patterns,
-        rules,
-        sinks,
-        state_dir=state_dir,
-        options=options,
-        status=notes.say,
-        plugins=plugins,
-    )
     loop = TopLoop(driver, plugin, gpu, sinks, SilenceStore(state_dir, report=notes.say), footer)
     stop = loop.stop
     previous = {sig: signal.signal(sig, lambda n, f: stop()) for sig in STOP_SIGNALS}
     try:
+        for line in startup:
+            notes.say(line)
         driver.open()  # catch-up and a held state directory are said before the view starts
         runner = loop.runner = DriverThread(driver, plugin)
         try:
@@ -188,6 +194,7 @@ class TopLoop:
         self.stdout_fd = 1
         self.runner: DriverThread | None = None
         self.keys: deque[str] = deque()
+        self._pending: Callable[[], None] | None = None  # what `y` does to a question asked
         self.state = Screen(width=80, height=24, now_s=0, rows=())
         self._gpu_cache: tuple[int, tuple[GpuRow, ...]] = (-1, ())
         sampler = gpu.started.sampler if gpu is not None else None
@@ -278,6 +285,7 @@ class TopLoop:
                 time.sleep(pause)  # a burst of changes becomes one redraw
             screen = self._screen(notes)
             if screen != drawn:
+                live.console.size = (screen.width, screen.height)  # not $COLUMNS: the pane's
                 live.update(render(screen), refresh=True)
                 last_draw, drawn = time.monotonic(), screen
 
@@ -342,15 +350,17 @@ class TopLoop:
 
     def _backlog(self) -> str:
         waiting = [sink.backlog() for sink in self.sinks if isinstance(sink, Backlogged)]
-        keys = "q quit · / filter · s silence 1h · j/k select · ? help"
+        keys = "q quit · / filter · j/k select · Enter alert · s silence · u unsilence · ? help"
         return keys if not waiting else f"Slack backlog: {sum(waiting)} · {keys}"
 
     # --- keys -------------------------------------------------------------------------------
 
     def _key(self, key: str) -> None:
         state = self.state
-        if state.help:
-            self.state = replace(state, help=False)
+        if self._pending is not None:
+            self._answer(key)
+        elif state.help or state.detail:
+            self._set(help=False, detail=False)
         elif state.filtering:
             self.state = _filter_key(state, key)
         elif key == "q":
@@ -364,7 +374,9 @@ class TopLoop:
         return {
             "/": lambda: self._set(filtering=True, message=""),
             "?": lambda: self._set(help=True),
-            "s": self._silence,
+            "s": self._ask_silence,
+            "u": self._unsilence,
+            "enter": self._details,
             "j": lambda: self._move(1),
             "down": lambda: self._move(1),
             "k": lambda: self._move(-1),
@@ -379,17 +391,43 @@ class TopLoop:
         count = len(shown_rows(self.state))
         self._set(selected=max(0, min(count - 1, self.state.selected + delta)))
 
-    def _silence(self) -> None:
+    def _selected(self) -> SourceRow | None:
         rows = shown_rows(self.state)
         if not rows:
             self._set(message="no source selected")
+            return None
+        return rows[min(self.state.selected, len(rows) - 1)]
+
+    def _details(self) -> None:
+        row = self._selected()
+        if row is not None and not row.alerts:
+            self._set(message=f"nothing firing on {self._name(row.source)}")
+        elif row is not None:
+            self._set(detail=True, message="")
+
+    def _ask_silence(self) -> None:
+        """`s`: ask before muting the selected source's first unsilenced firing alert."""
+        row = self._selected()
+        if row is None:
             return
-        row = rows[min(self.state.selected, len(rows) - 1)]
         loud = [e for e in row.alerts if e.fingerprint not in self.state.silenced]
         if not loud:
-            self._set(message=f"nothing firing unsilenced on {row.source}")
+            self._set(message=f"nothing firing unsilenced on {self._name(row.source)}")
             return
         event = loud[0]
+        question = f"silence {safe(event.rule)} on {self._name(event.source)} for 1h? y/n"
+        self._pending = lambda: self._silence(event)
+        self._set(asking=question, message="")
+
+    def _answer(self, key: str) -> None:
+        action, self._pending = self._pending, None
+        self._set(asking="")
+        if key in ("y", "Y") and action is not None:
+            action()
+        else:
+            self._set(message="not silenced")
+
+    def _silence(self, event: AlertEvent) -> None:
         try:
             silence = self.silences.add(
                 event.rule,
@@ -401,7 +439,38 @@ class TopLoop:
         except LogwatchError as exc:
             self._set(message=str(exc))
             return
-        self._set(message=f"silenced {event.rule} on {event.source} for 1h ({silence.id})")
+        name = self._name(event.source)
+        self._set(
+            message=f"silenced {safe(event.rule)} on {name} for 1h ({silence.id}); u lifts it",
+            silenced=self.state.silenced | {event.fingerprint},
+        )
+
+    def _unsilence(self) -> None:
+        """`u`: end the silences that mute the selected source's firing alerts."""
+        row = self._selected()
+        if row is None:
+            return
+        now = datetime.now()
+        try:
+            muting = [
+                s
+                for s in self.silences.all()
+                if s.active(now) and any(s.matches(e.rule, e.source) for e in row.alerts)
+            ]
+            for silence in muting:
+                self.silences.expire(silence.id, now)
+        except LogwatchError as exc:
+            self._set(message=str(exc))
+            return
+        name = self._name(row.source)
+        if not muting:
+            self._set(message=f"no silence mutes {name}")
+            return
+        lifted = ", ".join(f"{safe(s.rule)} ({s.id})" for s in muting)
+        self._set(message=f"silence lifted on {name}: {lifted}", silenced=frozenset())
+
+    def _name(self, source: str) -> str:
+        return display_names(self.state.rows).get(source) or safe(source)
 
 
 def _filter_key(state: Screen, key: str) -> Screen:
@@ -415,29 +484,3 @@ def _filter_key(state: Screen, key: str) -> Screen:
     if len(key) == 1 and key.isprintable():
         return replace(state, filter_text=state.filter_text + key, selected=0)
     return state
-
-
-def gpu_rows(
-    samples: Sequence[GpuSample], run_pids: dict[str, int], runs: dict[str, str]
-) -> tuple[GpuRow, ...]:
-    """The GPU table's rows: each GPU's latest sample and the runs whose process tree is on it."""
-    trees = {source: with_descendants([pid]) for source, pid in run_pids.items()}
-    out = []
-    for s in samples:
-        pids = {p.pid for p in s.processes or ()}
-        on_it = sorted({runs.get(src, src) for src, tree in trees.items() if tree & pids})
-        out.append(
-            GpuRow(
-                index=s.index,
-                name=s.name,
-                util=s.util_gpu,
-                mem_used_bytes=s.mem_used_bytes,
-                mem_total_bytes=s.mem_total_bytes,
-                power_w=s.power_w,
-                temp_c=s.temp_c,
-                ecc=s.ecc_uncorrected,
-                lost=s.lost,
-                runs=tuple(on_it),
-            )
-        )
-    return tuple(out)

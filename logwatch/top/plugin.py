@@ -82,6 +82,7 @@ class TopPlugin(Plugin):
         self._stalled: set[str] = set()
         self._firing: dict[str, AlertEvent] = {}
         self._recent: deque[tuple[float, AlertEvent]] = deque(maxlen=RECENT_EVENTS)
+        self._seeded = False
 
     # --- the driver's side (its thread) ----------------------------------------------------
 
@@ -135,6 +136,9 @@ class TopPlugin(Plugin):
 
     def round(self, driver: DriverView) -> Sequence[AlertEvent]:
         """Take the run ids and stall states the engine knows; no alerts of its own."""
+        if not self._seeded:  # what a resumed checkpoint left firing was never emitted again
+            self._seeded = True
+            self._seed(driver.engine.active_alerts())
         states = list(driver.engine.sources.items())
         runs = {source: state.run_id for source, state in states}
         steps = {source: state.last_step for source, state in states}
@@ -145,6 +149,12 @@ class TopPlugin(Plugin):
                 self._runs, self._steps, self._stalled = runs, steps, stalled
                 self.changed.set()
         return []
+
+    def _seed(self, firing: Sequence[AlertEvent]) -> None:
+        with self._lock:
+            for event in firing:
+                self._firing.setdefault(event.fingerprint, event)
+        self.changed.set()
 
     # --- the sink's side ---------------------------------------------------------------------
 

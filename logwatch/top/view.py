@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING
 
 from logwatch.alerts import FIRING, AlertEvent, Severity
 from logwatch.redact import redact, visible
+from logwatch.top.detail import detail_view
+from logwatch.top.layout import ALERTS, SOURCE, Layout, cell_len, cut_left, fit
 from logwatch.top.plugin import SourceRow
+from logwatch.words import counted
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -27,8 +30,10 @@ SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Sev
 HELP = (
     ("q", "quit (checkpoint written, as SIGTERM)"),
     ("/", "filter sources by name or run (Enter keeps it, Esc clears)"),
-    ("s", "silence the selected source's first unsilenced firing alert for 1 h"),
     ("j k / arrows", "select a source"),
+    ("Enter", "the selected source's firing alerts: summary, fix, log line (any key closes)"),
+    ("s", "silence the selected source's first unsilenced firing alert for 1 h (asks y/n)"),
+    ("u", "lift the silences muting the selected source's alerts"),
     ("?", "this help (any key closes it)"),
 )
 
@@ -61,6 +66,8 @@ class Screen:
     filter_text: str = ""
     filtering: bool = False
     help: bool = False
+    detail: bool = False  # the selected source's firing alerts in full (Enter)
+    asking: str = ""  # a question waiting for y / n (`s`)
     gpu_line: str | None = None  # NVML unavailable / off: the one line saying so
     gpus: tuple[GpuRow, ...] = ()
     recent: tuple[tuple[float, AlertEvent], ...] = ()
@@ -151,7 +158,7 @@ def trend(values: Sequence[float]) -> str:
 
 def spark_cells(values: Sequence[float], width: int) -> list[str]:
     """One block character per value (the last `width`), `!` for NaN / Inf."""
-    tail = list(values)[-width:]
+    tail = list(values)[-width:] if width > 0 else []
     finite = [v for v in tail if math.isfinite(v)]
     low, high = (min(finite), max(finite)) if finite else (0.0, 0.0)
     span = high - low
@@ -185,8 +192,14 @@ def render(screen: Screen) -> RenderableType:
     events = _event_lines(screen)
     fixed = 1 + 1 + len(gpu_lines) + 1 + len(events) + 1 + len(screen.footer)
     budget = max(1, screen.height - fixed - 1)
-    body: RenderableType = _help() if screen.help else _table(screen, budget)
-    parts: list[RenderableType] = [_header(screen), body, *gpu_lines]
+    body: RenderableType = _table(screen, budget)
+    if screen.help:
+        body = _help()
+    elif screen.detail:
+        body = _detail(screen, budget)
+    header = _header(screen)
+    header.no_wrap, header.overflow = True, "ellipsis"  # one line at any width
+    parts: list[RenderableType] = [header, body, *gpu_lines]
     parts.append(Text("recent alerts", style="bold") if events else Text(""))
     parts += events
     parts.append(_message(screen))
@@ -194,34 +207,24 @@ def render(screen: Screen) -> RenderableType:
     return Group(*parts)
 
 
+def _detail(screen: Screen, budget: int) -> RenderableType:
+    rows = shown_rows(screen)
+    if not rows:
+        return _table(screen, budget)
+    row = rows[min(screen.selected, len(rows) - 1)]
+    name = display_names(screen.rows)[row.source]
+    return detail_view(row.alerts, name, screen.silenced, budget + 1)
+
+
 def _header(screen: Screen) -> Text:
     from rich.text import Text
 
     firing = sum(len(r.alerts) for r in screen.rows) + len(screen.other_firing)
     clock = time.strftime("%H:%M", time.localtime(screen.now_s))
-    text = Text(f"logwatch top · {len(screen.rows)} sources · ", style="bold")
+    text = Text(f"logwatch top · {counted(len(screen.rows), 'source')} · ", style="bold")
     text.append(f"{firing} firing", style="bold red" if firing else "green")
     text.append(f" · {clock}   ? help")
     return text
-
-
-WIDE = 120
-"""From this width on, every column; below it, the ones a glance needs."""
-WIDE_COLUMNS = (
-    ("run", 12),
-    ("step", 8),
-    ("/s", 6),
-    ("last", 10),
-    ("loss", 8),
-    ("trend", 16),
-    ("gnorm", 6),
-    ("lr", 8),
-    ("tok/s", 8),
-    ("q_hs", 11),
-)
-NARROW_COLUMNS = (("step", 8), ("last", 10), ("loss", 8), ("trend", 8), ("tok/s", 8), ("q_hs", 4))
-MIN_ALERTS_W = 24
-"""Narrower than this at the end of a row, a source's alerts go on a line of their own."""
 
 
 def display_names(rows: Sequence[SourceRow]) -> dict[str, str]:
@@ -240,6 +243,13 @@ def _display_names(sources: tuple[str, ...]) -> dict[str, str]:
     return {s: safe(s[cut:] or s) for s in sources}
 
 
+def table_layout(screen: Screen) -> Layout:
+    """The columns this frame's width and source names allow (`logwatch.top.layout.fit`)."""
+    names = display_names(screen.rows)
+    longest = max((cell_len(n) for n in names.values()), default=0)
+    return fit(screen.width, longest)
+
+
 def _table(screen: Screen, budget: int) -> RenderableType:
     from rich.console import Group
     from rich.text import Text
@@ -248,25 +258,20 @@ def _table(screen: Screen, budget: int) -> RenderableType:
     if not rows:
         what = f" matching '{safe(screen.filter_text)}'" if screen.filter_text else " yet"
         return Text(f"no sources{what}", style="dim")
-    columns = WIDE_COLUMNS if screen.width >= WIDE else NARROW_COLUMNS
+    layout = table_layout(screen)
     names = display_names(screen.rows)
-    longest = max(len(names[r.source]) for r in rows)
-    source_w = max(6, min(longest, 28 if screen.width >= WIDE else 16))
-    used = source_w + sum(w + 1 for _, w in columns)
-    alerts_w = max(0, screen.width - used - 1)
-    header = _fixed(Text("source"), source_w)
-    for name, width in columns:
+    header = _fixed(Text(SOURCE), layout.source_w)
+    for name, width in layout.columns:
         header.append(" ").append_text(_fixed(Text(name), width))
-    header.append(" alerts")
+    header.append(" ").append_text(_fixed(Text(ALERTS), layout.alerts_w))
     header.stylize("bold")
     lines: list[Text] = []
     selected = min(screen.selected, len(rows) - 1)
     for index, row in enumerate(rows):
-        row_lines = _row_lines(row, screen, names[row.source], source_w, columns, alerts_w)
+        line = _row_line(row, screen, names[row.source], layout)
         if index == selected:
-            for line in row_lines:
-                line.stylize("reverse")
-        lines += row_lines
+            line.stylize("reverse")
+        lines.append(line)
         if index >= selected and len(lines) >= budget:
             break
     return Group(header, *lines[-budget:])
@@ -274,34 +279,26 @@ def _table(screen: Screen, budget: int) -> RenderableType:
 
 def _fixed(text: Text, width: int) -> Text:
     text = text.copy()
+    text.no_wrap, text.overflow = True, "ellipsis"
     text.truncate(width, overflow="ellipsis", pad=True)
     return text
 
 
-def _row_lines(
-    row: SourceRow,
-    screen: Screen,
-    name: str,
-    source_w: int,
-    columns: Sequence[tuple[str, int]],
-    alerts_w: int,
-) -> list[Text]:
+def _row_line(row: SourceRow, screen: Screen, name: str, layout: Layout) -> Text:
+    """One source's row: exactly one line, each cell cut to its column (`…`)."""
     from rich.text import Text
 
-    cells = _cells(row, screen, dict(columns).get("trend", 8))
-    line = _fixed(Text(name), source_w)
-    for column, width in columns:
+    widths = dict(layout.columns)
+    cells = _cells(row, screen, widths.get("trend", 0), widths.get("q_hs", 0))
+    line = _fixed(Text(cut_left(name, layout.source_w)), layout.source_w)
+    for column, width in layout.columns:
         line.append(" ").append_text(_fixed(cells[column], width))
-    alerts = cells["alerts"]
-    if not alerts.plain or len(alerts.plain) <= alerts_w or alerts_w >= MIN_ALERTS_W:
-        line.append(" ").append_text(_fixed(alerts, alerts_w) if alerts.plain else Text())
-        return [line]
-    more = Text("  ↳ ")
-    more.append_text(_fixed(alerts, max(1, screen.width - 5)))
-    return [line, more]
+    line.append(" ").append_text(_fixed(cells[ALERTS], layout.alerts_w))
+    line.rstrip()
+    return line
 
 
-def _cells(row: SourceRow, screen: Screen, spark_w: int) -> dict[str, Text]:
+def _cells(row: SourceRow, screen: Screen, spark_w: int, q_hs_w: int) -> dict[str, Text]:
     from rich.text import Text
 
     age = None if row.last_line_s is None else screen.now_s - row.last_line_s
@@ -315,8 +312,9 @@ def _cells(row: SourceRow, screen: Screen, spark_w: int) -> dict[str, Text]:
         spark.append(cell, style="bold red" if cell == NONFINITE_MARK else "cyan")
     tput = row.throughput[-1] if row.throughput else None
     q = Text("-" if row.q_hs is None else str(row.q_hs))
-    if row.q_hsb:
-        q.append(" " + bucket_bar(row.q_hsb), style="magenta")
+    bar = bucket_bar(row.q_hsb)
+    if bar and len(q) + 1 + len(bar) <= q_hs_w:  # narrower, the count alone says more
+        q.append(" " + bar, style="magenta")
     return {
         "run": Text(safe(row.run or "-")),
         "step": Text("-" if row.step is None else str(row.step)),
@@ -342,7 +340,8 @@ def _alerts_cell(alerts: Sequence[AlertEvent], screen: Screen) -> Text:
         age = fmt_age(screen.now_s - event.ts.timestamp()) if event.ts else ""
         muted = event.fingerprint in screen.silenced
         style = "dim" if muted else SEVERITY_STYLE[event.severity]
-        text.append(f"{safe(event.rule)} {age}" + (" (silenced)" if muted else ""), style=style)
+        shown = " ".join(part for part in (safe(event.rule), age) if part)
+        text.append(shown + (" (silenced)" if muted else ""), style=style)
     return text
 
 
@@ -404,6 +403,8 @@ def _message(screen: Screen) -> Text:
 
     if screen.filtering:
         return Text(f"filter: {safe(screen.filter_text)}▏", style="bold")
+    if screen.asking:
+        return Text(screen.asking, style="bold reverse", no_wrap=True, overflow="ellipsis")
     return Text(safe(screen.message), style="italic", no_wrap=True, overflow="ellipsis")
 
 

@@ -190,3 +190,23 @@ def test_bench_truth_counts_episodes_as_the_rule_does(tmp_path: Path) -> None:
     loop = [sys.executable, "-c", replay_bench.PYLOOP, str(log)]
     out = subprocess.run(loop, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["6", "2"]
+
+
+def test_gen_ranks_writes_a_seeded_torchrun_fleet(tmp_path: Path) -> None:
+    """bench/gen_ranks.py writes each rank's stdout and stderr under `node/attempt_0/LOCAL/`, a
+    launcher log per node and the job's output, with DFlash lines logwatch reads; the same
+    bytes every time."""
+    ranks = _load("gen_ranks")
+    first, second = tmp_path / "a", tmp_path / "b"
+    count = ranks.write(first, 16, 0.2)
+    ranks.write(second, 16, 0.2)
+    files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+    assert count == len(files) == 16 * 2 + 2 + 1
+    assert Path("node-001/attempt_0/7/stderr.log") in files
+    assert Path("node-000/torchrun.log") in files
+    for name in files:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
+    size = sum((first / name).stat().st_size for name in files)
+    assert 150_000 < size < 300_000
+    frame = logwatch.read_log(first / "node-000/attempt_0/0/stdout.log")
+    assert frame.get_column("step").drop_nulls().len() > 10

@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from logwatch.drivers import tail_rounds
 from logwatch.drivers.plugins import Plugin
 from logwatch.drivers.replay import replay
 from logwatch.drivers.runner import tail_driver
@@ -274,3 +275,84 @@ def test_a_gpu_value_no_column_holds_is_said_once_and_gpu_rules_stay_on(tmp_path
         " read as missing (later such values not repeated)"
     ]
     assert [(e.line, e.rule, e.status) for e in sink.events] == [(3, "gpu-hot", "firing")]
+
+
+def test_a_round_over_many_growing_files_parses_them_once_and_alerts_as_each_replayed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every sample written in chunks to its own file, all files growing before each round: a
+    round parses every file's new lines together (one parse, not one per file) and each file
+    still gets exactly the alert events replay gives it alone, in its order."""
+    rng = random.Random(30)
+    logs: dict[Path, list[bytes]] = {}
+    for n, sample in enumerate(sample_logs()):
+        data, at, chunks = sample.read_bytes(), 0, []
+        while at < len(data):
+            size = rng.randint(1, 1500)
+            chunks.append(data[at : at + size])
+            at += size
+        logs[tmp_path / f"{n:02}-{sample.name}"] = chunks
+        (tmp_path / f"{n:02}-{sample.name}").write_bytes(b"")
+    together: list[int] = []
+    shared = tail_rounds.parsed_together
+
+    def counted(pending: Any, columns: Any) -> Any:
+        together.append(len({id(follower) for follower, _ in pending}))
+        return shared(pending, columns)
+
+    monkeypatch.setattr(tail_rounds, "parsed_together", counted)
+    tail = Tail(tmp_path, rules=BUILTIN)
+    with running(tail.driver) as driver:
+        driver.sync()
+        while any(logs.values()):
+            for log, chunks in logs.items():
+                if chunks:
+                    with open(log, "ab") as out:
+                        out.write(chunks.pop(0))
+            driver.sync()
+        tail.settle()
+    assert max(together) > 5  # rounds that read many files parsed them in one call
+    for log in logs:
+        got = [e.to_json() for e in tail.sink.events if e.source == str(log)]
+        want = [e.to_json() for e in replay([str(log)], BUILTIN).events]
+        assert got == want, log.name
+    assert sum(1 for e in tail.sink.events) > 20
+
+
+def test_a_round_parses_many_files_backlogs_a_bounded_number_of_lines_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files that all grew a backlog before a round are parsed together only up to
+    `SHARED_LINES` (and the file that crosses it): what a round holds unparsed stays bounded,
+    and the alerts are the same as replay's for each file."""
+    monkeypatch.setattr(tail_rounds, "SHARED_LINES", 100)
+    held: list[int] = []
+    shared = tail_rounds.parsed_together
+
+    def counted(pending: Any, columns: Any) -> Any:
+        held.append(sum(batch.text.len() for _, batch in pending))
+        return shared(pending, columns)
+
+    monkeypatch.setattr(tail_rounds, "parsed_together", counted)
+    data = (DFLASH / "train_nan.log").read_bytes()  # 145 lines, two NaN episodes
+    logs = [tmp_path / f"rank{i}.log" for i in range(6)]
+    for log in logs:
+        log.write_bytes(b"")
+    tail = Tail(tmp_path, rules=BUILTIN)
+    with running(tail.driver) as driver:
+        driver.sync()
+        half = data[: data.index(b"\n", len(data) // 3) + 1]  # about 50 lines each
+        for log in logs:
+            log.write_bytes(half)
+        driver.sync()
+        for log in logs:
+            with open(log, "ab") as out:
+                out.write(data[len(half) :])
+        driver.sync()
+        tail.settle()
+    assert held and max(held) <= 100 + 100  # the limit, and the file that crossed it
+    assert len(held) >= 4  # not one parse for all six files' lines
+    for log in logs:
+        got = [e.to_json() for e in tail.sink.events if e.source == str(log)]
+        want = [e.to_json() for e in replay([str(log)], BUILTIN).events]
+        assert got == want, log.name

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from logwatch.drivers.replay import replay
+from logwatch.drivers.replay import ReplayOptions, replay
 from logwatch.drivers.verdict import analyse
 from logwatch.rules.loader import builtin_rules_dir, load_rules, pack_files
 from logwatch.sources.expand import expand_inputs
@@ -118,3 +118,22 @@ def test_each_torchrun_attempt_is_its_own_failure(tmp_path: Path) -> None:
         (str(first.culprit_rank), "cuda-oom"),
         (str(second.culprit_rank), "nan-loss"),
     ]
+
+
+def test_labels_and_verdict_are_the_same_whichever_path_a_file_takes(tmp_path: Path) -> None:
+    """A fleet's small rank logs are parsed in groups (`replay_many`); each file alone, or some
+    grouped and some alone, gives the same events, labels (rank, host) and
+    verdict."""
+    run = gen.generate(tmp_path / "run", gen.FleetSpec(ranks=16, steps=4, seed=3))
+    files = expand_inputs([str(run.root)]).files
+    sizes = sorted(Path(f).stat().st_size for f in files)
+    results = [
+        replay(files, RULES, options=ReplayOptions(small_file_bytes=limit))
+        for limit in (0, sizes[len(sizes) // 2], sizes[-1])
+    ]
+    alone = [e.to_json() for e in results[0].events]
+    assert any("rank" in e["labels"] and "host" in e["labels"] for e in alone)
+    assert [e["rule"] for e in alone].count("root-cause") == 1
+    for other in results[1:]:
+        assert [e.to_json() for e in other.events] == alone
+        assert other.to_json() == results[0].to_json()

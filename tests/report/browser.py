@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import zlib
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -46,24 +47,58 @@ def dump_dom(page: Path, profile: Path) -> str:
     return _run(["--dump-dom", page.as_uri()], profile).stdout
 
 
-def screenshot(page: Path, out: Path, profile: Path) -> Path:
-    """A 1400x3000 screenshot of the page."""
+def screenshot(
+    page: Path, out: Path, profile: Path, *, width: int = 1400, dark: bool = False
+) -> Path:
+    """A `width`x3000 screenshot of the page (`dark`: with the system in dark mode)."""
     _run(
-        ["--hide-scrollbars", f"--screenshot={out}", "--window-size=1400,3000", page.as_uri()],
+        [
+            "--hide-scrollbars",
+            *(["--force-dark-mode"] if dark else []),
+            f"--screenshot={out}",
+            f"--window-size={width},3000",
+            page.as_uri(),
+        ],
         profile,
     )
     return out
 
 
+def first_pixel(png: Path) -> tuple[int, int, int]:
+    """The RGB of a PNG's top-left pixel (8-bit RGB or RGBA): whatever a scanline's filter,
+    its first pixel is stored as it is, having no neighbour to the left or above."""
+    data = png.read_bytes()
+    pos, idat = 8, b""
+    while pos < len(data):
+        size = int.from_bytes(data[pos : pos + 4], "big")
+        kind = data[pos + 4 : pos + 8]
+        if kind == b"IDAT":
+            idat += data[pos + 8 : pos + 8 + size]
+        pos += 12 + size
+    row = zlib.decompress(idat)
+    return row[1], row[2], row[3]
+
+
+def keep_artefact(path: Path) -> None:
+    """Copy a test's artefact (a screenshot) to `$LOGWATCH_ARTEFACTS`, when it is set."""
+    folder = os.environ.get("LOGWATCH_ARTEFACTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, Path(folder) / path.name)
+
+
 class Dom(HTMLParser):
-    """The elements of a DOM dump: (tag, attributes) in document order, and the text inside
-    table cells by class."""
+    """The elements of a DOM dump: (tag, attributes) in document order, the text inside
+    table cells by class, and the text of each SVG `text` element (`texts`, by its index in
+    `elements`)."""
 
     def __init__(self, text: str) -> None:
         super().__init__()
         self.elements: list[tuple[str, dict[str, str]]] = []
         self.rows: list[dict[str, str]] = []
+        self.texts: dict[int, str] = {}
         self._cell: str | None = None
+        self._text: int | None = None
         self.feed(text)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -74,14 +109,31 @@ class Dom(HTMLParser):
         if tag == "td" and self.rows:
             self._cell = found.get("class", "")
             self.rows[-1][self._cell] = ""
+        if tag == "text":
+            self._text = len(self.elements) - 1
+            self.texts[self._text] = ""
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "td":
             self._cell = None
+        if tag == "text":
+            self._text = None
 
     def handle_data(self, data: str) -> None:
         if self._cell is not None:
             self.rows[-1][self._cell] += data
+        if self._text is not None:
+            self.texts[self._text] += data
+
+    def chart_texts(self, chart_id: str, cls: str) -> list[str]:
+        """The text of each `text` element with class `cls` inside chart `chart_id`."""
+        out, current = [], None
+        for i, (tag, attrs) in enumerate(self.elements):
+            if tag == "svg" and "chart" in attrs.get("class", ""):
+                current = attrs["id"]
+            elif current == chart_id and tag == "text" and cls in attrs.get("class", "").split():
+                out.append(self.texts.get(i, ""))
+        return out
 
     def charts(self) -> dict[str, list[tuple[str, dict[str, str]]]]:
         """Each `svg.chart` by id, with the elements inside it."""

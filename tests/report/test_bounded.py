@@ -76,16 +76,20 @@ def test_long_log_is_drawn_in_a_few_thousand_points_per_series(tmp_path: Path) -
 
 
 def test_restarts_past_the_cap_are_counted_not_dropped_silently(tmp_path: Path) -> None:
-    """1,200 `run start:` lines: the first 1,000 are drawn (the one on line 1 is the run's
-    start, not a restart) and the page says how many more there were."""
+    """1,200 `run start:` lines on a time axis: the first 1,000 are drawn as bands (the one
+    on line 1 is the run's start, not a restart) and the page says how many more there were;
+    the first 7 runs are series of their own, the rest share the 8th, which says so."""
     log = tmp_path / "restarts.log"
     rows = []
     for k in range(1200):
         rows.append(f"{_stamp(2 * k)} INFO [train] run start: run_id=r{k} gpus=8\n")
         rows.append(f"{_stamp(2 * k + 1)} INFO [train] step {k} | loss 2.0 | grad_norm 1.0\n")
     log.write_text("".join(rows), encoding="utf-8")
-    html = build_report([str(log)], RULES).html
-    assert _chart(html, "loss").count('class="band restart"') == 999
+    html = build_report([str(log)], RULES, x="time").html
+    loss = _chart(html, "loss")
+    assert loss.count('class="band restart"') == 999
+    assert loss.count('class="legend-entry"') == 8
+    assert "restarts.log · r7 · restart 7 (and the 1,192 restarts after it)" in loss
     assert f"Not drawn (past the caps): 200 more restarts in {log}." in html
     assert "<dt>restarts</dt><dd>1199</dd>" in html
 
@@ -112,3 +116,28 @@ def test_alert_table_lists_the_first_events_and_counts_the_rest() -> None:
     assert "train.log:2000<" in html and "train.log:2001<" not in html
     assert "500 more alert events are not listed" in html
     assert "more alert events" not in alert_table(events[:TABLE_CAP])
+
+
+def test_many_runs_keep_the_page_bounded(tmp_path: Path) -> None:
+    """Twelve files of 6,000 steps each: the loss chart overlays 12 series and there are 12
+    per-run q_hs charts, yet the points drawn stay within what two runs at full detail would
+    draw (each run is drawn in wider cells), and every run is still drawn."""
+    logs = []
+    for k in range(12):
+        log = tmp_path / f"run{k:02d}.log"
+        log.write_text(
+            "".join(
+                f"{_stamp(k * 86400 + i)} INFO [train] step {i} | loss {2 + (i * (k + 3)) % 17 / 10}"
+                f" | q_hs={20 + (i * (k + 5)) % 23} q_hsb=[1,2,3,4,5,6]\n"
+                for i in range(6000)
+            ),
+            encoding="utf-8",
+        )
+        logs.append(str(log))
+    html = build_report(logs, RULES).html
+    per_run = [_chart(html, f"q-hs-r{n}") for n in range(1, 13)]
+    assert all(_drawn(svg) for svg in per_run)
+    assert sum(max(_drawn(svg)) for svg in per_run) <= 2 * 4 * (2 * PLOT_W + 1)
+    loss = _drawn(_chart(html, "loss"))
+    assert len(loss) == 2 * 12 and sum(loss) <= 2 * 8 * 4 * (2 * PLOT_W + 1)
+    assert len(html) < 3_000_000

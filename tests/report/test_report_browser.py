@@ -16,10 +16,12 @@ from tests.support.samples import expected_alerts
 DFLASH = sorted((SAMPLES / "dflash").glob("*.log"))
 
 
-def render(tmp_path: Path, *logs: Path | str, name: str = "report.html") -> tuple[Path, Dom]:
-    """`logwatch report LOGS -o FILE`, then the DOM Chromium made of the file."""
+def render(
+    tmp_path: Path, *logs: Path | str, name: str = "report.html", args: tuple[str, ...] = ()
+) -> tuple[Path, Dom]:
+    """`logwatch report LOGS -o FILE [ARGS]`, then the DOM Chromium made of the file."""
     out = tmp_path / name
-    result = CliRunner().invoke(cli, ["report", *map(str, logs), "-o", str(out)])
+    result = CliRunner().invoke(cli, ["report", *map(str, logs), "-o", str(out), *args])
     assert result.exit_code == 0, result.output
     return out, Dom(dump_dom(out, tmp_path / "profile"))
 
@@ -89,17 +91,18 @@ def test_log_text_is_escaped_never_run(tmp_path: Path) -> None:
 
 
 def test_rotated_files_share_one_time_axis_in_time_order(tmp_path: Path) -> None:
-    """`train.log.1.gz` (older) given after `train.log`: the report orders them by time and
-    draws both on one axis, with a band where the second file starts."""
+    """`train.log.1.gz` (older) given after `train.log`, `--x time`: the report orders them by
+    time and draws both on one axis, with a band where the second file starts."""
     lines = (SAMPLES / "dflash" / "train_nan.log").read_bytes().splitlines(keepends=True)
     old, new = tmp_path / "train.log.1.gz", tmp_path / "train.log"
     old.write_bytes(gzip.compress(b"".join(lines[:100])))
     new.write_bytes(b"".join(lines[100:]))
-    page, dom = render(tmp_path, new, old)
+    page, dom = render(tmp_path, new, old, args=("--x", "time"))
     headings = [a for t, a in dom.elements if t == "h2"]
     assert len(headings) >= 2
     html = page.read_text(encoding="utf-8")
     assert html.index(f"<h2>{old}</h2>") < html.index(f"<h2>{new}</h2>")
     loss = [a for t, a in dom.charts()["loss"] if t == "polyline" and a.get("class") == "series"]
     assert len(loss) == 4  # two files, each drawn in linear and in log scale
+    assert {a["data-series"] for a in loss} == {"train.log.1.gz", "train.log"}
     assert any("restart" in a.get("class", "") for _, a in dom.charts()["loss"])

@@ -12,6 +12,7 @@ import pytest
 from logwatch.drivers.replay import ReplayOptions, replay
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from tests.support.paths import ROOT
+from tests.test_words import PLACEHOLDER
 
 RULES = load_rules([builtin_rules_dir()])
 CORPUS: list[dict[str, Any]] = tomllib.loads(
@@ -21,13 +22,15 @@ CORPUS: list[dict[str, Any]] = tomllib.loads(
 
 @pytest.mark.parametrize("case", CORPUS, ids=lambda c: c["source"][:60])
 def test_corpus_line_fires_exactly_its_rules(case: dict[str, Any], tmp_path: Path) -> None:
-    """The line fires exactly the rules listed, and the first summary names its details."""
+    """The line fires exactly the rules listed, the first summary names its details, and no
+    summary says `?` for a value the line does not carry."""
     log = tmp_path / "train.log"
     log.write_text(case["text"] + "\n", encoding="utf-8")
     events = replay([str(log)], RULES).events
     assert sorted(e.rule for e in events) == sorted(case["rules"]), case["text"]
     if "summary" in case:
         assert case["summary"] in events[0].summary
+    assert [e.summary for e in events if PLACEHOLDER.search(e.summary)] == []
 
 
 @pytest.mark.parametrize(

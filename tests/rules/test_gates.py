@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,7 @@ from logwatch.rules.gates import _FOLDS, gate_for, gate_pairs
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.rules.log import MatchRule
 from logwatch.rules.nonfinite import NONFINITE_GATE, NONFINITE_ROWS, NonFiniteRule
+from tests.support.properties import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = load_rules([builtin_rules_dir()])
@@ -83,7 +85,7 @@ def test_folds_are_every_character_a_case_insensitive_letter_matches() -> None:
         assert sorted(found) == sorted(spellings), letter
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(LINES, min_size=1, max_size=30))
 def test_nonfinite_values_are_on_gated_lines(lines: list[str]) -> None:
     """Every line the parser gives a non-finite loss, grad norm or lr (NaN in any casing,
@@ -107,7 +109,7 @@ def test_the_cheaper_nonfinite_expression_finds_what_the_gate_finds_on_real_line
     assert (cheaper & ~regex).sum() <= lines.len() // 20
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(LINES, min_size=1, max_size=40))
 def test_a_quiet_rule_moves_only_on_gated_lines(lines: list[str]) -> None:
     """For every built-in log rule with a gate: one line that fires it or changes its quiet
@@ -128,7 +130,7 @@ def test_a_quiet_rule_moves_only_on_gated_lines(lines: list[str]) -> None:
                 assert pl.Series([frame["text"][row]]).str.contains(rule.needs.gate)[0], spec.id
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(st.one_of(LINES.map(lambda line: [line]), st.sampled_from(WRAPPED)), min_size=1),
     st.lists(st.integers(1, 59), max_size=4),
@@ -225,7 +227,7 @@ def _recased(line: str, flips: list[bool]) -> str:
     return "".join(c.swapcase() if flip else c for c, flip in zip(line, cycle, strict=True))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.sampled_from(CORPUS),
     st.lists(st.booleans(), min_size=1, max_size=7),
@@ -251,3 +253,57 @@ def test_a_line_a_pattern_matches_matches_its_gates(
 
 def _matches(regex: str, text: str) -> bool:
     return bool(pl.Series([text]).str.contains(regex)[0])
+
+
+MEGATRON = (
+    " iteration      100/  1000 | consumed samples:  51200 | elapsed time per iteration (ms):"
+    " 3591.8 | learning rate: 1.500E-04 | global batch size:   512 | lm loss: {loss} | loss"
+    " scale: 65536.0 | grad norm: {grad} | number of skipped iterations:   0 | number of nan"
+    " iterations:   {nan} |"
+)
+AFTER_NUMBER_OF = [
+    "number of {v} iterations: 1",
+    "loss number of {v}",
+    "grad_norm: number of {v} | lr=number of {v}",
+    "{{'loss': 1.0, 'number of {v}': 2}}",
+    "step 3 | loss 1.0 | grad_norm 2.0 | number of {v}",
+]
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "Infinity", "nan,", "INF|"])
+def test_no_value_follows_number_of_so_the_gate_passes_it_by(value: str) -> None:
+    """Megatron's `number of nan iterations:` count is on every iteration line: the parser
+    reads no value after `number of `, and the nonfinite gate does not open on it, so a
+    healthy Megatron log is not read line by line by the NaN rules."""
+    lines = [MEGATRON.format(loss="2.187573E+00", grad="1.349", nan=0)]
+    lines += [line.format(v=value) for line in AFTER_NUMBER_OF]
+    frame = parse_lines(pl.Series(lines), source="t", first_line=1, default_year=2026)
+    for column in ("loss", "grad_norm", "lr", "throughput", "epoch"):
+        values = frame.get_column(column).drop_nulls()
+        assert values.is_finite().all(), column
+    assert not frame.select(NONFINITE_ROWS.any()).item()
+    bad = [
+        MEGATRON.format(loss="NAN", grad="nan", nan=1),
+        MEGATRON.format(loss="2.1", grad="inf", nan=0),
+    ]
+    assert pl.DataFrame({"text": bad}).select(NONFINITE_ROWS.all()).item()
+
+
+def test_healthy_megatron_lines_are_not_searched_for_a_non_finite_sub_loss(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The search for a non-finite value of another loss key on the line (`image_loss 5.0 /
+    model_loss inf`) runs only on lines that spell one: Megatron's iteration lines all say
+    `nan` (in `number of nan iterations:`), and none of them is searched; a NaN one is."""
+    import logwatch.parse.general as general
+
+    def fails_where_run() -> pl.Expr:
+        return pl.col("text").cast(pl.Int64, strict=True)  # raises on any line it reads
+
+    monkeypatch.setattr(general, "_nonfinite_loss_value", fails_where_run)
+    healthy = [MEGATRON.format(loss=f"2.{i}E+00", grad="1.3", nan=0) for i in range(40)]
+    frame = parse_lines(pl.Series(healthy), source="t", first_line=1, default_year=2026)
+    assert frame.get_column("loss").is_finite().all()
+    with pytest.raises(pl.exceptions.InvalidOperationError):
+        sick = [*healthy, MEGATRON.format(loss="2.0 | mtp loss: nan", grad="1.3", nan=0)]
+        parse_lines(pl.Series(sick), source="t", first_line=1, default_year=2026)

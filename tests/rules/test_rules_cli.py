@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from logwatch.cli import cli
+from logwatch.rules.loader import builtin_rules_dir
 
 PACK = """\
 [[rule]]
@@ -113,9 +114,9 @@ def test_check_counts_the_rules_of_good_packs(pack: Path, tmp_path: Path) -> Non
     """Good packs (a file and a folder) give `N rules OK` and exit 0."""
     folder = tmp_path / "more"
     folder.mkdir()
-    (folder / "one.toml").write_text(PACK.split("\n\n")[0] + "\n")
+    (folder / "one.toml").write_text(PACK.split("\n\n")[0].replace("loss-nan", "loss-nan-2") + "\n")
     assert run("rules", "check", str(pack), str(folder)) == (0, "3 rules OK\n", "")
-    assert run("rules", "check", str(folder)) == (0, "1 rules OK\n", "")
+    assert run("rules", "check", str(folder)) == (0, "1 rule OK\n", "")
 
 
 BROKEN = """\
@@ -169,6 +170,74 @@ def test_check_lists_every_problem_and_exits_2(pack: Path, tmp_path: Path) -> No
     ]
 
 
+REPLACING = """\
+[[rule]]
+id = "nan-loss"
+type = "nonfinite"
+severity = "warning"
+summary = "my nan {value}"
+column = "loss"
+"""
+
+
+def test_check_refuses_a_built_in_id_without_replace(tmp_path: Path) -> None:
+    """A pack rule with a built-in rule's id and no `replace = true` is a problem naming the
+    pack's line, the id, the built-in it would replace and the fix (was: `1 rules OK`)."""
+    mine = tmp_path / "mine.toml"
+    mine.write_text(REPLACING)
+    code, out, err = run("rules", "check", str(mine))
+    assert (code, err) == (2, "")
+    assert out == (
+        f"{mine}:1: rule id 'nan-loss' is already taken by the built-in rule at "
+        f"{builtin_rules_dir() / 'training.toml'}:6; add `replace = true` to this [[rule]] to "
+        "replace it, or give it another id\n"
+    )
+
+
+def test_check_says_which_built_in_a_pack_replaces(tmp_path: Path) -> None:
+    """With `replace = true` the pack checks OK and the check names the built-in it replaces."""
+    mine = tmp_path / "mine.toml"
+    mine.write_text(REPLACING + "replace = true\n")
+    assert run("rules", "check", str(mine)) == (
+        0,
+        f"{mine}:1: rule 'nan-loss' replaces the built-in rule at "
+        f"{builtin_rules_dir() / 'training.toml'}:6\n1 rule OK\n",
+        "",
+    )
+
+
+def test_check_refuses_replace_that_replaces_nothing(tmp_path: Path) -> None:
+    """`replace = true` on an id no built-in rule has (a typo) is a problem, not a new rule."""
+    mine = tmp_path / "mine.toml"
+    mine.write_text(REPLACING.replace('"nan-loss"', '"nan-los"') + "replace = true\n")
+    assert run("rules", "check", str(mine)) == (
+        2,
+        f"{mine}:1: rule 'nan-los' says replace = true but no built-in or earlier rule has "
+        "that id (a typo?); fix the id or drop replace\n",
+        "",
+    )
+
+
+def test_the_built_in_packs_check_without_notes() -> None:
+    """Checking the built-in folder itself finds no rule replacing itself."""
+    code, out, _ = run("rules", "check", str(builtin_rules_dir()))
+    assert code == 0 and out.endswith(" rules OK\n") and out.count("\n") == 1
+
+
+def test_replay_refuses_a_pack_that_takes_a_built_in_id(write_log, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`replay --rules` with such a pack is one `Error:` line and exit 2, before any alert."""
+    mine = tmp_path / "mine.toml"
+    mine.write_text(REPLACING)
+    log = tmp_path / "a.log"
+    log.write_text("step 1 loss nan\n")
+    code, out, err = run("replay", str(log), "--rules", str(mine))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"Error: {mine}:1: rule id 'nan-loss' is already taken by the built-in")
+    assert err.endswith(
+        "add `replace = true` to this [[rule]] to replace it, or give it another id\n"
+    )
+
+
 def test_check_needs_a_pack() -> None:
     """`rules check` without a PACK is a usage error (exit 2)."""
     assert run("rules", "check")[0] == 2
@@ -181,7 +250,7 @@ def test_a_folder_of_packs_skips_the_tests_beside_them(pack: Path, tmp_path: Pat
     folder.mkdir()
     (folder / "one.toml").write_text(PACK.split("\n\n")[0] + "\n")
     (folder / "one.test.toml").write_text('[[test]]\nname = "t"\ninput = "x"\n')
-    assert run("rules", "check", str(folder)) == (0, "1 rules OK\n", "")
+    assert run("rules", "check", str(folder)) == (0, "1 rule OK\n", "")
     code, out, err = run("rules", "list", "--no-builtin-rules", "--rules", str(folder))
     assert (code, err) == (0, "")
     assert [line.split()[0] for line in out.splitlines()[1:]] == ["loss-nan"]

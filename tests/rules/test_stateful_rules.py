@@ -21,6 +21,7 @@ from logwatch.engine import Engine
 from logwatch.parse import parse_lines
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from tests.support.paths import SAMPLES
+from tests.test_words import PLACEHOLDER
 
 RULES = load_rules([builtin_rules_dir()])
 CORPUS: list[dict[str, Any]] = tomllib.loads(
@@ -43,7 +44,8 @@ def write(tmp_path: Path, lines: list[str], name: str = "train.log") -> Path:
 
 @pytest.mark.parametrize("case", CORPUS, ids=lambda c: f"{c['rule']}:{c['source'][:50]}")
 def test_real_excerpts(tmp_path: Path, case: dict[str, Any]) -> None:
-    """Each corpus excerpt gives exactly its expected events of the rule, with its labels."""
+    """Each corpus excerpt gives exactly its expected events of the rule, with its labels, and
+    no summary says `?` for what the excerpt does not tell (`rank ?`, `step ?`)."""
     path = write(tmp_path, case["input"].strip("\n").split("\n"))
     got = events_of(path, case["rule"])
     assert [f"{e.line} {e.status}" for e in got] == case["expect"]
@@ -53,6 +55,7 @@ def test_real_excerpts(tmp_path: Path, case: dict[str, Any]) -> None:
         assert key not in got[0].labels
     if "summary" in case:
         assert got[0].summary == case["summary"]
+    assert [e.summary for e in got if PLACEHOLDER.search(e.summary)] == []
 
 
 @pytest.mark.parametrize(

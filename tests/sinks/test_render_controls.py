@@ -66,7 +66,8 @@ def test_background_reports_escape_controls_in_file_names(
 
 
 def test_a_rule_pack_in_a_hostile_folder_is_named_escaped(tmp_path: Path) -> None:
-    """`rule ... replaces the one at ...` names the pack's path with its controls escaped."""
+    """`rule ... replaces the built-in rule at ...` names the pack's path with its controls
+    escaped; so does the refusal of a pack that takes a built-in id without `replace = true`."""
     folder = tmp_path / "pack\x1b]0;pwned\x07"
     folder.mkdir()
     pack = folder / "mine.toml"
@@ -77,6 +78,12 @@ def test_a_rule_pack_in_a_hostile_folder_is_named_escaped(tmp_path: Path) -> Non
     log = tmp_path / "train.log"
     log.write_text("step 1 loss 2.0\n")
     result = CliRunner().invoke(cli, ["replay", str(log), "--rules", str(pack)])
+    assert result.exit_code == 2 and "is already taken by the built-in rule" in result.stderr
+    assert "pack\\x1b]0;pwned\\x07" in result.stderr
+    assert not CONTROL.search(result.stderr.replace("\n", ""))
+    pack.write_text(pack.read_text() + "replace = true\n")
+    result = CliRunner().invoke(cli, ["replay", str(log), "--rules", str(pack)])
     assert result.exit_code == 0, result.output
-    assert "replaces the one at" in result.stderr and "pack\\x1b]0;pwned\\x07" in result.stderr
+    assert "replaces the built-in rule at" in result.stderr
+    assert "pack\\x1b]0;pwned\\x07" in result.stderr
     assert not CONTROL.search(result.stderr.replace("\n", ""))

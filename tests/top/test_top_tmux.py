@@ -94,10 +94,12 @@ def test_q_quits_with_exit_0_a_checkpoint_and_the_terminal_restored(
 
 
 def test_resize_to_80x24_still_shows_every_row(started: TmuxTop) -> None:
-    """After a resize to 80x24 the narrow layout shows both rows, no line wider than 80."""
-    assert "gnorm" in started.screen()  # 120 wide: every column
+    """After a resize to 80x24 the narrow layout (no lr column) shows both rows, no line
+    wider than 80."""
+    assert re.search(r"gnorm +lr ", started.screen())  # 120 wide: every column
     started.resize(80, 24)
-    screen = started.wait_for(lambda s: re.search(r"source +step +last", s) is not None)
+    screen = started.wait_for(lambda s: re.search(r"source .*step .*last .*alerts", s) is not None)
+    assert not re.search(r"gnorm +lr ", screen), screen
     assert "alpha.log" in screen and "beta.log" in screen
     assert max(len(line) for line in screen.splitlines()) <= 80
 
@@ -108,20 +110,6 @@ def test_slash_filters_sources(started: TmuxTop) -> None:
     started.wait_for(lambda s: "beta.log" in s and "alpha.log" not in s)
     started.keys("/", "Escape")
     started.wait_for(lambda s: "beta.log" in s and "alpha.log" in s)
-
-
-def test_s_silences_the_selected_alert_for_an_hour(
-    tmp_path: Path, started: TmuxTop, runs: Path
-) -> None:
-    """With nan-loss firing on beta (selected with j), s adds a 1 h silence to silences.json for
-    exactly that rule and source, and the row marks it (silenced)."""
-    append(runs / "beta.log", step_line(201, "nan"))
-    started.wait_for(lambda s: "nan-loss" in s, 10.0)
-    started.keys("j", "s")
-    started.wait_for(lambda s: "(silenced)" in s)
-    (silence,) = json.loads((tmp_path / "state" / "silences.json").read_text())
-    assert (silence["rule"], silence["source"]) == ("nan-loss", str(runs / "beta.log"))
-    assert silence["comment"] == "from logwatch top"
 
 
 def test_question_mark_shows_the_keys(started: TmuxTop) -> None:
@@ -195,3 +183,29 @@ def test_a_restart_from_the_checkpoint_shows_each_runs_step_at_once(
         assert "resuming at line 3 (checkpoint)" in (tmp_path / "two" / "top.err").read_text()
     finally:
         second.close()
+
+
+def test_after_a_tail_stopped_with_a_nan_firing_top_shows_it_at_once(
+    tmp_path: Path, runs: Path
+) -> None:
+    """`tail` (default state) sees beta's NaN and is stopped with SIGINT; `top` on the same
+    files (the same watch, so the same state) shows nan-loss firing on beta before any new
+    line, and says `still firing` when it starts."""
+    from tests.support.process import Collected
+    from tests.support.tailkit import wait_until
+
+    env = {"XDG_STATE_HOME": str(tmp_path / "xdg")}
+    pattern = str(runs / "*.log")
+    tail = Collected(["tail", pattern, "--gpu", "off"], env=env)
+    wait_until(lambda: sum("following it" in line for line in tail.err) == 2, START_S)
+    append(runs / "beta.log", step_line(201, "nan"))
+    wait_until(lambda: any("nan-loss" in line for line in tail.out))
+    assert tail.stop(signal.SIGINT) == 0
+    top = TmuxTop(tmp_path, [pattern, "--gpu", "off"], env=env)
+    try:
+        screen = top.wait_for(lambda s: "beta.log" in s and "1 firing" in s, START_S)
+        assert "nan-loss" in row(screen, "beta.log") and "nan-loss" not in row(screen, "alpha.log")
+        err = (tmp_path / "top.err").read_text()
+        assert f"{runs / 'beta.log'}: still firing: nan-loss since line 3 (" in err
+    finally:
+        top.close()

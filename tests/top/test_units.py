@@ -92,7 +92,7 @@ def test_log_text_cannot_style_or_control_the_terminal() -> None:
     assert line.startswith("/x/[bold red]\\x1b[2J.log ")
     from rich.console import Console
 
-    console = Console(width=120, record=True, color_system=None, file=io.StringIO())
-    console.print(render(Screen(width=120, height=30, now_s=0, rows=rows)))
+    console = Console(width=160, record=True, color_system=None, file=io.StringIO())
+    console.print(render(Screen(width=160, height=30, now_s=0, rows=rows)))
     shown = console.export_text()
     assert "[bold red]\\x1b[2J.log" in shown and "\x1b" not in shown

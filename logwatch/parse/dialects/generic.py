@@ -6,6 +6,8 @@ that mark a line as something other than training (validation, best-so-far, a co
 
 from __future__ import annotations
 
+import re
+
 # A number as trainers print it, non-finite spellings included: nan, NaN, NAN, -nan, inf,
 # -inf, Infinity, 6.7E+00, .5 (polars reads all of these as Float64).
 NUMBER = (
@@ -113,3 +115,25 @@ METRIC_PAIR = (
 NOT_OTHER = ["step", "global_step", "iter", "iteration", "loss", "lr", "grad_norm", "q_hs"]
 # A count as rates print it: `1,321` (torchtitan) is 1321.
 COUNT = r"(\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?)"
+
+
+# Every way a value parses as non-finite (`NUMBER` and the NaN-in-words patterns): a NaN or Inf
+# in some casing, or a number too large for a float, which needs an exponent of 3 digits or,
+# with a smaller one, over 200 digits before the point (1.8e308 is the largest float). A value
+# ends where the parser's patterns end one (`_END` and `ANY_LOSS`, after `.0` padding), so the
+# `INF` of every `INFO` level is none; and no value follows Megatron's `number of ` (its
+# `number of nan iterations:` count, on every iteration line). A line holding a non-finite
+# value matches `NONFINITE_VALUE` (the nonfinite rules' gate; a prefilter for the parse).
+_SPELLED_NONFINITE = r"(?i:nan|inf)(?i:inity)?(?:\.0*)?(?:[\s,|\]})';\"*/]|$)"
+
+
+def _not_after(words: str) -> str:
+    """A regex matching where the text before does not end with `words` (a look-behind the
+    regex engine lacks: the line's start, or one of the `words`' endings broken)."""
+    ends = ["^", f"[^{re.escape(words[-1])}]"]
+    for size in range(1, len(words)):
+        ends.append(f"(?:^|[^{re.escape(words[-size - 1])}]){re.escape(words[-size:])}")
+    return "(?:" + "|".join(ends) + ")"
+
+
+NONFINITE_VALUE = _not_after("number of ") + _SPELLED_NONFINITE + r"|[eE]\+?\d{3}|\d{200}"

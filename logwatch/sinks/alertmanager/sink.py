@@ -24,6 +24,7 @@ from logwatch.errors import ConfigError
 from logwatch.hostinfo import environment_run, host_name
 from logwatch.redact import stderr_line
 from logwatch.sinks.alertmanager.payload import (
+    LOG_LINE_CHARS,
     RESOLVED_RESEND_S,
     AmAlert,
     Identity,
@@ -93,6 +94,18 @@ class AlertmanagerSink:
                 known.annotations = {**known.annotations, **alert_annotations(event)}
             else:
                 return  # a resolve of an alert this sink never heard fire: nothing to end
+            self._save()
+        self._due()
+
+    def note_action(self, fingerprint: str, text: str) -> None:
+        """What an action did, as the alert's `action` annotation (posted again at once)."""
+        with self._lock:
+            alert = self.alerts.get(fingerprint)
+            if alert is None:
+                return
+            self.version += 1
+            alert.annotations = {**alert.annotations, "action": text[:LOG_LINE_CHARS]}
+            alert.version = self.version
             self._save()
         self._due()
 

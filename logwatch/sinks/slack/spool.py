@@ -22,6 +22,7 @@ from typing import Any, TextIO
 from logwatch.atomic import open_private, open_private_bytes, write_atomic
 from logwatch.errors import SpoolLockedError
 from logwatch.redact import stderr_line
+from logwatch.words import counted
 
 POST, UPDATE, REPLY = "post", "update", "reply"
 JOURNAL = "slack-spool.jsonl"
@@ -128,11 +129,11 @@ class Spool:
         number, _, problem = bad[0]
         damaged = sum(1 for _, _, why in bad if why.startswith(_DAMAGED))
         if damaged == 0:
-            said = f"not a spool record ({problem}); skipped {len(bad)} such record(s)"
+            said = f"not a spool record ({problem}); skipped {counted(len(bad), 'such record')}"
         else:
-            said = f"{problem}; skipped {damaged} damaged record(s)"
+            said = f"{problem}; skipped {counted(damaged, 'damaged record')}"
             if len(bad) > damaged:
-                said += f" and {len(bad) - damaged} that are not spool records"
+                said += f" and {len(bad) - damaged} that {'is not a spool record' if len(bad) - damaged == 1 else 'are not spool records'}"
         if cut_last:
             said += (
                 "; the last record was cut short by a crash mid-write, so its alert cannot be "

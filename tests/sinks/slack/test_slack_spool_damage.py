@@ -58,7 +58,7 @@ def test_cut_and_undecodable_lines_are_kept_aside_and_said(
     assert [m["text"] for m in fake_slack.posts(CH)] == ["alert 1", "alert 3"]
     (said,) = reports
     assert said.startswith(f"{tmp_path / 'slack-spool.jsonl'}:2: ")
-    assert "3 damaged record(s)" in said and "cut short" in said
+    assert "3 damaged records" in said and "cut short" in said
     assert "the last record was cut short" in said and "cannot be recovered" in said
     (aside,) = tmp_path.glob("slack-spool.jsonl.corrupt-*")
     assert str(aside) in said

@@ -1,0 +1,310 @@
+"""Replay of many small files: their lines parsed together, a group of files at a time, then
+fed to the engine file by file in order, exactly as `replay_file` feeds them one by one.
+
+A parse costs a few milliseconds whatever its size (tens of polars calls), and so does reading
+the last lines of a file for the rules that decide at its end: with thousands of rank logs of a
+few kB each (a fleet's post-mortem) those fixed costs were most of the time. Parsing is row by
+row (no line's columns depend on another's but a yearless timestamp's year, which `parse_block`
+keeps per file with its `segments`), so a group's block, cut back into its files, gives each file
+the frame it would have had alone.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import polars as pl
+
+from logwatch.alerts import AlertEvent
+from logwatch.drivers.window import Window
+from logwatch.engine import Engine, Prepared, kept_last
+from logwatch.parse import SCHEMA, complete, parse_block
+from logwatch.sources.framing import read_blocks
+from logwatch.sources.streams import STDIN, close_stream, open_log
+
+GROUP_BYTES = 2 << 20
+GROUP_FILES = 64
+"""A group holds at most this many bytes (on disk) and files: enough that a parse's fixed cost
+is shared by many files, few enough that the next group parses while the engine reads this
+one."""
+
+SMALL_FILE_BYTES = 1 << 20
+"""Files up to this size on disk are parsed together with their neighbours in the list (the
+default of `ReplayOptions.small_file_bytes`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ManyOptions:
+    """What the grouped path needs of `ReplayOptions` (and of `replay_file`'s arguments)."""
+
+    block_bytes: int
+    max_line_bytes: int
+    workers: int
+    metrics: bool
+    stats: bool
+    shapes: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _File:
+    """One file of a parsed group: its frame (None: not read here, `replay_file` reads it:
+    a compressed file, or one whose reading failed and will fail there again, in order), its
+    size on disk."""
+
+    path: str
+    frame: pl.DataFrame | None
+    size: int
+    prepared: Prepared | None = None  # `Engine.prepare` of `frame`, done on a parse thread
+    last: pl.DataFrame | None = None  # its last lines for `Engine.finish` (`Ends`), if asked
+
+
+@dataclass(frozen=True, slots=True)
+class Ends:
+    """What `Engine.finish` reads of each file: its last `lines` non-blank lines (`kept_last`)
+    with the columns `wanted` computed (those the parse did not)."""
+
+    lines: int
+    wanted: frozenset[str]
+
+
+def small(path: str, limit: int) -> int | None:
+    """The size of `path` when it is a regular file of at most `limit` bytes."""
+    if path == STDIN:
+        return None
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None  # `replay_file` says what is wrong with it
+    return info.st_size if stat.S_ISREG(info.st_mode) and info.st_size <= limit else None
+
+
+def groups(
+    paths: Sequence[str], small_bytes: int, group_bytes: int
+) -> Iterator[tuple[list[str], bool]]:
+    """`paths` in order as runs, each with whether it is parsed together: a small file (up to
+    `small_bytes`) goes with the small files next to it (up to `group_bytes` on disk), any
+    other alone."""
+    group: list[str] = []
+    size = 0
+    for path in paths:
+        bytes_on_disk = small(path, small_bytes) if small_bytes > 0 else None
+        if bytes_on_disk is None:
+            if group:
+                yield group, True
+                group, size = [], 0
+            yield [path], False
+            continue
+        if group and (size + bytes_on_disk > group_bytes or len(group) >= GROUP_FILES):
+            yield group, True
+            group, size = [], 0
+        group.append(path)
+        size += bytes_on_disk
+    if group:
+        yield group, True
+
+
+def parse_group(
+    paths: Sequence[str],
+    options: ManyOptions,
+    columns: frozenset[str] | None,
+    prepare: Prepare | None = None,
+    ends: Ends | None = None,
+) -> list[_File]:
+    """Read and parse a group of small files as one block; each file's frame (and what
+    `prepare` makes of it, and its last lines as `ends` says), in order."""
+    read: list[tuple[str, list[pl.Series], int, int]] = []  # path, texts, year, size
+    out: list[_File] = []
+    for path in paths:
+        try:
+            stream, total, year = open_log(path)
+        except Exception:
+            out.append(_File(path, None, 0))
+            continue
+        try:
+            if total == 0 and os.path.getsize(path) > 0:  # compressed: may be large once read
+                out.append(_File(path, None, 0))
+                continue
+            blocks = read_blocks(
+                stream, block_bytes=options.block_bytes, max_line_bytes=options.max_line_bytes
+            )
+            texts = [block.text for block in blocks]
+        except (OSError, EOFError):
+            out.append(_File(path, None, 0))
+            continue
+        finally:
+            close_stream(stream)
+        read.append((path, texts, year, total))
+        out.append(_File(path, pl.DataFrame(schema=SCHEMA), total))
+    parsed = iter(_parsed(read, options, columns, ends))
+    files = []
+    for file in out:
+        if file.frame is not None:
+            frame, shapes, last = next(parsed)
+            ready = None if prepare is None else prepare(frame, shapes=shapes)
+            file = _File(file.path, frame, file.size, ready, last)
+        files.append(file)
+    return files
+
+
+def _parsed(
+    read: list[tuple[str, list[pl.Series], int, int]],
+    options: ManyOptions,
+    columns: frozenset[str] | None,
+    ends: Ends | None = None,
+) -> list[tuple[pl.DataFrame, pl.Series | None, pl.DataFrame | None]]:
+    """Each read file's frame, its lines' shapes (`ParsedBlock.shapes`) and its last lines
+    (`ends`), from one `parse_block` over all their lines."""
+    counts = [sum(text.len() for text in texts) for _, texts, _, _ in read]
+    if not any(counts):
+        return [(pl.DataFrame(schema=SCHEMA), None, None) for _ in read]
+    texts = [text for _, file_texts, _, _ in read for text in file_texts]
+    # one chunk, as `catchup.parsed_together` makes it (a polars 2.1 panic on many chunks)
+    text = pl.concat(texts, rechunk=True) if len(texts) > 1 else texts[0]
+    block = parse_block(
+        text,
+        source="",
+        first_line=1,
+        default_year=read[0][2],
+        metrics=options.metrics,
+        columns=columns,
+        shapes=options.shapes,
+        segments=[(n, year) for (_, _, year, _), n in zip(read, counts, strict=True)],
+    )
+    sources = [
+        pl.repeat(path, n, dtype=pl.String, eager=True)
+        for (path, _, _, _), n in zip(read, counts, strict=True)
+    ]
+    numbers = [pl.int_range(1, n + 1, eager=True, dtype=pl.Int64) for n in counts]
+    frame = block.frame.with_columns(
+        pl.concat(sources).cast(SCHEMA["source"]).alias("source"),
+        pl.concat(numbers).cast(SCHEMA["line"]).alias("line"),
+    )
+    shapes = block.shapes
+    lasts = _group_lasts(frame, counts, ends)
+    frames, offset = [], 0
+    for n, last in zip(counts, lasts, strict=True):
+        cut = None if shapes is None else shapes.slice(offset, n)
+        frames.append((frame.slice(offset, n), cut, last))
+        offset += n
+    return frames
+
+
+def _group_lasts(
+    frame: pl.DataFrame, counts: list[int], ends: Ends | None
+) -> list[pl.DataFrame | None]:
+    """Each file's last `ends.lines` non-blank lines, as `kept_last` keeps them, in one query
+    over the group's frame (files of `counts` lines one after another), their `ends.wanted`
+    columns computed in one parse: None for a file without lines, or when not asked."""
+    if ends is None or not ends.lines:
+        return [None] * len(counts)
+    number = pl.concat([pl.repeat(i, n, dtype=pl.UInt32, eager=True) for i, n in enumerate(counts)])
+    kept = (
+        frame.with_columns(number.alias("_file"))
+        .filter(pl.col("text").str.strip_chars() != "")
+        .filter(pl.int_range(pl.len()).over("_file") >= pl.len().over("_file") - ends.lines)
+    )
+    sizes = dict(kept.group_by("_file").len().iter_rows())
+    kept = kept.select(list(SCHEMA))
+    if ends.wanted:
+        kept = complete(kept, ends.wanted)
+    out: list[pl.DataFrame | None] = []
+    offset = 0
+    for i, n in enumerate(counts):
+        size = sizes.get(i, 0)
+        out.append(kept.slice(offset, size) if n else None)
+        offset += size
+    return out
+
+
+class Prepare(Protocol):
+    """`Engine.prepare` for one parsed frame (and its lines' shapes)."""
+
+    def __call__(
+        self, frame: pl.DataFrame, *, shapes: pl.Series | None = None
+    ) -> Prepared | None: ...
+
+
+Progress = Callable[[str, int, int], None]
+FrameHook = Callable[[pl.DataFrame], None]
+ReplayOne = Callable[[str], Iterator[AlertEvent]]
+
+
+def replay_group(
+    files: Sequence[_File],
+    engine: Engine,
+    *,
+    options: ManyOptions,
+    columns: frozenset[str] | None,
+    replay_one: ReplayOne,
+    progress: Progress | None = None,
+    window: Window | None = None,
+    on_frame: FrameHook | None = None,
+    tap: Callable[[str], FrameHook] | None = None,
+) -> Iterator[AlertEvent]:
+    """The alert events of a parsed group, file after file in order, as `replay_file` gives
+    them; a file the group did not read goes to `replay_one` in its turn. The last lines that
+    the rules deciding at a file's end read are completed for the whole group at once. `tap`,
+    called as a file's turn comes, gives what sees its frame as the engine gets it (as
+    `replay_file`'s `tap`: the fleet's ranks and times)."""
+    done = frozenset(SCHEMA) if columns is None else columns
+    frames = [
+        None if f.frame is None else f.frame if window is None else window.select(f.frame)
+        for f in files
+    ]
+    if window is None and engine.last_lines:  # computed on the parse thread (`Ends`)
+        lasts: list[pl.DataFrame | None] = [file.last for file in files]
+        wanted = engine.end_columns - done
+    else:
+        lasts, wanted = _lasts(engine, frames, done)
+    for file, frame, last in zip(files, frames, lasts, strict=True):
+        if frame is None:
+            yield from replay_one(file.path)
+            continue
+        engine.state_of(file.path)  # a source from its first line on, as `replay_file` does
+        see = tap(file.path) if tap is not None else None
+        rates = None
+        if frame.height:
+            if options.stats:
+                rates = frame.get_column("throughput").drop_nulls()
+            if on_frame is not None:
+                on_frame(frame)
+            if see is not None:
+                see(frame)
+            yield from engine.process(frame, columns, file.prepared)
+        if progress is not None:
+            progress(file.path, file.size, file.size)
+        yield from engine.finish(file.path, last, computed=done | wanted)
+        if rates is not None:
+            stats = engine.state_of(file.path).stats
+            stats.throughput_median = rates.median()  # type: ignore[assignment]  # Float64: a float or None
+
+
+def _lasts(
+    engine: Engine, frames: Sequence[pl.DataFrame | None], done: frozenset[str]
+) -> tuple[list[pl.DataFrame | None], frozenset[str]]:
+    """Each file's last lines as `Engine.finish` reads them (`kept_last`), with the columns
+    its rules read that the parse did not compute (returned too) computed in one parse for
+    every file: a file's last lines are its frame's own, whatever the rules do before."""
+    wanted = engine.end_columns - done
+    lasts: list[pl.DataFrame | None] = [
+        kept_last(None, frame, engine.last_lines)
+        if frame is not None and frame.height and engine.last_lines
+        else None
+        for frame in frames
+    ]
+    found = [last for last in lasts if last is not None and last.height]
+    if not wanted or not found:
+        return lasts, wanted
+    block = complete(pl.concat(found), wanted)
+    out: list[pl.DataFrame | None] = []
+    offset = 0
+    for last in lasts:
+        if last is not None and last.height:
+            last = block.slice(offset, last.height)
+            offset += last.height
+        out.append(last)
+    return out, wanted
