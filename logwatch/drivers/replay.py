@@ -364,10 +364,15 @@ def replay(
     window: Window | None = None,
     on_frame: FrameHook | None = None,
     on_warning: WarningHandler | None = None,
+    on_found: Callable[[AlertEvent], None] | None = None,
 ) -> ReplayResult:
     """Replay files one after another through one engine; each file is its own source.
     `window`: only the lines between `--since` and `--until`; `on_frame` sees each block;
-    `on_warning` each data warning (`DataWarning`: what was read otherwise than written)."""
+    `on_warning` each data warning (`DataWarning`: what was read otherwise than written).
+    `on_event` gets each event as it goes out: a file's at its end, with its rank, host and
+    line time (`FleetFacts.label`), then the fleet's verdicts; `on_found` each event as the
+    engine finds it, its block still at hand, in the order `events` lists them (the
+    verdicts aside), each found event becoming the placed one at its index."""
     check_readable(paths, not_text=_not_text_warning(on_warning))
     engine = Engine(rules, on_error=on_error, stats=options.stats, on_warning=on_warning)
     facts = FleetFacts(layout_pattern(options.layout) if options.layout else None)
@@ -394,6 +399,8 @@ def replay(
 
     try:
         for event in _replay_all(paths, engine, options, one, progress, window, on_frame, placer):
+            if on_found is not None:
+                on_found(event)
             placer.hold(event)
     finally:  # what was read before a read error still goes out, placed, first
         placer.flush()

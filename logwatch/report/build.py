@@ -97,8 +97,11 @@ def build_report(
         if progress is not None:
             progress(source, done, total)
 
+    found: list[AlertEvent] = []  # as the engine found them, while their block was at hand
+
     def seen(event: AlertEvent) -> None:
         collector.on_event(event)
+        found.append(event)
 
     result = replay(
         paths,
@@ -106,7 +109,7 @@ def build_report(
         options=options or ReplayOptions(),
         window=window,
         on_frame=_with_pids(collector, pids) if actions else collector,
-        on_event=seen,
+        on_found=seen,
         on_error=on_error,
         on_warning=on_warning,
         progress=read,
@@ -124,7 +127,7 @@ def build_report(
     events = sorted(
         result.events, key=lambda e: (names.index(e.source) if e.source in names else 0, e.line)
     )
-    places = collector.places
+    places = _placed_as_found(collector.places, found, result)
     charts = all_charts(placed, axis, events, places)
     runs = {p: [(q.label, q.colour) for q in placed if q.source == p] for p in names}
     headers = [
@@ -159,6 +162,20 @@ def build_report(
     planned = plan_actions(actions, result.events, pids, dict(os.environ)) if actions else []
     html = page(title, headers, charts, events, note, places, action_table(planned))
     return Report(html, charts, result, names, kind)
+
+
+def _placed_as_found(
+    places: Mapping[int, Place], found: Sequence[AlertEvent], result: ReplayResult
+) -> dict[int, Place]:
+    """The places of the events as replay returns them (labelled with rank, host and line
+    time at their file's end) from those of the events as found (`replay`'s `on_found`)."""
+    verdicts = {id(v) for v in result.fleet.verdicts} if result.fleet is not None else set()
+    out = [e for e in result.events if id(e) not in verdicts]
+    return {
+        id(event): places[id(raw)]
+        for raw, event in zip(found, out, strict=True)
+        if id(raw) in places
+    }
 
 
 def _kind(x: str | None, names: Sequence[str], result: ReplayResult, *, timed: bool) -> Kind:
