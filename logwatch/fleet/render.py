@@ -14,7 +14,8 @@ from logwatch.drivers.lineinfo import SYMPTOM
 from logwatch.drivers.replay import ReplayResult
 from logwatch.drivers.verdict import Cascade, Fleet
 from logwatch.redact import visible
-from logwatch.sinks.render import timeline_line
+from logwatch.sinks.render import same_incident, timeline_entry
+from logwatch.words import counted
 
 
 def cascade_text(cascade: Cascade, world: int) -> str:
@@ -34,10 +35,11 @@ def _seconds(ms: int | None) -> str:
 
 def timeline(result: ReplayResult, fleet: Fleet, *, colour: bool = False) -> list[str]:
     """The verdicts, then every event in time order with the symptoms of many ranks folded
-    into one entry per kind (each cascade one)."""
-    out = [timeline_line(event, colour=colour) for event in fleet.verdicts]
+    into one entry per kind (each cascade one); the events of one line (`same_incident`) are
+    one entry, as in a single file's timeline."""
+    out = [timeline_entry([event], colour=colour) for event in fleet.verdicts]
     symptom_lines = _symptom_lines(fleet.records)
-    rows: list[tuple[datetime | None, int, str]] = []
+    incidents: list[tuple[int, list[AlertEvent]]] = []
     folded: dict[str, list[AlertEvent]] = defaultdict(list)
     for order, event in enumerate(result.events):
         if any(event is verdict for verdict in fleet.verdicts):
@@ -46,7 +48,13 @@ def timeline(result: ReplayResult, fleet: Fleet, *, colour: bool = False) -> lis
         if kind is not None:
             folded[kind].append(event)
             continue
-        rows.append((event.ts, order, timeline_line(event, colour=colour)))
+        if incidents and same_incident(incidents[-1][1][0], event):
+            incidents[-1][1].append(event)
+        else:
+            incidents.append((order, [event]))
+    rows: list[tuple[datetime | None, int, str]] = [
+        (events[0].ts, order, timeline_entry(events, colour=colour)) for order, events in incidents
+    ]
     for kind, events in folded.items():
         rows.append((_first_ts(events), -1, _fold(kind, events, fleet)))
     rows.sort(key=lambda row: (row[0] is None, row[0] or datetime.min, row[1]))
@@ -76,8 +84,8 @@ def _fold(kind: str, events: list[AlertEvent], fleet: Fleet) -> str:
         span = f", {min(stamps):%H:%M:%S}-{max(stamps):%H:%M:%S}" if stamps else ""
         text = f"{kind} on {ranks}/{fleet.world} ranks{span}"
     when = first.isoformat(sep=" ", timespec="seconds") if first else "-" * 19
-    n = len(events)
-    return f"{when}  CRIT  {visible(text)} ({n} alert{'s' if n != 1 else ''}, per rank in --format jsonl)"
+    n = counted(len(events), "alert")
+    return f"{when}  CRIT  {visible(text)} ({n}, per rank in --format jsonl)"
 
 
 def host_rows(result: ReplayResult, fleet: Fleet) -> list[str]:
@@ -102,7 +110,10 @@ def host_rows(result: ReplayResult, fleet: Fleet) -> list[str]:
         if host in hosts:
             hosts[host]["alerts"] += 1
     culprit = fleet.verdicts[0].labels.get("host") if fleet.verdicts else None
-    out = [f"{len(fleet.ranks)} ranks on {len(fleet.hosts)} hosts, {len(result.stats)} files"]
+    out = [
+        f"{counted(len(fleet.ranks), 'rank')} on {counted(len(fleet.hosts), 'host')}, "
+        f"{counted(len(result.stats), 'file')}"
+    ]
     out.append(f"{'host':<16} {'ranks':>5} {'files':>5} {'lines':>9}  {'first .. last':<41} alerts")
     for host in sorted(hosts, key=_natural):
         row = hosts[host]

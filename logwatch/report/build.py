@@ -32,6 +32,7 @@ from logwatch.report.collect import Collector, Kind, Place
 from logwatch.report.page import page, run_header
 from logwatch.report.svg import XAxis
 from logwatch.rules.loader import RuleSpec
+from logwatch.words import counted
 
 AXES = ("step", "time")
 """What `--x` may ask for; without it: steps when every file has them, else time when every
@@ -142,7 +143,8 @@ def build_report(
         # a fleet: its folder and size in the title, the verdict first, alerts in time order,
         # no header per file (hundreds)
         folder = os.path.commonpath([os.path.abspath(p) for p in names]) if names else ""
-        title = f"logwatch report: {folder}: {len(fleet.ranks)} ranks on {len(fleet.hosts)} hosts"
+        size = f"{counted(len(fleet.ranks), 'rank')} on {counted(len(fleet.hosts), 'host')}"
+        title = f"logwatch report: {folder}: {size}"
         verdict = "Root cause: " + "; ".join(v.summary for v in fleet.verdicts) + ". "
         ordered = sorted(result.events, key=lambda e: (e.ts is None, e.ts or datetime.min))
         events = [*fleet.verdicts, *(e for e in ordered if all(e is not v for v in fleet.verdicts))]
