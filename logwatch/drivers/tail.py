@@ -194,7 +194,8 @@ class TailDriver(TailRounds):
         until = time.monotonic() + seconds
         if self._checkpoint_due():
             self._checkpoint()
-        self._hurry.wait(max(0.0, until - time.monotonic()))
+        if not self._stopping:  # a stop() whose wake-up the round's clear() took is seen here
+            self._hurry.wait(max(0.0, until - time.monotonic()))
 
     def _checkpoint_when_quiet(self, more: bool) -> bool:
         """Checkpoint when one is due and no line is waiting: a line that arrives meanwhile
