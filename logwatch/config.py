@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from logwatch.buttons_config import BUTTON_KEYS, ButtonsConfig, read_buttons
 from logwatch.errors import ConfigError
 from logwatch.gpu.mode import GpuMode
 from logwatch.redact import register_secret, stderr_line
@@ -35,7 +36,7 @@ _TOP_KEYS = {"slack", "alertmanager", "prometheus", "rules", "alerts", "gpu"} | 
     "action",
     "webhook",
 }
-_SLACK_KEYS = {"channel", "base_url", "token_file", "webhook_url_env", "timeout"}
+_SLACK_KEYS = {"channel", "base_url", "token_file", "webhook_url_env", "timeout"} | BUTTON_KEYS
 _ALERT_KEYS = {"group_wait", "repeat_interval", "inhibit", "notify_on_resolve"}
 _GPU_KEYS = {"mode", "interval", "notify_unavailable", "export"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -50,6 +51,7 @@ class SlackConfig:
     timeout_s: float = 10.0
     token: str | None = field(default=None, repr=False)
     webhook_url: str | None = field(default=None, repr=False)
+    buttons: ButtonsConfig | None = None  # [slack] app_token_file: buttons over Socket Mode
 
     @property
     def mode(self) -> str:
@@ -274,7 +276,15 @@ class _Reader(TableReader):
             raise self.fail(
                 at, "[slack] needs 'channel' (a channel ID such as C0123456789) in bot mode"
             )
+        buttons = read_buttons(self, data)
+        if buttons is not None and webhook:
+            raise self.fail(
+                self.key_line("slack", "app_token_file"),
+                "the alert buttons edit and answer messages, which an incoming webhook cannot: "
+                "use a bot token (SLACK_BOT_TOKEN or [slack] token_file) with app_token_file",
+            )
         return SlackConfig(
+            buttons=buttons,
             channel=channel or "webhook",
             base_url=base_url if base_url.endswith("/") else base_url + "/",
             timeout_s=self.duration("slack", data, "timeout", 10.0),

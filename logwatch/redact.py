@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 import sys
+import textwrap
 import threading
 from typing import TextIO
 
@@ -130,12 +132,59 @@ def visible(text: str) -> str:
 def stderr_line(message: str) -> None:
     """Say one line on stderr, redacted and with controls made visible (file names in it are
     the user's); the default `report` of the background workers."""
-    print(visible(redact(message)), file=sys.stderr, flush=True)
+    print(wrapped_note(visible(redact(message)), sys.stderr), file=sys.stderr, flush=True)
+
+
+NOTE_PREFIX = "logwatch: "
+
+
+def wrapped_note(line: str, stream: TextIO) -> str:
+    """A stderr note as it is shown: on a terminal, wrapped at word boundaries to its width
+    (read at each note: the window may be resized), continuation lines indented under the text
+    after `logwatch: `; words (paths, URLs) are never split. Elsewhere (a pipe, a log file) the
+    one line as it is, for grep."""
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):  # closed, or not a real stream
+        terminal = False
+    if not terminal:
+        return line
+    width = shutil.get_terminal_size().columns
+    if len(line) <= width:
+        return line
+    indent = " " * len(NOTE_PREFIX) if line.startswith(NOTE_PREFIX) else "  "
+    rows = textwrap.wrap(
+        line,
+        width,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return "\n".join(rows)
+
+
+class LibraryDebugFilter(logging.Filter):
+    """Other libraries' records (slack_sdk's `ERROR ... <html>...` at every failed request) as
+    DEBUG: shown with --verbose only. logwatch says what failed in its own words, once."""
+
+    LIBRARIES = ("slack_sdk",)
+
+    def __init__(self, *, verbose: bool) -> None:
+        super().__init__()
+        self.verbose = verbose
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(self.LIBRARIES):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return self.verbose
 
 
 def install_log_handler(stream: TextIO, *, verbose: bool) -> logging.Handler:
-    """Send logging (incl. slack_sdk's) to a stream through the redacting filter."""
+    """Send logging to a stream through the redacting filter; slack_sdk's records go there as
+    DEBUG (with `verbose` only)."""
     handler: logging.Handler = logging.StreamHandler(stream)
+    handler.addFilter(LibraryDebugFilter(verbose=verbose))
     handler.addFilter(RedactingFilter())
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()

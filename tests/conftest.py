@@ -6,10 +6,25 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from logwatch.testing import FakeSlack
 from tests.fakenvml.build import build, compiler
+from tests.support import properties
 from tests.support.slackhelp import TOKEN
+
+properties.register()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Load the Hypothesis profile `HYPOTHESIS_PROFILE` names (dev when unset), before any test
+    module computes its `examples(N)`; `--hypothesis-profile` on the command line wins."""
+    if config.getoption("hypothesis_profile", None):
+        return
+    try:
+        settings.load_profile(properties.chosen())
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 @pytest.fixture

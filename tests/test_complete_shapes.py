@@ -15,6 +15,7 @@ import logwatch.parse.block as block_module
 import logwatch.parse.shaped as shaped_module
 from logwatch.parse import ALWAYS, complete, parse_block
 from tests.support import corpus
+from tests.support.properties import examples
 
 STEP = (
     "2026-11-01 00:00:0{s},000 INFO [train] step {n}/9000 | loss {v} | acc 0.3 | lr 2.40e-05"
@@ -42,7 +43,7 @@ def _lines(seed: int, count: int) -> list[str]:
     return out
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.integers(0, 10**6), st.integers(20, 700), st.integers(0, 300))
 def test_complete_with_the_parse_shapes_is_complete_itself(seed: int, count: int, at: int) -> None:
     text = pl.Series(_lines(seed, count), dtype=pl.String)

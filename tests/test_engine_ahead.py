@@ -17,6 +17,7 @@ import logwatch
 from logwatch.engine import Engine, gpu_rows
 from logwatch.parse import parse_lines
 from logwatch.rules.drop import PAUSES
+from tests.support.properties import examples
 
 OOM = [
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total",
@@ -53,7 +54,7 @@ def _lines(seed: int, count: int) -> list[str]:
 RULES = logwatch.load_rules()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(0, 10**6), st.integers(20, 300), st.integers(1, 4))
 def test_prepared_batches_give_the_events_of_the_engine_itself(
     seed: int, count: int, pieces: int
@@ -158,7 +159,7 @@ def _restarted(seed: int, count: int) -> list[str]:
     return lines
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(0, 10**6), st.integers(20, 400), st.integers(1, 3))
 def test_a_batch_cut_at_run_starts_uses_what_was_prepared_for_it_whole(
     seed: int, count: int, pieces: int

@@ -19,6 +19,7 @@ import logwatch.engine as engine_module
 from logwatch.engine import Engine
 from logwatch.parse import parse_lines
 from tests.support import corpus
+from tests.support.properties import examples
 
 GATED = ("nan-loss", "nan-grad", "loss-scale-overflow", "run-crashed")
 RULES = [spec for spec in logwatch.load_rules() if spec.id in GATED]
@@ -81,7 +82,7 @@ def _events(lines: list[str], cuts: list[int], *, full: bool) -> list[str]:
     return [event.to_jsonl() for event in events]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     st.integers(0, 10**6),
     st.integers(200, 3000),
@@ -134,7 +135,7 @@ GATE_LINES = [
 ]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.integers(0, 10**6), st.integers(1, 400))
 def test_the_lines_prepare_finds_are_each_gates_own(seed: int, count: int) -> None:
     """The lines `Engine.prepare` says each gate selects are the lines its regex matches (for
@@ -155,7 +156,7 @@ def test_the_lines_prepare_finds_are_each_gates_own(seed: int, count: int) -> No
         assert prepared.hits[gate].to_list() == want, gate
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(st.integers(0, 10**6), st.integers(100, 1500), st.lists(st.integers(1, 4000), max_size=2))
 def test_a_nan_episode_is_read_from_its_gate_lines_on(
     seed: int, length: int, cuts: list[int]

@@ -26,6 +26,7 @@ from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import StreakRule
 from logwatch.sources.framing import lines_to_series
 from tests.support import corpus
+from tests.support.properties import examples
 
 RULES = logwatch.load_rules()
 
@@ -79,7 +80,7 @@ def _corpus_lines(seed: int, count: int) -> list[str]:
     return lines_to_series(corpus.corpus(seed, count)).to_list()
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=examples(6), deadline=None)
 @given(
     st.integers(0, 10**6),
     st.lists(st.sampled_from([1, 1, 1, 2, 3, 7, 64]), min_size=1, max_size=5),

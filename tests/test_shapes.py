@@ -19,8 +19,11 @@ from logwatch.parse import (
 )
 from logwatch.parse.shapes import PLAIN_PAIRS_SHAPES, SHAPES, Shape, cut_tokens, line_shape
 from logwatch.parse.timestamps import ParsedBlock
+from tests.support.properties import examples
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 LEVELS = st.sampled_from(["INFO", "DEBUG", "WARNING", "ERROR", "CRITICAL"])
 ODD_LEVELS = st.sampled_from(["WARN", "info", "NOTICE"])

@@ -128,6 +128,8 @@ class ActionSink:
         self._waits: dict[str, _Wait] = {}
         self._threads: list[threading.Thread] = []
         self._dry_starts: dict[str, list[float]] = {}
+        self._followers: dict[str, Callable[[ActionOutcome], None]] = {}  # run_once's `then`
+        self._starting = threading.Lock()  # a due wait starts once: by tick or by run_once
         by_name = {spec.name: spec for spec in self.specs}
         for run in journal.interrupted:
             self._said(
@@ -174,8 +176,26 @@ class ActionSink:
         wall = self.now()
         for key, wait in list(self._waits.items()):
             if wait.due <= wall:
-                del self._waits[key]
-                self._start(key, wait.spec, wait.event)
+                with self._starting:  # a Slack button (run_once) may have taken it meanwhile
+                    if self._waits.pop(key, None) is not None:
+                        self._start(key, wait.spec, wait.event)
+
+    def run_once(
+        self, name: str, event: AlertEvent, then: Callable[[ActionOutcome], None]
+    ) -> str | None:
+        """Run the action `name` for this alert now (a Slack "Stop run" button), at most once
+        per alert like every run (one waiting for its `after` runs now): None when started
+        (`then` gets its outcome, on the action's thread), else why it was not."""
+        spec = next((s for s in self.specs if s.name == name), None)
+        if spec is None:
+            return f"no [[action]] named {name!r} in the config"
+        key = action_key(spec, event)
+        with self._starting:
+            if self._waits.pop(key, None) is None and self.journal.settled(key):
+                return f"action {name} already ran for {_alert(event)} (at most once per alert)"
+            self._followers[key] = then
+            self._start(key, spec, event)
+        return None
 
     def action_counts(self) -> dict[tuple[str, str], int]:
         """Outcomes so far by (action, outcome): `logwatch_action_runs_total`."""
@@ -222,7 +242,7 @@ class ActionSink:
         if isinstance(filled, Unfilled):
             self.journal.done(key, spec.name, "skipped")
             message = f"action {spec.name}: not run for {_alert(event)}: {filled.reason}"
-            self._said(spec.name, "skipped", message, event)
+            self._said(spec.name, "skipped", message, event, key)
             return
         if spec.max_per_hour is not None and self._runs_within_hour(spec, dry) >= spec.max_per_hour:
             self.journal.done(key, spec.name, "capped")
@@ -230,7 +250,7 @@ class ActionSink:
                 f"action {spec.name}: not run for {_alert(event)}: max_per_hour = "
                 f"{spec.max_per_hour} reached (runs in the last hour, across restarts)"
             )
-            self._said(spec.name, "capped", message, event)
+            self._said(spec.name, "capped", message, event, key)
             return
         if dry:
             now = self.now()
@@ -241,7 +261,7 @@ class ActionSink:
                 f"action {spec.name} (dry run): would run {shown(filled.argv)} at {when} "
                 f"for {_alert(event)}"
             )
-            self._said(spec.name, "dry_run", message, event)
+            self._said(spec.name, "dry_run", message, event, key)
             return
         self.journal.start(key, spec.name, shown(filled.argv))  # fsynced before it runs
         thread = threading.Thread(
@@ -270,9 +290,17 @@ class ActionSink:
         result = self.runner.run(argv, env, spec.timeout_s)
         outcome = _outcome(result)
         self.journal.done(key, spec.name, outcome)
-        self._said(spec.name, outcome, f"action {spec.name}: {_ended(argv, result, spec)}", event)
+        ended = f"action {spec.name}: {_ended(argv, result, spec)}"
+        self._said(spec.name, outcome, ended, event, key)
 
-    def _said(self, action: str, outcome: str, message: str, event: AlertEvent | None) -> None:
+    def _said(
+        self,
+        action: str,
+        outcome: str,
+        message: str,
+        event: AlertEvent | None,
+        key: str = "",
+    ) -> None:
         with self._lock:
             self.counts[(action, outcome)] = self.counts.get((action, outcome), 0) + 1
         self.report(message)
@@ -288,7 +316,8 @@ class ActionSink:
             event.line,
             self.now(),
         )
-        for listener in self.listeners:
+        follower = self._followers.pop(key, None)
+        for listener in [*self.listeners, *([follower] if follower else [])]:
             try:
                 listener(said)
             except Exception as exc:  # a listener (Slack, Alertmanager) never stops the next

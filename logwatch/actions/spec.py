@@ -11,7 +11,7 @@ from logwatch.alerts import AlertEvent, Severity, Status
 from logwatch.tablereader import TableReader, show
 
 ACTION_KEYS = {"name", "on", "min_severity", "when", "after", "run", "timeout", "max_per_hour"}
-ACTION_KEYS |= {"dry_run"}
+ACTION_KEYS |= {"dry_run", "button"}
 PLACEHOLDERS = ("rule", "severity", "source", "line", "step", "run", "pid", "fingerprint")
 """`{name}` in a `run` element; plus `{env:NAME}`."""
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
@@ -35,6 +35,7 @@ class ActionSpec:
     max_per_hour: int | None = None
     dry_run: bool = False
     line: int = 0  # of its `[[action]]` header in the config
+    button: bool = False  # a "Stop run" button on Slack alert messages runs it once
 
     def matches(self, event: AlertEvent) -> bool:
         """Whether this event (its rule, severity and status) calls for this action."""
@@ -193,4 +194,5 @@ class _Action:
             max_per_hour=cap,
             dry_run=self.typed(data, "dry_run", bool, False),
             line=self.header,
+            button=self.typed(data, "button", bool, False),
         )

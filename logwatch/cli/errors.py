@@ -12,7 +12,7 @@ import click
 
 from logwatch.cli.help import HelpGroup
 from logwatch.errors import LogwatchError
-from logwatch.redact import redact, visible
+from logwatch.redact import redact, visible, wrapped_note
 
 if TYPE_CHECKING:
     from logwatch.engine import DataWarning
@@ -41,7 +41,7 @@ class LogwatchGroup(HelpGroup):
 def status_line(message: str) -> None:
     """`logwatch: <message>` on stderr."""
     # file names in it are the user's: controls in them must not reach the terminal raw
-    click.echo(f"logwatch: {visible(message)}", err=True)
+    click.echo(wrapped_note(f"logwatch: {visible(message)}", sys.stderr), err=True)
 
 
 def warn_rule_error(rule: str, source: str, exc: Exception) -> None:

@@ -29,6 +29,7 @@ from logwatch.cli.options import (
     state_dir_path,
     window,
 )
+from logwatch.cli.progress import ReplayProgress
 from logwatch.drivers.replay import ReplayOptions, replay
 from logwatch.sinks.base import StreamSink
 from logwatch.sinks.render import summary_lines
@@ -240,25 +241,14 @@ class _Progress:
 
     def __init__(self, min_bytes: int = 64 << 20) -> None:
         self.min_bytes = min_bytes
-        self.bar: Any = None
-        self.source = ""
-        self.done = 0
+        # rich's bar: bytes read, throughput and time left (`logwatch.cli.progress`)
+        self.bar = ReplayProgress(min_bytes=min_bytes)
 
     def __call__(self, source: str, done: int, total: int) -> None:
-        if total < self.min_bytes or not sys.stderr.isatty():
-            return
-        if source != self.source:
-            self.close()
-            self.bar = click.progressbar(length=total, label=source, file=sys.stderr)
-            self.bar.__enter__()
-            self.source, self.done = source, 0
-        self.bar.update(done - self.done)
-        self.done = done
+        self.bar(source, done, total)
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
+        self.bar.close()
 
 
 def _colour(fmt: str) -> bool:

@@ -184,18 +184,21 @@ def tail_cmd(
     if setup.config.actions:
         from logwatch.actions.pids import RunPids
         from logwatch.actions.sink import describe, note_listeners, open_action_sink
+        from logwatch.sinks.base import TakesStopper
 
         pids = RunPids()
         plugins.append(pids)
-        sinks.append(
-            open_action_sink(
-                setup.config.actions,
-                setup.state_dir,
-                pids=lambda source, line: pids.pid(source),  # live: the last run start
-                dry_run=dry_run_actions,
-                listeners=note_listeners(sinks),  # Slack's thread reply, Alertmanager's note
-            )
+        actions = open_action_sink(
+            setup.config.actions,
+            setup.state_dir,
+            pids=lambda source, line: pids.pid(source),  # live: the last run start
+            dry_run=dry_run_actions,
+            listeners=note_listeners(sinks),  # Slack's thread reply, Alertmanager's note
         )
+        for sink in sinks:  # a Slack "Stop run" button runs its action once, by name
+            if isinstance(sink, TakesStopper):
+                sink.set_stopper(actions.run_once)
+        sinks.append(actions)
         startup += [describe(spec) for spec in setup.config.actions]
     exporter = start_exporter(setup.config, sinks, setup.gpu)
     if exporter is not None:

@@ -26,9 +26,15 @@ from logwatch.cli.help import HelpCommand
 def test_cmd(files: tuple[str, ...], junit_path: str | None) -> None:
     """Run rule tests: replay each test's input log and compare the alerts with the ones it
     expects (exit 0 all pass, 1 a test failed, 2 a broken test file)."""
+    from logwatch.cli.progress import RuleTestProgress
     from logwatch.ruletest import load_test_files, report_lines, run_test_files, write_junit
 
-    results = run_test_files(load_test_files([Path(f) for f in files]))
+    loaded = load_test_files([Path(f) for f in files])
+    progress = RuleTestProgress()
+    try:
+        results = run_test_files(loaded, progress=progress)
+    finally:
+        progress.close()
     for line in report_lines(results):
         click.echo(line)
     if junit_path is not None:

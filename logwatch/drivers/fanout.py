@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from logwatch.alerts import AlertEvent, Sink
+from logwatch.faults import Episode, RepeatedFaults
 from logwatch.redact import stderr_line
 
 
@@ -19,6 +20,10 @@ class FanOut:
     ) -> None:
         self.sinks, self.report = list(sinks), report
         self._failures: dict[tuple[int, str, str], int] = {}
+        # A tick fails every round while a sink is broken: said when it starts, once a minute
+        # while it lasts (on the ticks' clock) and when it works again.
+        self._now_s = 0.0
+        self._ticks = RepeatedFaults(report, clock=lambda: self._now_s)
 
     def emit(self, event: AlertEvent) -> None:
         """Give the event to each sink."""
@@ -33,13 +38,19 @@ class FanOut:
 
     def tick(self, now: datetime) -> None:
         """Tick each sink."""
+        self._now_s = now.timestamp()
         for sink in self.sinks:
+            key = f"sink {type(sink).__name__}'s periodic step"
             try:
                 sink.tick(now)
             except BrokenPipeError:
                 raise
             except Exception as exc:
-                self._failed(sink, "tick", "failed a periodic step", exc)
+                reason = f"{type(exc).__name__}: {exc}"
+                said = f"sink {type(sink).__name__} failed a periodic step: {reason}"
+                self._ticks.failed(key, said, detail=reason)
+            else:
+                self._ticks.recovered(key, _works_again)
 
     def rename_source(self, old: str, new: str) -> None:
         """Tell each sink that `old`'s firing alerts go on under `new`."""
@@ -70,3 +81,8 @@ class FanOut:
         self._failures[key] = count = self._failures.get(key, 0) + 1
         again = f" (failure {count} of this kind)" if count > 1 else ""
         self.report(f"sink {type(sink).__name__} {what}: {reason}{again}")
+
+
+def _works_again(episode: Episode, now_s: float) -> str:
+    times = f"{episode.failures} time{'' if episode.failures == 1 else 's'}"
+    return f"{episode.key} works again (it failed {times} in {episode.lasted(now_s)})"

@@ -27,6 +27,7 @@ from logwatch.drivers.replay_many import (
 )
 from logwatch.drivers.window import Window
 from logwatch.engine import (
+    DataWarning,
     Engine,
     ErrorHandler,
     Prepared,
@@ -329,6 +330,15 @@ def _event_row(event: AlertEvent) -> tuple[Any, ...]:
     )
 
 
+def _not_text_warning(on_warning: WarningHandler | None) -> Callable[[str, str], None] | None:
+    """A file that is mostly not text, said as a data warning on its line 1 (replay reads it as
+    lines anyway)."""
+    if on_warning is None:
+        return None
+    warn = on_warning
+    return lambda path, note: warn(DataWarning(path, 1, note))
+
+
 def replay(
     paths: Sequence[str],
     rules: Sequence[RuleSpec],
@@ -344,7 +354,7 @@ def replay(
     """Replay files one after another through one engine; each file is its own source.
     `window`: only the lines between `--since` and `--until`; `on_frame` sees each block;
     `on_warning` each data warning (`DataWarning`: what was read otherwise than written)."""
-    check_readable(paths)
+    check_readable(paths, not_text=_not_text_warning(on_warning))
     engine = Engine(rules, on_error=on_error, stats=options.stats, on_warning=on_warning)
     events: list[AlertEvent] = []
     one = partial(

@@ -57,7 +57,8 @@ def sinks_line(config: Config) -> str:
     sinks = ["the terminal"]
     if config.slack is not None:
         where = "" if config.slack.mode == "webhook" else f" #{config.slack.channel}"
-        sinks.append(f"Slack{where} ({config.slack.mode})")
+        buttons = ", buttons" if config.slack.buttons is not None else ""
+        sinks.append(f"Slack{where} ({config.slack.mode}{buttons})")
     if config.alertmanager is not None:
         sinks.append(f"Alertmanager {', '.join(config.alertmanager.urls)}")
     if config.webhooks:

@@ -156,6 +156,10 @@ class GpuLink:
             self.started.sampler.close()
 
 
+OFF_HINT = ", or pass `--gpu off`"
+"""Added to the fix of a live run's NVML notice: a host without GPUs on purpose turns it off."""
+
+
 def start_gpu_link(
     settings: GpuSettings,
     reader: GpuReader,
@@ -164,12 +168,13 @@ def start_gpu_link(
 ) -> GpuLink | None:
     """The GPU side of a live run per the settings (`tail`, `top`): NVML started through
     `reader`, its status said through `status`; None when the settings turn it off."""
-    started = start_gpu(settings, reader)
-    status(
-        f"GPUs: {started.status.line()}"
-        if started.status
-        else "GPUs: off (--gpu off or [gpu] mode)"
-    )
+    started = start_gpu(settings, reader, off_hint=OFF_HINT)
+    if started.status is None:
+        status("GPUs: off (--gpu off or [gpu] mode)")
+    elif started.status.available:
+        status(f"GPUs: {started.status.line()}")
+    else:  # a host without GPUs on purpose: how to stop hearing it
+        status(f"GPUs: {started.status.line()}{OFF_HINT}")
     if settings.mode == "off":
         return None
     return GpuLink(started, specs)

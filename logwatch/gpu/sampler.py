@@ -225,9 +225,15 @@ class GpuStart:
 
 
 def start_gpu(
-    settings: GpuSettings, reader: GpuReader, *, clock: Clock | None = None, run: bool = True
+    settings: GpuSettings,
+    reader: GpuReader,
+    *,
+    clock: Clock | None = None,
+    run: bool = True,
+    off_hint: str = "",
 ) -> GpuStart:
-    """Start sampling per the `[gpu]` settings; `required` raises when NVML does not work."""
+    """Start sampling per the `[gpu]` settings; `required` raises when NVML does not work.
+    `off_hint` ends the unavailable notice's fix (how to turn the GPU side off)."""
     if settings.mode == "off":
         return GpuStart(None, None)
     sampler = GpuSampler(reader, interval_s=settings.interval_s, clock=clock)
@@ -239,11 +245,11 @@ def start_gpu(
     sampler.close()
     if settings.mode == "required":
         raise GpuUnavailableError(f'{status.line()} ([gpu] mode = "required")')
-    return GpuStart(status, None, (unavailable_event(status, sampler.clock.now()),))
+    return GpuStart(status, None, (unavailable_event(status, sampler.clock.now(), off_hint),))
 
 
-def unavailable_event(status: NvmlStatus, ts: datetime) -> AlertEvent:
-    """The one info alert saying GPU rules are off here, why, and the fix."""
+def unavailable_event(status: NvmlStatus, ts: datetime, off_hint: str = "") -> AlertEvent:
+    """The one info alert saying GPU rules are off here, why, and the fix (`off_hint` after)."""
     reason = status.reason.name.lower() if status.reason is not None else "ok"
     return sampler_event(
         GPU_UNAVAILABLE,
@@ -251,7 +257,7 @@ def unavailable_event(status: NvmlStatus, ts: datetime) -> AlertEvent:
         FIRING,
         ts,
         f"{status.line().split('; fix:')[0]}: GPU rules are off for this logwatch",
-        fix=status.fix,
+        fix=status.fix + off_hint,
         labels={"reason": reason},
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,9 +56,20 @@ class RuleTestResult:
         )
 
 
-def run_test_files(files: Sequence[RuleTestFile]) -> list[RuleTestResult]:
-    """Run every test of every file, in order."""
-    return [run_rule_test(test, file.rules, file.path) for file in files for test in file.tests]
+def run_test_files(
+    files: Sequence[RuleTestFile], *, progress: Callable[[int, int, str], None] | None = None
+) -> list[RuleTestResult]:
+    """Run every test of every file, in order; `progress(done, total, name)` before each test
+    and once at the end."""
+    tests = [(test, file) for file in files for test in file.tests]
+    results = []
+    for done, (test, file) in enumerate(tests):
+        if progress is not None:
+            progress(done, len(tests), test.name)
+        results.append(run_rule_test(test, file.rules, file.path))
+    if progress is not None:
+        progress(len(tests), len(tests), "")
+    return results
 
 
 def run_rule_test(test: RuleTest, rules: Sequence[RuleSpec], file: Path) -> RuleTestResult:

@@ -7,11 +7,20 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import TextIO
+from typing import Any, Protocol, TextIO, runtime_checkable
 
 from logwatch.alerts import AlertEvent
 from logwatch.alerts import Sink as Sink  # where a sink looks for it
 from logwatch.sinks.render import same_incident, timeline_entry
+
+
+@runtime_checkable
+class TakesStopper(Protocol):
+    """A sink with a "Stop run" button (Slack): given `ActionSink.run_once` once actions exist."""
+
+    def set_stopper(self, stopper: Any) -> None:
+        """What a press calls: (action name, alert, then) -> None when started, else why not."""
+        ...
 
 
 class OutputFormat(StrEnum):

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from logwatch.sources.descriptors import DescriptorBudget, inotify_note, open_descriptors
 from logwatch.sources.follow import Follower, FollowOptions
 from logwatch.sources.matching import Matcher
 from logwatch.sources.pipe import PIPE, PipeSource
@@ -56,8 +57,11 @@ class FileSet:
         status: Callable[[str], None] = lambda message: None,
         stdin: int = 0,
         stat: Callable[[str], os.stat_result] = os.stat,
+        descriptors: Callable[[], tuple[int, int] | None] = open_descriptors,
     ) -> None:
         self.patterns = list(patterns)
+        # injected: tests give a limit and a count of descriptors in use
+        self.budget = DescriptorBudget(status, descriptors=descriptors)
         self._stat = stat  # injected: tests make it fail as EACCES would (root ignores modes)
         self.follow = follow or FollowOptions()
         self.poll_interval_s, self.rotate_wait_s = poll_interval_s, rotate_wait_s
@@ -68,8 +72,13 @@ class FileSet:
         self._watcher_factory = watcher_factory
         self._last_rescan = float("-inf")
         self._said: set[tuple[str, object]] = set()  # one-time notes: (kind, path or key)
+        self._now = 0.0  # the driver's clock at the last rescan or open
         self.matcher = Matcher(
-            self.patterns, poll_interval_s=poll_interval_s, status=status, first=self._first
+            self.patterns,
+            poll_interval_s=poll_interval_s,
+            status=status,
+            first=self._first,
+            clock=lambda: self._now,
         )
         self._stdin = stdin
         self._pipe: PipeSource | None = None  # standard input, when "-" is a pattern
@@ -177,7 +186,7 @@ class FileSet:
         away = any(f.detached_at is not None for f in self.followers.values())
         # A blocked path gets no event when it becomes readable (chmod raises IN_ATTRIB, which
         # a watcher may not deliver): it is tried again every poll interval.
-        polled = away or self.matcher.blocked or not self._evented()
+        polled = away or self.matcher.blocked or self.budget.waiting or not self._evented()
         every = self.poll_interval_s if polled else RESCAN_EVERY_S
         if self.rescan_due or now - self._last_rescan >= every:
             return self.rescan(now)
@@ -186,7 +195,7 @@ class FileSet:
     def rescan(self, now: float) -> list[str]:
         """Match the patterns again: known files get their current name back (a rename is said),
         a detached one that is there again is attached; the paths of files not followed yet."""
-        self.rescan_due, self._last_rescan = False, now
+        self.rescan_due, self._last_rescan, self._now = False, now, now
         held = self._adopt_held()
         new = self._missed_rotations(held)
         new += [path for path, _ in held.values()]
@@ -206,7 +215,8 @@ class FileSet:
         for key in self.followers.keys() - matched.keys():
             self.schedule.hot(key)  # gone from the patterns: its next read says why
         self._watch()
-        return new
+        already_open = {path for path, _ in held.values()}
+        return self.budget.share(new, already_open, len(self.followers), now)
 
     def _missed_rotations(self, held: dict[FileKey, tuple[str, int]]) -> list[str]:
         """Files rotated from a named (not globbed) path before they could be opened: their
@@ -242,10 +252,17 @@ class FileSet:
 
     def open(self, path: str, now: float) -> Follower | None:
         """Start following `path` (from its first byte); None, said, when it cannot be opened."""
+        self._now = now
         try:
-            follower = self._open_held(path, now) or Follower.open(path, path, self.follow, now)
+            follower = self._open_held(path, now)
+            if follower is None:
+                if not self.budget.may_open():  # said by the rescan, for all such files at once
+                    self.budget.skipped(path)
+                    return None
+                follower = Follower.open(path, path, self.follow, now)
         except OSError as exc:
-            self.matcher.cannot(path, exc)
+            if not self.budget.refused(path, exc):
+                self.matcher.cannot(path, exc)
             return None
         self.matcher.can_again(path)
         if follower.key in self.followers:  # the name moved on to a file already followed
@@ -381,11 +398,7 @@ class FileSet:
 
     def _fall_back(self, exc: OSError) -> None:
         self._watcher_factory = None
-        self.status(
-            f"file events unavailable ({exc.strerror or exc}); polling every "
-            f"{self.poll_interval_s:g}s instead (raise fs.inotify.max_user_watches / "
-            "max_user_instances to get events back)"
-        )
+        self.status(inotify_note(exc, self.poll_interval_s, self.budget.descriptors()))
 
 
 class _Known:

@@ -8,9 +8,11 @@ from __future__ import annotations
 import glob
 import os
 import stat
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from logwatch.faults import RepeatedFaults
 from logwatch.sources.access import ABSENT, access_fix, list_error
 from logwatch.sources.pipe import PIPE
 from logwatch.sources.schedule import FileKey
@@ -28,8 +30,11 @@ class Matcher:
         poll_interval_s: float,
         status: Callable[[str], None],
         first: Callable[[str, object], bool],
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.patterns = patterns
+        # A path that stays blocked is summarised once a minute (`still failing, 60 times`).
+        self.faults = RepeatedFaults(status, clock=clock)
         self.poll_interval_s = poll_interval_s
         self.status = status
         self._first = first  # the file set's notes said once per file
@@ -101,18 +106,21 @@ class Matcher:
         change, not per retry; rescans try it again every poll interval meanwhile."""
         self.failing.add(path)
         failure = (exc.errno, *_permissions(path))
-        if self.blocked.get(path) == failure:
-            return
-        self.blocked[path] = failure
         doing = "list" if listing else "open"
-        fix = access_fix(path, exc, listing=listing)
-        self.status(
-            f"{path}: cannot {doing} ({exc.strerror}){fix}; retrying every {self.poll_interval_s:g}s"
+        if self.blocked.get(path) != failure:
+            self.faults.forget(path)  # a new failure (or new modes): said in full again
+        self.blocked[path] = failure
+        self.faults.failed(
+            path,
+            f"{path}: cannot {doing} ({exc.strerror}){access_fix(path, exc, listing=listing)}; "
+            f"retrying every {self.poll_interval_s:g}s",
+            detail=f"cannot {doing} ({exc.strerror})",
         )
 
     def can_again(self, path: str) -> None:
         """Say that a path said to be blocked can be read now."""
         if self.blocked.pop(path, None) is not None:
+            self.faults.forget(path)
             self.status(f"{path}: readable now")
 
     def compressed(self, key: FileKey, path: str) -> bool:
@@ -138,6 +146,7 @@ class Matcher:
         listed = {path for paths in matched.values() for path in paths} | self.failing
         for path in self.blocked.keys() - listed:
             del self.blocked[path]
+            self.faults.forget(path)
 
 
 def _permissions(path: str) -> tuple[int, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import stat
 
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
@@ -45,3 +46,40 @@ _KINDS = {
 def file_kind(mode: int) -> str:
     """What a non-regular file is, in words ('a FIFO'), from its `st_mode`."""
     return _KINDS.get(stat.S_IFMT(mode), "not a plain file")
+
+
+TEXT_SAMPLE_BYTES = 64 << 10
+"""How much of a log's (decoded) start `not_text_note` looks at."""
+NOT_TEXT_SHARE = 0.10
+"""Above this share of bytes that no text holds, a log is said to be mostly not text."""
+_CONTROLS = bytes(set(range(32)) - {0x09, 0x0A, 0x0C, 0x0D, 0x1B})
+"""Control bytes no text log holds (tab, newline, form feed, CR and ESC colours are text)."""
+_INVALID = re.compile("[\udc80-\udcff]")
+"""A byte that is not part of valid UTF-8, as `surrogateescape` decodes it."""
+
+
+def not_text_note(head: bytes) -> str | None:
+    """What to say about a log whose start is mostly not text (the share of invalid UTF-8 and
+    of NUL and other control bytes, as `file` would call it `data`), or None for text."""
+    sample = head[:TEXT_SAMPLE_BYTES]
+    if len(head) > len(sample):  # a character cut at the end of the sample is not invalid
+        sample = sample[: len(sample) - 3]
+    if not sample:
+        return None
+    invalid = len(_INVALID.findall(sample.decode("utf-8", "surrogateescape")))
+    nul = sample.count(0)
+    controls = len(sample) - len(sample.translate(None, _CONTROLS)) - nul
+    if (invalid + nul + controls) / len(sample) <= NOT_TEXT_SHARE:
+        return None
+    shares = [(invalid, "invalid UTF-8"), (nul, "NUL bytes"), (controls, "other control bytes")]
+    parts = ", ".join(f"{_percent(n, len(sample))} {what}" for n, what in shares if n)
+    kib = max(len(head[:TEXT_SAMPLE_BYTES]) >> 10, 1)
+    return (
+        f"mostly not text: of its first {kib} KiB, {parts} (`file` would say data, not text); "
+        "read as lines anyway, so expect few rules to match. Check that this is the log you meant"
+    )
+
+
+def _percent(part: int, whole: int) -> str:
+    share = 100 * part / whole
+    return "<1%" if share < 1 else f"{share:.0f}%"

@@ -16,13 +16,16 @@ from pathlib import Path
 from typing import Protocol
 
 from logwatch.errors import InputError
-from logwatch.sources.sniff import HEAD_BYTES, sniff
+from logwatch.sources.sniff import HEAD_BYTES, TEXT_SAMPLE_BYTES, not_text_note, sniff
 
 STDIN = "-"
 
 
-def check_readable(paths: Sequence[str]) -> None:
-    """Fail early, with the fix, on a path that is missing, a folder or unreadable."""
+def check_readable(
+    paths: Sequence[str], *, not_text: Callable[[str, str], None] | None = None
+) -> None:
+    """Fail early, with the fix, on a path that is missing, a folder or unreadable;
+    `not_text(path, note)` hears once of each file that is mostly not text (`text_note`)."""
     if list(paths).count(STDIN) > 1:
         raise InputError("-: standard input can be read only once (give '-' one time)")
     for path in paths:
@@ -37,6 +40,12 @@ def check_readable(paths: Sequence[str]) -> None:
             )
         if not os.access(p, os.R_OK):
             raise InputError(f"{path}: permission denied (run as a user who can read it)")
+    if not_text is None:
+        return
+    for path in paths:
+        note = text_note(path)
+        if note is not None:
+            not_text(path, note)
 
 
 def open_log(path: str) -> tuple[ByteStream, int, int]:
@@ -58,6 +67,27 @@ def open_log(path: str) -> tuple[ByteStream, int, int]:
         raw.close()
         raise
     return stream, info.st_size if stream is raw else 0, year
+
+
+def text_note(path: str) -> str | None:
+    """What to say when the start of a log (decompressed) is mostly not text
+    (`sniff.not_text_note`); None for text, standard input (it cannot be read twice) and a
+    file that cannot be read (replay says why)."""
+    if path == STDIN:
+        return None
+    try:
+        stream, _, _ = open_log(path)
+    except (InputError, OSError):
+        return None
+    try:
+        head = b""
+        while len(head) < TEXT_SAMPLE_BYTES + 3 and (more := stream.read(TEXT_SAMPLE_BYTES)):
+            head += more
+    except (OSError, EOFError):
+        return None  # damaged: replay says so
+    finally:
+        close_stream(stream)
+    return not_text_note(head)
 
 
 def _decoded(path: str, raw: ByteStream, head: bytes) -> ByteStream:

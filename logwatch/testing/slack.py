@@ -1,7 +1,9 @@
 """A fake Slack Web API on loopback, for tests: the real slack-sdk talks to it through `base_url`.
 
 It speaks Slack's JSON and headers for chat.postMessage, chat.update, conversations.history,
-conversations.replies, conversations.info, auth.test and an incoming-webhook endpoint; it checks
+conversations.replies, conversations.info, auth.test, chat.postEphemeral, usergroups.users.list,
+apps.connections.open (the app-level token; its URL is the loopback Socket Mode server of
+`socketmode.py`, `fake.socket`) and an incoming-webhook endpoint; it checks
 the token, the channel, membership and Block Kit limits like Slack does, enforces a per-channel
 posting rate (1 msg/s with a burst of 3 by default) with 429 + Retry-After, and can be scripted to
 fail: 429s, 5xx, non-JSON bodies, dropped connections, permanent error codes, slow answers
@@ -22,6 +24,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+from logwatch.testing.socketmode import SocketModeServer
 
 WEBHOOK_PATH = "/services/T0FAKE/B0FAKE/fakewebhooksecret0000"
 SCOPES = ("chat:write", "channels:read", "groups:read", "channels:history", "groups:history")
@@ -66,8 +70,13 @@ class FakeSlack:
         not_member: tuple[str, ...] = (),
         scopes: tuple[str, ...] = SCOPES,
         clock_offset_s: float = 0.0,
+        app_token: str = "xapp-1-A0FAKE-0000-fakeapptoken",
+        groups: dict[str, list[str]] | None = None,
     ) -> None:
         self.token, self.scopes = token, scopes
+        self.app_token, self.groups = app_token, groups or {}  # Socket Mode; user groups
+        self.ephemerals: list[dict[str, Any]] = []  # chat.postEphemeral: only `user` saw them
+        self._socket: SocketModeServer | None = None
         self.clock_offset_s = clock_offset_s  # the fake's clock minus the host's (< 0: behind)
         self.channels = (
             channels if channels is not None else {"C0ALERTS01": "alerts", "C0OTHER002": "other"}
@@ -98,8 +107,18 @@ class FakeSlack:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def socket(self) -> SocketModeServer:
+        """The loopback Socket Mode server apps.connections.open hands out (started on first use)."""
+        with self._lock:
+            if self._socket is None:
+                self._socket = SocketModeServer()
+            return self._socket
+
     def close(self) -> None:
         """Stop serving (cutting trickled answers short) and wait for handler threads."""
+        if self._socket is not None:
+            self._socket.close()
         self._closing.set()
         self._server.shutdown()
         self._server.server_close()
@@ -140,7 +159,8 @@ class FakeSlack:
             fault = queue.popleft() if queue else Fault()
             if fault.status != 200 or fault.error or fault.body is not None or fault.drop:
                 return fault, {"ok": False, "error": fault.error or "ratelimited"}, channel
-            if method != "webhook" and auth != f"Bearer {self.token}":
+            wanted = self.app_token if method == "apps.connections.open" else self.token
+            if method != "webhook" and auth != f"Bearer {wanted}":
                 return Fault(), {"ok": False, "error": "invalid_auth"}, channel
             handler = _METHODS.get(method)
             if handler is None:
@@ -340,7 +360,33 @@ def _webhook(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True}
 
 
+def _connections_open(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
+    # the lock is held by `handle`: the server is made without the property's locking
+    if fake._socket is None:
+        fake._socket = SocketModeServer()
+    if fake._socket.refused:
+        return {"ok": False, "error": "internal_error"}
+    return {"ok": True, "url": fake._socket.url}
+
+
+def _ephemeral(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
+    if fake.channel_id(str(params.get("channel", ""))) is None:
+        return {"ok": False, "error": "channel_not_found"}
+    fake.ephemerals.append({k: params.get(k) for k in ("channel", "user", "text")})
+    return {"ok": True, "message_ts": f"{fake.now():.6f}"}
+
+
+def _group_users(fake: FakeSlack, params: dict[str, Any]) -> dict[str, Any]:
+    group = str(params.get("usergroup", ""))
+    if group not in fake.groups:
+        return {"ok": False, "error": "no_such_subteam"}
+    return {"ok": True, "users": list(fake.groups[group])}
+
+
 _METHODS = {
+    "apps.connections.open": _connections_open,
+    "chat.postEphemeral": _ephemeral,
+    "usergroups.users.list": _group_users,
     "chat.postMessage": _post,
     "chat.update": _update,
     "conversations.history": _history,

@@ -78,7 +78,8 @@ def test_actions_are_read(tmp_path: Path) -> None:
         ("after", '"2 minutes"', "'after': invalid duration '2 minutes'"),
         ("max_per_hour", "0", "'max_per_hour' must be 1 or more"),
         ("timeout", '"0s"', "'timeout' must be more than 0s"),
-        ("shell", "true", "unknown key 'shell' (expected one of: after, dry_run"),
+        ("shell", "true", "unknown key 'shell' (expected one of: after, button, dry_run"),
+        ("button", '"yes"', "'button' must be a bool, got 'yes'"),
     ],
 )
 def test_action_errors_name_file_and_line(

@@ -135,3 +135,29 @@ def test_a_wait_follows_its_alert_to_the_rotated_name(tmp_path: Path) -> None:
     sink.tick(NOW)
     sink.close()
     assert runner.ran == []
+
+
+def test_run_once_runs_a_waiting_action_now_and_once_across_a_restart(tmp_path: Path) -> None:
+    """A Slack Stop run press (`run_once`) on an alert whose action waits for its `after`: it
+    runs now, `then` gets the outcome, the wait does not run it again when due, and neither a
+    second press nor a press after a restart runs it again (the journal's at-most-once)."""
+    clock, runner, said = Clock(), Runner(), []
+    sink = open_sink(tmp_path, STOP, clock, runner, said)
+    event = alert()
+    sink.emit(event)
+    outcomes: list[str] = []
+    assert sink.run_once("stop", event, lambda o: outcomes.append(o.outcome)) is None
+    sink.close()  # joins the command's thread
+    assert runner.ran == [("kill", "4242")] and outcomes == ["ok"]
+    clock.at += 121
+    sink.tick(NOW)
+    assert sink.run_once("stop", event, outcomes.append) == (
+        "action stop already ran for nan-loss on run/train.log:10 (at most once per alert)"
+    )
+    again = open_sink(tmp_path, STOP, clock, runner, said)
+    assert "already ran" in str(again.run_once("stop", event, outcomes.append))
+    assert (
+        again.run_once("nope", event, outcomes.append) == "no [[action]] named 'nope' in the config"
+    )
+    again.close()
+    assert runner.ran == [("kill", "4242")] and outcomes == ["ok"]

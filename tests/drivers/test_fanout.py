@@ -3,7 +3,7 @@ pipe still stops)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -80,3 +80,30 @@ def test_a_broken_pipe_propagates() -> None:
     with pytest.raises(BrokenPipeError):
         fan.close()
     assert after.closed
+
+
+def test_a_tick_that_keeps_failing_is_said_once_a_minute_and_when_it_works_again() -> None:
+    """A sink whose tick fails every round (a second apart) for 2m05s: the first failure, one
+    summary a minute, and one line when it works again; not 126 lines."""
+    said: list[str] = []
+
+    class Flaky(ListSink):
+        broken = True
+
+        def tick(self, now: datetime) -> None:
+            if self.broken:
+                raise OSError("spool disk full")
+
+    flaky = Flaky()
+    fan = FanOut([flaky], report=said.append)
+    for second in range(126):
+        fan.tick(T0 + timedelta(seconds=second))
+    flaky.broken = False
+    fan.tick(T0 + timedelta(seconds=126))
+    fan.tick(T0 + timedelta(seconds=127))
+    assert said == [
+        "sink Flaky failed a periodic step: OSError: spool disk full",
+        "sink Flaky's periodic step: still failing, 61 times in 1m00s; OSError: spool disk full",
+        "sink Flaky's periodic step: still failing, 121 times in 2m00s; OSError: spool disk full",
+        "sink Flaky's periodic step works again (it failed 126 times in 2m06s)",
+    ]

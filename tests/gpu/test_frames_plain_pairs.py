@@ -27,6 +27,7 @@ from logwatch.parse.shapes import SHAPES
 from logwatch.parse.telemetry import gpu_key_count
 from logwatch.rules.gpu import HoldRule, log_gpu_metrics, log_gpu_rows
 from logwatch.rules.loader import builtin_rules_dir, load_pack
+from tests.support.properties import examples
 
 METRICS = ["util", "mem_gb", "mem_total_gb", "power_w", "power_limit_w", "temp_c"]
 PLAIN_VALUES = ["0", "90", "70.7", "007", "-0", "-3.25", "1.50", "99999999999", "85"]
@@ -127,7 +128,7 @@ def _same(fast: TelemetryRows, general: TelemetryRows) -> None:
     assert fast.dropped == general.dropped
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(_lines())
 def test_plain_lines_cut_by_position_give_the_general_paths_rows(lines: list[str]) -> None:
     """Rows (values, order, dtypes, last of a key said twice) and the pairs left out (a value
@@ -198,7 +199,7 @@ def test_an_index_past_int64_on_a_plain_line_is_dropped_as_on_any_line(
     assert read.dropped == (() if dropped is None else (DroppedPair("index", 0, dropped),))
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(_lines(), st.sets(st.sampled_from([*METRICS, "fan"])))
 def test_rows_of_some_metrics_are_those_of_all_filtered(
     lines: list[str], metrics: set[str]
@@ -244,7 +245,7 @@ def test_a_large_batch_of_two_metrics_comes_out_in_line_and_gpu_order() -> None:
     assert frame.equals(frame.sort("_row", "gpu", maintain_order=True))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(_lines())
 def test_a_plain_lines_gpu_keys_are_its_gpu_substrings(lines: list[str]) -> None:
     """On plain lines, the snapshot shape's count of ` gpu/` gives the general path's `gpu_keys`
@@ -255,7 +256,7 @@ def test_a_plain_lines_gpu_keys_are_its_gpu_substrings(lines: list[str]) -> None
     assert counted.equals(frame.select(gpu_key_count()).to_series(), check_names=False)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(_lines())
 def test_every_dflash_snapshot_shape_line_is_a_plain_line(lines: list[str]) -> None:
     """A line the `dflash-snapshot` shape accepts is plain: the cut by position and the
@@ -352,7 +353,7 @@ def _after_one(*changed: str) -> list[str]:
     ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_sequence_lines(), st.one_of(st.none(), st.sets(st.sampled_from([*METRICS, "fan"]))))
 @example(_after_one("gpu/0/util=1 gpu/5/util=2 gpu/1/temp_c=3"), None)  # a GPU key for another
 @example(_after_one("gpu/1/temp_c=5", "gpu/0/util=1 cuda/alloc_gb=2 gpu/1/temp_c=3"), None)

@@ -53,3 +53,22 @@ def test_auto_without_nvml_says_why_and_required_refuses() -> None:
         start_gpu_link(
             GpuSettings.parse("required"), FakeGpuReader(init_failure=failure), [], said.append
         )
+
+
+def test_a_live_runs_nvml_notice_says_how_to_turn_it_off() -> None:
+    """`tail`/`top` without NVML: the stderr line's and the info alert's fix end with
+    "or pass `--gpu off`" (a host without GPUs on purpose can silence it)."""
+    failure = (NvmlReason.LIBRARY_NOT_FOUND, "libnvidia-ml.so.1: cannot open")
+    said: list[str] = []
+    link = start_gpu_link(
+        GpuSettings.parse("auto"), FakeGpuReader(init_failure=failure), [], said.append
+    )
+    assert link is not None
+    link.close()
+    (event,) = link.started.events
+    assert said == [
+        "GPUs: NVML unavailable: no NVIDIA driver library (libnvidia-ml.so.1) on this host "
+        "(libnvidia-ml.so.1: cannot open); fix: run on a host with the NVIDIA driver installed, "
+        "or in a container started with --gpus / the NVIDIA runtime, or pass `--gpu off`"
+    ]
+    assert event.fix.endswith(", or pass `--gpu off`")

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from logwatch.rules.base import Transition
 from logwatch.rules.log import StreakRule
 from logwatch.rules.spike import SpikeRule
+from tests.support.properties import examples
 from tests.support.stateful_reference import ranked, spike, streak
 
 # Mostly a flat loss (the exit's case), with noise, spikes, NaN and gaps now and then.
@@ -48,7 +49,7 @@ def _spike_reference(
     return ranked(step, frame, state, column="loss", initial=initial, firing=firing)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     VALUES,
     st.lists(st.integers(0, 300), max_size=5),
@@ -90,7 +91,7 @@ def test_spike_early_exit_matches_the_full_logic(
         assert state == ref
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(st.sampled_from([None, 0, 1, 2]), min_size=1, max_size=120),
     st.lists(st.integers(0, 120), max_size=5),

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from logwatch.rules.base import Transition
 from logwatch.rules.drop import PAUSE_PATTERN, DropRule
 from logwatch.rules.nonfinite import NonFiniteRule
+from tests.support.properties import examples
 from tests.support.stateful_reference import drop, nonfinite, ranked
 
 
@@ -50,7 +51,7 @@ def _drop_reference(
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     LINES.filter(bool),
     st.lists(st.integers(0, 400), max_size=6),
@@ -99,7 +100,7 @@ LOSSES = st.sampled_from([2.0, 1.9, None, float("nan"), float("inf"), float("-in
 RANKS = st.sampled_from([None, 0, 1, 3])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(st.tuples(LOSSES, RANKS), min_size=1, max_size=80),
     st.lists(st.integers(0, 80), max_size=6),

@@ -19,6 +19,7 @@ from logwatch.rules.gates import (
     required_literals,
 )
 from logwatch.rules.loader import builtin_rules_dir, load_rules
+from tests.support.properties import examples
 
 RULES = load_rules([builtin_rules_dir()])
 
@@ -56,7 +57,7 @@ def _reference_spellings(text: str, rank: int) -> list[str] | None:
     ]
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.text(alphabet="aAbeEkKsSxXzZ019 _.:=-/é", max_size=40), st.sampled_from([0, 1]))
 def test_spellings_pick_the_part_the_full_listing_picks(text: str, rank: int) -> None:
     """The case-folded gate spells the same part as listing and sorting every part would (ties,

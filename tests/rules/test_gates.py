@@ -20,6 +20,7 @@ from logwatch.rules.gates import _FOLDS, gate_for, gate_pairs
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.rules.log import MatchRule
 from logwatch.rules.nonfinite import NONFINITE_GATE, NONFINITE_ROWS, NonFiniteRule
+from tests.support.properties import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = load_rules([builtin_rules_dir()])
@@ -84,7 +85,7 @@ def test_folds_are_every_character_a_case_insensitive_letter_matches() -> None:
         assert sorted(found) == sorted(spellings), letter
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(LINES, min_size=1, max_size=30))
 def test_nonfinite_values_are_on_gated_lines(lines: list[str]) -> None:
     """Every line the parser gives a non-finite loss, grad norm or lr (NaN in any casing,
@@ -108,7 +109,7 @@ def test_the_cheaper_nonfinite_expression_finds_what_the_gate_finds_on_real_line
     assert (cheaper & ~regex).sum() <= lines.len() // 20
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(LINES, min_size=1, max_size=40))
 def test_a_quiet_rule_moves_only_on_gated_lines(lines: list[str]) -> None:
     """For every built-in log rule with a gate: one line that fires it or changes its quiet
@@ -129,7 +130,7 @@ def test_a_quiet_rule_moves_only_on_gated_lines(lines: list[str]) -> None:
                 assert pl.Series([frame["text"][row]]).str.contains(rule.needs.gate)[0], spec.id
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(st.one_of(LINES.map(lambda line: [line]), st.sampled_from(WRAPPED)), min_size=1),
     st.lists(st.integers(1, 59), max_size=4),
@@ -226,7 +227,7 @@ def _recased(line: str, flips: list[bool]) -> str:
     return "".join(c.swapcase() if flip else c for c, flip in zip(line, cycle, strict=True))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.sampled_from(CORPUS),
     st.lists(st.booleans(), min_size=1, max_size=7),

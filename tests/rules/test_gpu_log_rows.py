@@ -20,6 +20,7 @@ from logwatch.parse import parse_lines
 from logwatch.parse.telemetry import PAIRS_COLUMN, gpu_key_count, telemetry_pairs
 from logwatch.rules.gpu import HoldRule, LogGpuRows, log_gpu_rows, with_log_context
 from logwatch.rules.loader import builtin_rules_dir, load_pack
+from tests.support.properties import examples
 
 T0 = datetime(2026, 11, 1, 0, 0, 0)
 METRICS = ["util", "mem_gb", "mem_total_gb", "power_w", "power_limit_w", "temp_c"]
@@ -173,7 +174,7 @@ def _brute(rule: HoldRule, views: Views) -> list[Event]:
     return out
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_log(), st.lists(st.integers(0, 60), max_size=4))
 def test_narrow_rows_give_the_wide_paths_transitions(lines: list[str], cuts: list[int]) -> None:
     """Every GPU rule gives the same transitions and state from the narrow rows as from the
@@ -186,7 +187,7 @@ def test_narrow_rows_give_the_wide_paths_transitions(lines: list[str], cuts: lis
             assert [e[:3] for e in narrow[0]] == [e[:3] for e in _brute(rule, views)], name
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(_log())
 def test_narrow_rows_hold_the_telemetry_columns_values(lines: list[str]) -> None:
     """The narrow rows, pivoted, are the wide GPU frame; `gpu_key_count` over the text (or

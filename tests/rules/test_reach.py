@@ -16,10 +16,13 @@ from logwatch.parse.shapes import SHAPES
 from logwatch.rules.gates import NEVER, Literal
 from logwatch.rules.nonfinite import NONFINITE_GATE
 from logwatch.rules.reach import ANY, _automaton, _shape_automaton, _Unreadable, holds, reached
+from tests.support.properties import examples
 from tests.test_shapes import MIXED_LINES
 
 SHAPE = {shape.name: number for number, shape in enumerate(SHAPES)}
-SLOW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SLOW = settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @st.composite

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from logwatch.rules.base import Needs, gate_rows
 from logwatch.rules.gates import NEVER
 from logwatch.rules.scan import UNION_ALTERNATIVES, GateScan
+from tests.support.properties import examples
 
 PLAIN = ["ab", "(?i)ab|cd", "AB", "b|c", r"a\|b", "^ab", "cd$", "|".join("ABCD")]
 # lines made of the gates' pieces, so that most match some gates and not others
@@ -25,7 +26,7 @@ def _rows(gates: list[str]) -> dict[str, pl.Expr]:
     return rows
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     st.lists(st.sampled_from([*PLAIN, *OWN]), min_size=1, unique=True),
     st.lists(LINES, max_size=60),

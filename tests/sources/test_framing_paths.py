@@ -22,6 +22,7 @@ from logwatch.sources.framing import (
     read_blocks,
 )
 from tests.support.framing_reference import reference_lines_to_series
+from tests.support.properties import examples
 
 PLAIN = b"2026-11-28 14:02:03 step 1300 | loss 2.31 | grad_norm 1.1\n"
 PLAIN_TEXT = PLAIN.decode().rstrip("\n")
@@ -155,7 +156,7 @@ HEADS = [b"", b"\x1f\x8b", b"x\x9c", b"\x28\xb5\x2f\xfd", b"\xef\xbb\xbf", b"\r"
 pieces = st.lists(st.sampled_from(PIECES), max_size=40).map(b"".join)
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=examples(300), deadline=None, database=None)
 @given(
     head=st.sampled_from(HEADS),
     before=pieces,
@@ -174,7 +175,7 @@ def test_any_block_frames_as_the_reference(
     assert lines == reference_lines_to_series(data, max_line_bytes).to_list()
 
 
-@settings(max_examples=200, deadline=None, database=None)
+@settings(max_examples=examples(200), deadline=None, database=None)
 @given(data=pieces, cuts=st.lists(st.integers(0, 2000), max_size=12))
 def test_framer_hands_out_every_byte_once(data: bytes, cuts: list[int]) -> None:
     """Fed in any pieces, the framer returns each line whole and once, the last on flush."""
@@ -213,7 +214,7 @@ def test_line_carried_over_between_reads_frames_as_inside_its_block(line: bytes)
     assert lines[1][0] != PLAIN_TEXT  # the carried line opens the second block
 
 
-@settings(max_examples=60, deadline=None, database=None)
+@settings(max_examples=examples(60), deadline=None, database=None)
 @given(
     parts=st.lists(st.tuples(pieces, st.integers(ROWS // 2, ROWS)), min_size=3, max_size=5),
     end=pieces,
@@ -244,7 +245,7 @@ def wrong_splits(lines: list[str]) -> list[list[str]]:
     return wrong
 
 
-@settings(max_examples=200, deadline=None, database=None)
+@settings(max_examples=examples(200), deadline=None, database=None)
 @given(st.lists(st.sampled_from(TEXT_PIECES), min_size=1, max_size=30).map(b"".join))
 def test_the_split_check_takes_the_lines_and_nothing_else(data: bytes) -> None:
     """Replay does not count a block's newlines when a cheaper check proves the CSV reader

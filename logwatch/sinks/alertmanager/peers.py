@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from logwatch.cluster_config import AlertmanagerConfig
+from logwatch.faults import RepeatedFaults
 from logwatch.redact import redact
 
 API_PATH = "/api/v2/alerts"
@@ -165,8 +166,11 @@ class Peer:
         backoff_cap_s: float,
         report: Callable[[str], None],
         rng: random.Random | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client, self.body, self.report = client, body, report
+        # A peer that stays down is summarised once a minute while it lasts.
+        self.faults = RepeatedFaults(report, clock=clock)
         self.backoff_cap_s = backoff_cap_s
         self.rng = rng or random.Random()
         self.delivered = 0  # the newest state version this peer accepted
@@ -218,6 +222,7 @@ class Peer:
             return
         self.delivered = max(self.delivered, version)
         if self._said is not None:
+            self.faults.forget(f"Alertmanager {self.url}")
             self.report(f"Alertmanager {self.url}: delivering again")
         self._failures, self._said = 0, None
 
@@ -228,14 +233,18 @@ class Peer:
         wait = step * (0.5 + 0.5 * self.rng.random())
         with self._cv:
             self._due, self._retry_at = True, time.monotonic() + wait
-        if exc.kind != self._said:
+        key = f"Alertmanager {self.url}"
+        if exc.kind != self._said:  # a new kind of failure is said in full
             self._said = exc.kind
-            self.report(
-                redact(
-                    f"Alertmanager {self.url}: {exc}; alerts are kept and retried (backoff up to "
-                    f"{self.backoff_cap_s:g}s). Fix: {FIXES[exc.kind]}"
-                )
-            )
+            self.faults.forget(key)
+        self.faults.failed(
+            key,
+            redact(
+                f"{key}: {exc}; alerts are kept and retried (backoff up to "
+                f"{self.backoff_cap_s:g}s). Fix: {FIXES[exc.kind]}"
+            ),
+            detail=redact(str(exc)),
+        )
 
     def close(self, wait_s: float) -> None:
         """Stop the thread; a request in flight is cut at once."""

@@ -49,7 +49,48 @@ def slack_checks(slack: SlackConfig) -> list[Check]:
         Check("slack token", True, f"auth.test ok (team {who.get('team')}, bot {who.get('user')})")
     ]
     channel_check, private = _channel(client, slack.channel)
-    return [*checks, channel_check, _scopes(who.headers, private)]
+    return [*checks, channel_check, _scopes(who.headers, private), *_buttons(slack, who.headers)]
+
+
+def _buttons(slack: SlackConfig, headers: Mapping[str, Any] | None) -> list[Check]:
+    """With app_token_file: the app-level token opens a Socket Mode connection URL
+    (apps.connections.open; nothing is connected), and allowed_groups can be listed."""
+    if slack.buttons is None:
+        return []
+    from slack_sdk import WebClient
+    from slack_sdk.errors import SlackApiError
+
+    app = WebClient(
+        base_url=slack.base_url, timeout=int(max(slack.timeout_s, 1)), retry_handlers=[]
+    )
+    fix = (
+        "an app-level token (xapp-...) with connections:write in [slack] app_token_file, and "
+        "Socket Mode and Interactivity turned on in the app's settings"
+    )
+    try:
+        app.apps_connections_open(app_token=slack.buttons.app_token)
+    except SlackApiError as exc:
+        code = exc.response.get("error", f"HTTP {exc.response.status_code}")
+        return [Check("slack buttons", False, f"apps.connections.open: {code}", fix)]
+    except Exception as exc:  # network trouble
+        return [Check("slack buttons", False, f"apps.connections.open: {exc}", "check the network")]
+    users, groups = len(slack.buttons.allowed_users), len(slack.buttons.allowed_groups)
+    checks = [
+        Check("slack buttons", True, f"Socket Mode ok; {users} allowed user(s), {groups} group(s)")
+    ]
+    raw = next((v for k, v in (headers or {}).items() if k.lower() == "x-oauth-scopes"), "")
+    if groups and "usergroups:read" not in str(raw):
+        checks.append(
+            Check(
+                "slack groups",
+                False,
+                "no usergroups:read: members of allowed_groups cannot be checked, so they "
+                "cannot press",
+                "add the usergroups:read scope to the Slack app and reinstall it",
+                required=False,
+            )
+        )
+    return checks
 
 
 def _channel(client: Any, channel_id: str) -> tuple[Check, bool]:

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from logwatch.atomic import open_private
+from logwatch.faults import Episode, RepeatedFaults
 from logwatch.redact import redact, stderr_line
 from logwatch.sinks.slack.spool import UPDATE, Job, MessageRef, Spool, job_problem
 from logwatch.sinks.slack.transport import (
@@ -69,9 +70,13 @@ class DeliveryWorker:
         policy: DeliveryPolicy = DeliveryPolicy(),
         report: Callable[[str], None] = stderr_line,
         rng: random.Random | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.spool, self.transport, self.policy = spool, transport, policy
         self.dead_letter, self.report = dead_letter, report
+        # Failures that repeat (Slack down, the spool's disk) are said when they start, once a
+        # minute while they last and when they end, never at every retry.
+        self.faults = RepeatedFaults(lambda m: report(redact(f"logwatch: {m}")), clock=clock)
         self.rng = rng or random.Random()
         self.stats = DeliveryStats()
         self._stop = threading.Event()
@@ -127,7 +132,11 @@ class DeliveryWorker:
             try:
                 self._bury_bad(job, f"{type(exc).__name__}: {exc}")
             except Exception as again:  # the spool itself fails (disk): retry later
-                self.report(redact(f"logwatch: Slack delivery on {job.channel}: {again}"))
+                self.faults.failed(
+                    "slack spool",
+                    f"slack spool: delivery on {job.channel} failed ({again}); retrying",
+                    detail=str(again),
+                )
                 return -self._backoff(failures)
             return None
 
@@ -148,6 +157,7 @@ class DeliveryWorker:
                 if found is not None:
                     self.stats.reconciled += 1
                     self.spool.record("done", job.id, channel=found.channel, ts=found.ts)
+                    self._delivered()
                     return None
         return self._send(job, parent, failures)
 
@@ -168,13 +178,36 @@ class DeliveryWorker:
             return None
         self.spool.record("done", job.id, channel=ref.channel, ts=ref.ts)
         self.stats.delivered += 1
+        self._delivered()
         return None
+
+    def _delivered(self) -> None:
+        """A job went through: a failure that lasted is over."""
+        self.faults.recovered("slack", self._recovered)
+        self.faults.recovered("slack spool", lambda *_: "slack spool: works again")
+
+    def _queued(self) -> str:
+        count = self.spool.pending_count()
+        return f"{count} alert{'' if count == 1 else 's'} queued"
+
+    def _recovered(self, episode: Episode, now_s: float) -> str:
+        tries = f"{episode.failures} failed tr{'y' if episode.failures == 1 else 'ies'}"
+        left = self.spool.pending_count()
+        queued = f"; {self._queued()}" if left else ""
+        return f"slack: delivering again after {tries} in {episode.lasted(now_s)}{queued}"
 
     def _rate_limited(self, job: Job, exc: RateLimited) -> float:
         self.stats.rate_limited += 1
         wait = max(exc.retry_after_s, self.policy.pace_s) + 0.01
         self.stats.retry_waits_s.append(wait)
-        log.warning("Slack rate-limited channel %s; waiting %.1fs", job.channel, wait)
+        log.debug("Slack rate-limited channel %s; waiting %.1fs", job.channel, wait)
+        said = f"Slack is rate-limiting channel {job.channel} (HTTP 429)"
+        queued = self._queued()
+        self.faults.failed(
+            "slack",
+            f"slack: {said}; waiting {wait:.0f}s as it asks, {queued}",
+            detail=f"{said}; {queued}",
+        )
         return wait
 
     def _transient(self, exc: Transient, failures: int) -> float:
@@ -182,7 +215,11 @@ class DeliveryWorker:
         wait = self._backoff(failures)
         if self._stop.is_set():
             return -wait  # cut short by close(): nothing to retry, the job stays spooled
-        log.warning("Slack request failed (%s); retrying in %.1fs", redact(str(exc)), wait)
+        log.debug("Slack request failed (%s); retrying in %.1fs", redact(str(exc)), wait)
+        queued = self._queued()
+        self.faults.failed(
+            "slack", f"slack: {exc.said}; retrying, {queued}", detail=f"{exc.said}; {queued}"
+        )
         return -wait
 
     def _can_reconcile(self, channel: str) -> bool:

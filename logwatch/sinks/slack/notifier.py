@@ -11,27 +11,28 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import secrets
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from logwatch.alerts import FIRING, AlertEvent, Severity, event_from_json
+from logwatch.alerts import FIRING, AlertEvent, event_from_json
 from logwatch.atomic import write_atomic
 from logwatch.clock import Clock
 from logwatch.config import AlertsConfig
 from logwatch.drivers.statesafe import write_failure
 from logwatch.durations import format_duration
 from logwatch.engine.lifecycle import moved_source
+from logwatch.errors import SilencesUnreadable
 from logwatch.redact import stderr_line
 from logwatch.sinks.slack import messages
+from logwatch.sinks.slack.notices import Notice as Notice  # its old home
+from logwatch.sinks.slack.notices import event_json, notice_from_json, notice_json
 from logwatch.sinks.slack.silences import SilenceStore
 from logwatch.sinks.slack.spool import POST, REPLY, UPDATE, Job
-from logwatch.statecheck import LIST, NUMBER, OBJECT, STR, fields
+from logwatch.statecheck import LIST, fields
 from logwatch.words import counted
 
 STATE_FILE = "notify-state.json"
@@ -50,21 +51,6 @@ class Outbox(Protocol):
         ...
 
 
-@dataclass(slots=True)
-class Notice:
-    """One Slack message and the alerts it speaks for."""
-
-    id: str
-    rule: str
-    severity: Severity
-    opened_s: float
-    members: dict[str, AlertEvent] = field(default_factory=dict)
-    resolved: dict[str, AlertEvent] = field(default_factory=dict)
-    last_notified_s: float = 0.0
-    moved: dict[str, str] = field(default_factory=dict)
-    """Sources renamed since the message was posted (a rotated file): new name -> posted name."""
-
-
 class Notifier:
     """Turns alert events into Slack jobs, once per problem. Implements the Sink protocol."""
 
@@ -81,7 +67,9 @@ class Notifier:
         report: Callable[[str], None] = stderr_line,
         ignore_rules: frozenset[str] = frozenset(),
         env_run: str | None = None,
+        controls: Callable[[Notice], list[messages.Block]] | None = None,
     ) -> None:
+        self.controls = controls  # the buttons of a firing message ([slack] app_token_file)
         self.outbox, self.channel, self.settings, self.clock = outbox, channel, settings, clock
         self.env_run = env_run  # the run this process's environment names, for logs naming none
         self.silences, self.new_id, self.report = silences, new_id, report
@@ -116,7 +104,7 @@ class Notifier:
         # group for good. One fsync'd append per event (the full state is rewritten at ticks
         # only: rewriting it per event is quadratic in a burst), replayed by `_load`; chosen
         # over a flush step in every sink and driver, it keeps the contract in the sink.
-        self._journal(_event_json(event))
+        self._journal(event_json(event))
 
     def rename_source(self, old: str, new: str) -> None:
         """`old`'s alerts go on under `new` (a rotated file): every group keeps its message, so
@@ -206,13 +194,31 @@ class Notifier:
     def _show_partly_resolved(self, notice: Notice) -> None:
         """Edit a group's message to mark the alerts that resolved while others still fire
         (an edit, so no ping: the thread reply and the channel hear of it when all resolved)."""
+        self._send(UPDATE, *self._firing(notice), parent=notice.id, closes=False)
+
+    def _firing(self, notice: Notice) -> tuple[str, list[messages.Block]]:
+        """A group's firing message: its alerts, what people did with it, its buttons."""
         text, blocks = messages.firing_message(
             notice.severity,
             list(notice.members.values()),
             env_run=self.env_run,
             ended=notice.resolved,
         )
-        self._send(UPDATE, text, blocks, parent=notice.id, closes=False)
+        extra = [messages.context(mark) for mark in notice.marks[-5:]]
+        extra += self.controls(notice) if self.controls is not None else []
+        body = blocks[:-1][: messages.BLOCKS_MAX - 1 - len(extra)]  # the list gives way
+        return text, body + extra + blocks[-1:]
+
+    def mark(self, notice_id: str, line: str) -> bool:
+        """Show what someone did (a button) on a posted group's message, by an edit; False when
+        no message of this process is open for that id (resolved, or never posted)."""
+        notice = self.posted.get(notice_id)
+        if notice is None:
+            return False
+        notice.marks.append(line)
+        self._dirty = True
+        self._send(UPDATE, *self._firing(notice), parent=notice.id, closes=False)
+        return True
 
     def _close_notice(self, notice: Notice) -> None:
         firing_s = _firing_seconds(notice, self._now())
@@ -236,6 +242,11 @@ class Notifier:
         broadcast = self.settings.notify_on_resolve
         self._send(REPLY, reply, reply_blocks, parent=notice.id, broadcast=broadcast)
         del self.posted[notice.id]
+        if self.silences is not None and notice.marks:  # a button may have silenced it
+            try:
+                self.silences.end_for_notice(notice.id, self.clock.now())
+            except SilencesUnreadable as exc:
+                self.report(f"logwatch: {exc}")
 
     # --- time-driven work ----------------------------------------------------------------------
 
@@ -280,10 +291,7 @@ class Notifier:
                 self.held[fp] = notice.members.pop(fp)
         if not notice.members:
             return
-        text, blocks = messages.firing_message(
-            notice.severity, list(notice.members.values()), env_run=self.env_run
-        )
-        self._send(POST, text, blocks, job_id=notice.id)
+        self._send(POST, *self._firing(notice), job_id=notice.id)
         notice.last_notified_s = self._now()
         self.posted[notice.id] = notice
         for note in self._notes.pop(notice.id, []):
@@ -291,7 +299,9 @@ class Notifier:
 
     def _maybe_repeat(self, notice: Notice, now: float) -> None:
         still = [e for fp, e in notice.members.items() if fp not in notice.resolved]
-        if not still or now - notice.last_notified_s < self.settings.repeat_interval_s:
+        if notice.acked_by or not still:
+            return  # acknowledged: someone is on it
+        if now - notice.last_notified_s < self.settings.repeat_interval_s:
             return
         if all(self.muted_by(e) is not None for e in still):
             return
@@ -344,10 +354,10 @@ class Notifier:
             self._dirty = False
             return
         data = {
-            "firing": [_event_json(e) for e in self.firing.values()],
+            "firing": [event_json(e) for e in self.firing.values()],
             "held": sorted(self.held),
-            "pending": [_notice_json(n) for n in self.pending.values()],
-            "posted": [_notice_json(n) for n in self.posted.values()],
+            "pending": [notice_json(n) for n in self.pending.values()],
+            "posted": [notice_json(n) for n in self.posted.values()],
         }
         try:
             self.state_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -380,8 +390,8 @@ class Notifier:
             )
             firing = {e.fingerprint: e for e in map(event_from_json, data["firing"])}
             held = {fp: firing[fp] for fp in data["held"] if fp in firing}
-            pending = {n.id: n for n in map(_notice_from_json, data["pending"])}
-            posted = {n.id: n for n in map(_notice_from_json, data["posted"])}
+            pending = {n.id: n for n in map(notice_from_json, data["pending"])}
+            posted = {n.id: n for n in map(notice_from_json, data["posted"])}
         except (ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError) as exc:
             self._set_aside(f"{type(exc).__name__}: {exc}")
             return
@@ -445,53 +455,3 @@ def _firing_seconds(notice: Notice, now: float) -> float:
     if starts and ends and len(ends) == len(notice.members):
         return max((max(ends) - min(starts)).total_seconds(), 0.0)
     return max(now - notice.opened_s, 0.0)
-
-
-def _event_json(event: AlertEvent) -> dict[str, Any]:
-    """An event as the state file keeps it (the log line cut: messages show at most 3000 chars)."""
-    data = event.to_json()
-    data["text"] = messages.cut(data["text"], messages.SECTION_MAX)
-    return data
-
-
-def _notice_json(notice: Notice) -> dict[str, Any]:
-    return {
-        "id": notice.id,
-        "rule": notice.rule,
-        "severity": notice.severity.label,
-        "opened_s": notice.opened_s,
-        "last_notified_s": notice.last_notified_s,
-        "members": [_event_json(e) for e in notice.members.values()],
-        "resolved": [_event_json(e) for e in notice.resolved.values()],
-        "moved": notice.moved,
-    }
-
-
-_NOTICE_FIELDS = {
-    "id": STR,
-    "rule": STR,
-    "severity": STR,
-    "opened_s": NUMBER,
-    "last_notified_s": NUMBER,
-    "members": LIST,
-    "resolved": LIST,
-}
-
-
-def _notice_from_json(data: dict[str, Any]) -> Notice:
-    fields(data, _NOTICE_FIELDS, "Slack notice", optional_fields={"moved": OBJECT})
-    members: Sequence[AlertEvent] = [event_from_json(e) for e in data["members"]]
-    resolved: Sequence[AlertEvent] = [event_from_json(e) for e in data["resolved"]]
-    moved = data.get("moved", {})  # absent in states saved before renames were kept
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in dict(moved).items()):
-        raise ValueError(f"'moved' must map source names to source names, got {moved!r}")
-    return Notice(
-        id=data["id"],
-        rule=data["rule"],
-        severity=Severity.parse(data["severity"]),
-        opened_s=data["opened_s"],
-        members={e.fingerprint: e for e in members},
-        resolved={e.fingerprint: e for e in resolved},
-        last_notified_s=data["last_notified_s"] if not math.isnan(data["last_notified_s"]) else 0.0,
-        moved=dict(moved),
-    )

@@ -36,6 +36,8 @@ class Silence:
     ends: datetime
     comment: str
     author: str = ""
+    notice: str = ""
+    """A Slack message's group (its id) whose resolve ends it ("Silence until resolved")."""
 
     def active(self, now: datetime) -> bool:
         """Whether it mutes at `now`."""
@@ -112,9 +114,18 @@ class SilenceStore:
         )
 
     def add(
-        self, rule: str, source: str, duration_s: float, comment: str, now: datetime
+        self,
+        rule: str,
+        source: str,
+        duration_s: float,
+        comment: str,
+        now: datetime,
+        *,
+        author: str | None = None,
+        notice: str = "",
     ) -> Silence:
-        """Store a new silence starting now."""
+        """Store a new silence starting now (by `author`, default $USER; `notice`: it also ends
+        when that Slack message's alerts resolve)."""
         silence = Silence(
             id=secrets.token_hex(4),
             rule=rule,
@@ -122,10 +133,22 @@ class SilenceStore:
             starts=now,
             ends=now + timedelta(seconds=duration_s),
             comment=comment,
-            author=os.environ.get("USER", ""),
+            author=os.environ.get("USER", "") if author is None else author,
+            notice=notice,
         )
         self._update(lambda items: [*items, silence])
         return silence
+
+    def end_for_notice(self, notice: str, now: datetime) -> None:
+        """End now the silences that last until this Slack message's alerts resolve."""
+        if not any(s.notice == notice and s.active(now) for s in self.all()):
+            return
+        self._update(
+            lambda items: [
+                Silence(**{**asdict(s), "ends": min(s.ends, now)}) if s.notice == notice else s
+                for s in items
+            ]
+        )
 
     def expire(self, silence_id: str, now: datetime) -> Silence:
         """End a silence now."""
@@ -168,7 +191,7 @@ def _silence(item: Any) -> Silence:
     """One stored silence; TypeError / KeyError / ValueError when it is not one."""
     if not isinstance(item, dict):
         raise TypeError(f"a silence must be an object, got {json.dumps(item)[:40]}")
-    text = ("id", "rule", "source", "comment", "author")
+    text = ("id", "rule", "source", "comment", "author", "notice")
     bad = [key for key in text if key in item and not isinstance(item[key], str)]
     if bad:
         raise TypeError(f"silence field {bad[0]!r} must be a string")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -18,9 +19,11 @@ from logwatch.errors import ConfigError
 from logwatch.hostinfo import environment_run
 from logwatch.redact import redact, stderr_line
 from logwatch.sinks.slack import messages
+from logwatch.sinks.slack.buttons import ButtonDesk, Stopper, controls
 from logwatch.sinks.slack.delivery import DEAD_LETTER, DeliveryPolicy, DeliveryWorker
 from logwatch.sinks.slack.notifier import Notifier
 from logwatch.sinks.slack.silences import SilenceStore
+from logwatch.sinks.slack.socketmode import SocketLink
 from logwatch.sinks.slack.spool import POST, Job, Spool
 from logwatch.sinks.slack.transport import BotTransport, Transport, WebhookTransport
 from logwatch.words import counted
@@ -54,6 +57,18 @@ class SlackSink:
         self._lock = threading.Lock()  # library callers may emit and tick from two threads
         self._last_tick: datetime | None = None
         self._last_said = ""
+        self.buttons: ButtonDesk | None = None  # [slack] app_token_file: presses act here
+        self.link: SocketLink | None = None
+
+    @property
+    def lock(self) -> threading.Lock:
+        """Held while the lifecycle changes (a button press takes it too)."""
+        return self._lock
+
+    def set_stopper(self, stopper: Stopper) -> None:
+        """What a Stop run button calls (`ActionSink.run_once`), once the actions exist."""
+        if self.buttons is not None:
+            self.buttons.stopper = stopper
 
     def emit(self, event: AlertEvent) -> None:
         """Hand one event to the lifecycle; returns once its jobs are on disk."""
@@ -97,6 +112,8 @@ class SlackSink:
 
     def close(self) -> None:
         """Send waiting groups, give delivery `drain_s` to finish, keep the rest spooled."""
+        if self.link is not None:
+            self.link.close()  # no more presses: what they would change is about to be saved
         with self._lock:
             self.notifier.close()
         self.worker.drain(self.drain_s)
@@ -119,8 +136,11 @@ def open_slack_sink(
     policy: DeliveryPolicy | None = None,
     report: Callable[[str], None] = stderr_line,
     tick_s: float = 1.0,
+    ping_interval_s: float = 5.0,
 ) -> SlackSink:
-    """A SlackSink for the config's [slack] table, with its spool in the state directory."""
+    """A SlackSink for the config's [slack] table, with its spool in the state directory (and,
+    with buttons, a Socket Mode link that pings every `ping_interval_s`: a silent loss is
+    found within about five of them)."""
     if config.slack is None:
         raise ConfigError(
             f"{config.path or 'logwatch.toml'}:1: no [slack] table: nothing to notify"
@@ -133,7 +153,10 @@ def open_slack_sink(
         dead_letter=state_dir / DEAD_LETTER,
         policy=policy or DeliveryPolicy(),
         report=report,
+        clock=time.monotonic if clock is None else clock.monotonic,
     )
+    buttons = config.slack.buttons
+    stop_actions = [spec for spec in config.actions if spec.button]
     notifier = Notifier(
         spool,
         channel=config.slack.channel,
@@ -144,8 +167,27 @@ def open_slack_sink(
         report=report,
         ignore_rules=slack_ignored_rules(config),
         env_run=environment_run(),
+        controls=controls(stop_actions) if buttons is not None else None,
     )
-    return SlackSink(notifier, worker, spool, tick_s=tick_s, report=report)
+    sink = SlackSink(notifier, worker, spool, tick_s=tick_s, report=report)
+    if buttons is not None and config.slack.token:
+        from slack_sdk import WebClient
+
+        web = WebClient(
+            token=config.slack.token,
+            base_url=config.slack.base_url,
+            timeout=config.slack.timeout_s,  # type: ignore[arg-type]  # float works
+        )
+        sink.buttons = ButtonDesk(buttons, notifier, sink.lock, web, report=report)
+        sink.link = SocketLink(
+            buttons.app_token,
+            config.slack.base_url,
+            config.slack.timeout_s,
+            sink.buttons.handle,
+            report=report,
+            ping_interval_s=ping_interval_s,
+        )
+    return sink
 
 
 def digest_lines(events: Sequence[AlertEvent]) -> list[str]:

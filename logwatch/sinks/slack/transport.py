@@ -11,11 +11,13 @@ import contextlib
 import json
 import logging
 import math
+import socket
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC
 from email.utils import parsedate_to_datetime
+from http import HTTPStatus
 from typing import Any, Protocol
 from urllib.error import URLError
 
@@ -62,11 +64,14 @@ class RateLimited(Exception):
 
 
 class Transient(Exception):
-    """Worth retrying after a backoff. `in_doubt`: Slack may have accepted the request."""
+    """Worth retrying after a backoff. `in_doubt`: Slack may have accepted the request.
+    `said`: the failure in a user's words (`Slack answered HTTP 502 (bad gateway)`), never the
+    answer's body (an HTML error page)."""
 
-    def __init__(self, reason: str, *, in_doubt: bool) -> None:
+    def __init__(self, reason: str, *, in_doubt: bool, said: str | None = None) -> None:
         super().__init__(reason)
         self.in_doubt = in_doubt
+        self.said = said or reason
 
 
 class Permanent(Exception):
@@ -119,7 +124,8 @@ class Deadline:
                 self._waiting.discard(done)
         if not box:
             why = "shutting down" if self._closed else f"deadline of {self.timeout_s:g}s passed"
-            raise Transient(f"no complete answer from Slack ({why})", in_doubt=True)
+            said = f"Slack did not answer within {self.timeout_s:g}s"
+            raise Transient(f"no complete answer from Slack ({why})", in_doubt=True, said=said)
         ok, value = box[0]
         if not ok:
             raise value
@@ -209,17 +215,49 @@ def classify_api(status: int, headers: Any, data: Any) -> Exception:
         return RateLimited(retry_after(headers))
     code = data.get("error", "") if isinstance(data, dict) else ""
     if status >= 500 or code.startswith("Received a response in a non-JSON format"):
-        return Transient(f"HTTP {status} {code[:80]}".strip(), in_doubt=True)
+        return Transient(
+            f"HTTP {status} {code[:80]}".strip(), in_doubt=True, said=http_said(status)
+        )
     if code in RETRYABLE:
-        return Transient(f"ok:false {code}", in_doubt=code != "ratelimited")
+        return Transient(
+            f"ok:false {code}", in_doubt=code != "ratelimited", said=f"Slack answered {code}"
+        )
     return Permanent(code or f"http_{status}")
+
+
+def http_said(status: int) -> str:
+    """`Slack answered HTTP 502 (bad gateway)`; a 200 here carried a body that is not JSON."""
+    if status == 200:
+        return "Slack answered HTTP 200 with a page that is not JSON"
+    try:
+        phrase = f" ({HTTPStatus(status).phrase.lower()})"
+    except ValueError:
+        phrase = ""
+    return f"Slack answered HTTP {status}{phrase}"
 
 
 def classify_exception(exc: BaseException) -> Exception:
     """The outcome exception for a request that raised (network, timeout)."""
     reason = exc.reason if isinstance(exc, URLError) else exc
     refused = isinstance(reason, ConnectionRefusedError)
-    return Transient(f"{type(reason).__name__}: {reason}", in_doubt=not refused)
+    return Transient(
+        f"{type(reason).__name__}: {reason}", in_doubt=not refused, said=network_said(reason)
+    )
+
+
+def network_said(reason: object) -> str:
+    """A request that raised, in a user's words: DNS, refused, reset, timed out."""
+    if isinstance(reason, socket.gaierror):
+        return f"the Slack host name does not resolve (DNS: {reason.strerror or reason})"
+    if isinstance(reason, ConnectionRefusedError):
+        return "Slack's address refused the connection"
+    if isinstance(reason, TimeoutError):
+        return "Slack did not answer in time"
+    if isinstance(reason, ConnectionError):
+        return f"the connection to Slack broke ({type(reason).__name__})"
+    if isinstance(reason, OSError) and reason.strerror:
+        return f"cannot reach Slack ({reason.strerror})"
+    return f"cannot reach Slack ({type(reason).__name__})"
 
 
 class BotTransport:
@@ -357,7 +395,8 @@ class WebhookTransport:
         if response.status_code == 429:
             raise RateLimited(retry_after(response.headers))
         if response.status_code >= 500 or response.status_code == 200:
-            raise Transient(f"HTTP {response.status_code} {body[:80]}", in_doubt=True)
+            said = http_said(response.status_code)
+            raise Transient(f"HTTP {response.status_code} {body[:80]}", in_doubt=True, said=said)
         code = body if body in PERMANENT else _json_error(body) or f"http_{response.status_code}"
         raise Permanent(code)
 

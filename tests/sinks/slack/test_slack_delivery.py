@@ -168,6 +168,7 @@ def test_outage_with_restart_delivers_each_once_in_order(
     second = sink(fake_slack, tmp_path)
     time.sleep(0.5)
     fake_slack.down = None
+    assert second.worker.drain(60)  # all 30, however long a loaded machine takes (close: 5 s)
     second.close()
     texts = [m["text"].split(" ")[2] for m in fake_slack.posts(CH)]
     assert texts == [f"rule-{n:02d}" for n in range(30)]
@@ -324,7 +325,9 @@ def test_reconcile_without_history_scope_posts_again_not_dead_letter(tmp_path: P
         assert [m["text"] for m in fake_slack.posts(CH)] == ["alert 1", "alert 2"]
         assert [r.error for r in fake_slack.seen("conversations.history")] == ["missing_scope"]
     assert w.stats.dead == 0 and not (tmp_path / DEAD_LETTER).exists()
-    (report,) = reports
+    outage, report, recovered = reports  # the 502s are said once, and their end once
+    assert outage.startswith("logwatch: slack: Slack answered HTTP 502 (bad gateway)")
+    assert recovered.startswith("logwatch: slack: delivering again after 2 failed tries")
     assert "missing_scope" in report and "channels:history" in report
     assert "groups:history" in report and "chat:write" not in report
 
