@@ -302,7 +302,7 @@ REDRAW_PIECES = [
 ]
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=examples(300), deadline=None, database=None)
 @given(
     lines=st.lists(st.lists(st.sampled_from(REDRAW_PIECES), max_size=12).map(b"".join), max_size=8),
     large=st.booleans(),
