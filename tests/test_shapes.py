@@ -493,3 +493,20 @@ def test_lines_said_plain_are_plain_pairs_lines(
 
 def _outcome(frame: pl.DataFrame, plain_pairs: pl.Series | None) -> TelemetryRows:
     return read_telemetry_rows(frame, plain_pairs=plain_pairs)
+
+
+def test_a_lines_throughput_does_not_hang_on_its_batch() -> None:
+    """Megatron's milliseconds per iteration give the same throughput, to the bit, for a line
+    parsed alone and in a longer batch, by either route (polars divides two or more rows by a
+    number as a product with its reciprocal, one row exactly: 1e-9 ms gave 1e12 alone and
+    999999999999.9999 in a batch)."""
+    line = MEGATRON.format(loss=" loss scale: 1.0 |").replace("3591.8", "1.000E-09")
+    other = "time (ms) | forward-backward: 3400.00"  # a line the throughput hint also reads
+    for shapes in (True, False):
+        alone, batched = (
+            parse_lines(pl.Series("text", lines), source="s", first_line=1, shapes=shapes)
+            .get_column("throughput")
+            .to_list()[-1]
+            for lines in ([line], [other, line])
+        )
+        assert repr(alone) == repr(batched) == repr(1.0 / (1e-9 * 0.001))
