@@ -2,6 +2,7 @@
 
 Usage: python bench/bench_tail_cpu.py [--load 8x10 --load 200x1 ...] [--all] [--seconds 30]
                                       [--gpu off|auto] [--burst-mb 1024]
+                                      [--max-batch-delay 1s ...]
 
 For each load FILESxRATE (default: the issue's two targets, 8 files x 10 lines/s, one node with
 one log per rank, and 200 files x 1 line/s; --all adds 1x1, 8x1 and 1x10): that many files are
@@ -18,6 +19,10 @@ own CPU time, which load does not inflate much (wall-clock waits are not counted
 missing) is appended as fast as the disk takes it to one followed file, then a restart and a
 NaN step line; catch-up speed is its size over the time from the first write to that line's
 nan-loss alert, against `logwatch replay` (all rules) of the same file, timed in the same run.
+--max-batch-delay D (repeatable): each load is measured with `tail --max-batch-delay D` for each
+D given, in turn (default: tail's own default; the option is left out, so a tree from before it
+can be measured as the baseline: PYTHONPATH=old-tree). The NaN line is written while the load
+still runs, so its time to alert is the latency under that sustained load.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from pathlib import Path
 
 import gen_dflash
 from bench_replay import ensure_data, warm
+
+import logwatch
 
 TICK = os.sysconf("SC_CLK_TCK")
 TARGETS = {(8, 10): 3.0, (200, 1): 10.0}  # % of one core, issue 30
@@ -86,10 +93,11 @@ def cpu_s(pid: int) -> float:
 class Follower:
     """`logwatch tail` on the files, its stdout and stderr read by threads."""
 
-    def __init__(self, folder: Path, files: int, gpu: str) -> None:
+    def __init__(self, folder: Path, files: int, gpu: str, delay: str | None = None) -> None:
         logwatch = str(Path(sys.executable).with_name("logwatch"))
         cmd = [logwatch, "tail", str(folder / "*.log"), "--from-end", "--format", "jsonl"]
         cmd += ["--state-dir", str(folder / "state"), "--gpu", gpu]
+        cmd += [] if delay is None else ["--max-batch-delay", delay]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.ready, self.alerts = threading.Event(), queue.Queue[str]()
         self._files, self._followed = files, 0
@@ -117,15 +125,18 @@ class Follower:
             self.proc.wait(30)
 
 
-def measure(files: int, rate: float, seconds: float, gpu: str, pool_log: Path) -> dict[str, float]:
-    """The follower's CPU share and CPU per line at `files` x `rate` lines/s."""
+def measure(
+    files: int, rate: float, seconds: float, gpu: str, pool_log: Path, delay: str | None
+) -> dict[str, float]:
+    """The follower's CPU share and CPU per line at `files` x `rate` lines/s, and how long a
+    NaN line written while that load goes on takes to its alert."""
     with tempfile.TemporaryDirectory(prefix="bench_tail_cpu.") as tmp:
         folder = Path(tmp)
         header = pool_log.read_text().splitlines(keepends=True)[:3]
         paths = [folder / f"rank{i:03d}.log" for i in range(files)]
         for path in paths:
             path.write_text("".join(header))
-        follower = Follower(folder, files, gpu)
+        follower = Follower(folder, files, gpu, delay)
         try:
             if not follower.ready.wait(300):
                 raise SystemExit(f"bench: the follower did not start on {files} files in 300 s")
@@ -140,14 +151,14 @@ def measure(files: int, rate: float, seconds: float, gpu: str, pool_log: Path) -
             cpu0, t0 = cpu_s(follower.proc.pid), time.monotonic()
             time.sleep(seconds)
             cpu1, t1 = cpu_s(follower.proc.pid), time.monotonic()
-            out, _ = writer.communicate(timeout=60)
-            lines, wrote_s = out.split()
             while not follower.alerts.empty():  # what the mix itself raised
                 follower.alerts.get()
-            sent = time.monotonic()
+            sent = time.monotonic()  # the writer goes on for about 2 s: under load
             with paths[0].open("a") as f:
                 f.write(NAN)
-            alert = wait_alert(follower, "nan-loss", 30.0)
+            alert = wait_alert(follower, "nan-loss", 30.0, "999999")
+            out, _ = writer.communicate(timeout=60)
+            lines, wrote_s = out.split()
         finally:
             follower.stop()
     return {
@@ -219,22 +230,27 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--gpu", choices=["off", "auto"], default="off")
     parser.add_argument("--burst-mb", type=int, default=0, help="catch-up of a burst (0: none)")
+    parser.add_argument(
+        "--max-batch-delay", action="append", help="tail's --max-batch-delay (repeatable)"
+    )
     args = parser.parse_args()
     loads = args.load or [(8, 10.0), (200, 1.0)]
     if args.all:
         loads = [(1, 1.0), (8, 1.0), (1, 10.0), *loads]
     print(
         f"{platform.node()} · {os.cpu_count()} cores · Python {platform.python_version()} · "
-        f"{args.seconds:g} s per load · --gpu {args.gpu}\n"
+        f"{args.seconds:g} s per load · --gpu {args.gpu} · logwatch from "
+        f"{Path(logwatch.__file__).parent}\n"
     )
     print(
-        "| load | lines/s written | tail CPU, % of one core | CPU ms per line | NaN line to alert | target |"
+        "| load | --max-batch-delay | lines/s written | tail CPU, % of one core | CPU ms per line "
+        "| NaN line to alert, under the load | target |"
     )
-    print("|---|---:|---:|---:|---:|---|")
+    print("|---|---|---:|---:|---:|---:|---|")
     with tempfile.TemporaryDirectory(prefix="bench_tail_cpu_pool.") as tmp:
         pool_log = pool(Path(tmp))
-        for files, rate in loads:
-            r = measure(files, rate, args.seconds, args.gpu, pool_log)
+        for (files, rate), delay in itertools.product(loads, args.max_batch_delay or [None]):
+            r = measure(files, rate, args.seconds, args.gpu, pool_log, delay)
             target = TARGETS.get((files, int(rate)))
             verdict = (
                 ""
@@ -242,7 +258,7 @@ def main() -> None:
                 else f"<= {target:g} %: " + ("met" if r["cpu_pct"] <= target else "**not met**")
             )
             print(
-                f"| {files} files x {rate:g} lines/s | {r['lines_per_s']:.1f} | {r['cpu_pct']:.1f} % | "
+                f"| {files} files x {rate:g} lines/s | {delay or 'default'} | {r['lines_per_s']:.1f} | {r['cpu_pct']:.1f} % | "
                 f"{r['cpu_ms_per_line']:.2f} | {r['alert_s'] * 1000:.0f} ms | {verdict} |",
                 flush=True,
             )

@@ -173,6 +173,53 @@ def hf_lines(draw: st.DrawFn) -> str:
     )
 
 
+MEGATRON_NONFINITE = st.sampled_from(["NAN", "INF", "-INF", "nan", "inf", "NaN", "Inf"])
+MEGATRON_CLEAN = st.one_of(  # what Megatron prints: plain or E notation, mostly non-negative
+    st.floats(0, 1e6, allow_nan=False).map(lambda x: f"{x:.1f}"),
+    st.floats(1e-9, 1e9).map(lambda x: f"{x:.3E}"),
+    CLEAN,
+)
+
+
+@st.composite
+def megatron_lines(draw: st.DrawFn) -> str:
+    """Megatron-LM's iteration line, blank-padded as it prints it; a skipped iteration's has
+    no `lm loss` and no `grad norm`."""
+    names = ["step", "samples", "ms", "lr", "batch", "loss", "scale", "grad", "skipped", "nans"]
+    f = Fields(draw, [*names, "sep", "pad", "end"])
+    pad = f("pad", st.integers(1, 9).map(lambda n: " " * n), st.sampled_from(["", "\t", " x "]))
+    sep = f("sep", st.just(" | "), st.sampled_from([" |  ", "| ", " || "]))
+    loss = st.one_of(MEGATRON_CLEAN, MEGATRON_NONFINITE)
+    value = {
+        "step": f("step", CLEAN_INT, ODD_INT),
+        "samples": f("samples", CLEAN_INT, ODD_INT),
+        "ms": f("ms", MEGATRON_CLEAN, ODD),
+        "lr": f("lr", MEGATRON_CLEAN, ODD),
+        "batch": f("batch", CLEAN_INT, ODD_INT),
+        "loss": f("loss", loss, ODD),
+        "scale": f("scale", MEGATRON_CLEAN, ODD),
+        "grad": f("grad", loss, ODD),
+        "skipped": f("skipped", CLEAN_INT, ODD_INT),
+        "nans": f("nans", CLEAN_INT, ODD_INT),
+    }
+    fields = [
+        f"consumed samples:{pad}{value['samples']}",
+        f"elapsed time per iteration (ms):{pad}{value['ms']}",
+        f"learning rate:{pad}{value['lr']}",
+        f"global batch size:{pad}{value['batch']}",
+    ]
+    if draw(st.booleans()):
+        fields.append(f"lm loss:{pad}{value['loss']}")
+        fields.append(f"loss scale:{pad}{value['scale']}")
+        fields.append(f"grad norm:{pad}{value['grad']}")
+    else:
+        fields.append(f"loss scale:{pad}{value['scale']}")
+    fields.append(f"number of skipped iterations:{pad}{value['skipped']}")
+    fields.append(f"number of nan iterations:{pad}{value['nans']}")
+    end = f("end", st.just(" |"), st.sampled_from(["", " | x", " |  "]))
+    return f" iteration{pad}{value['step']}/{pad[1:]}20000000{sep}" + sep.join(fields) + end
+
+
 # What replay parses for the built-in rules: `gpu_keys` without `telemetry` (a shape counts it).
 REPLAY_COLUMNS = frozenset({"step", "loss", "q_hs", "q_hsb", "q_hsb_nonzero", "gpu_keys"})
 
@@ -193,7 +240,7 @@ def both_ways(lines: list[str], *, metrics: bool = False) -> None:
             columns=columns,
         )
         assert fast.schema == pl.Schema(SCHEMA)
-        assert_frame_equal(fast, general)
+        assert_frame_equal(fast, general, check_exact=True)  # bytes: JSONL
 
 
 @SETTINGS
@@ -220,8 +267,21 @@ def test_hf_dict_shape_gives_the_general_values(lines: list[str]) -> None:
     both_ways(lines)
 
 
+@SETTINGS
+@given(st.lists(megatron_lines(), min_size=1, max_size=20), st.booleans())
+def test_megatron_iteration_shapes_give_the_general_values(lines: list[str], metrics: bool) -> None:
+    both_ways(lines, metrics=metrics)
+
+
 MIXED_LINES = st.lists(
-    st.one_of(step_lines(), queue_lines(), snapshot_lines(), hf_lines(), st.text(max_size=80)),
+    st.one_of(
+        step_lines(),
+        queue_lines(),
+        snapshot_lines(),
+        hf_lines(),
+        megatron_lines(),
+        st.text(max_size=80),
+    ),
     min_size=1,
     max_size=30,
 )
@@ -237,6 +297,13 @@ def test_mixed_lines_give_the_general_values(lines: list[str], metrics: bool) ->
     both_ways([line.replace("\n", " ").replace("\r", " ") for line in lines], metrics=metrics)
 
 
+MEGATRON = (
+    " iteration       10/20000000 | consumed samples:         5120 | elapsed time per iteration"
+    " (ms): 3591.8 | learning rate: 1.500E-04 | global batch size:   512 |{loss} number of"
+    " skipped iterations:   0 | number of nan iterations:   0 |"
+)
+
+
 def test_each_shape_takes_its_lines_and_leaves_near_misses() -> None:
     lines = [
         "2026-11-28 14:09:05,117 INFO [train] step 120/200000 | loss 3.4812 | acc 0.271 | "
@@ -249,15 +316,21 @@ def test_each_shape_takes_its_lines_and_leaves_near_misses() -> None:
         "lr 2.40e-05 | grad_norm 1.92 | tok/s 51234 | q_hs=31 q_hsb=[1,2,2,5,5,16]",
         "2026-11-28 14:10:00,002 INFO [wandb] snapshot step=151 train/loss=2.5 gpu/0/util=98",
         "{'loss': 0.4512, 'learning_rate': 4.9e-05, 'epoch': 0.02, 'step': 10}",
+        # Megatron: an iteration, a skipped one, and a near miss (`NaN`, which the shape leaves)
+        MEGATRON.format(loss=" lm loss: 2.187573E+00 | loss scale: 65536.0 | grad norm: 1.349 |"),
+        MEGATRON.format(loss=" loss scale: 32768.0 |"),
+        MEGATRON.format(loss=" lm loss: NaN | loss scale: 65536.0 | grad norm: 1.349 |"),
     ]
     which = shape_of(pl.Series(lines))
     assert which is not None
-    assert which.to_list() == [0, 1, 2, 3, None, None, None]
+    assert which.to_list() == [0, 1, 2, 3, None, None, None, 4, 5, None]
     assert [shape.name for shape in SHAPES] == [
         "dflash-step",
         "dflash-queue",
         "dflash-snapshot",
         "hf-dict",
+        "megatron-iteration",
+        "megatron-skipped",
     ]
     both_ways(lines, metrics=True)
 
@@ -272,7 +345,12 @@ def _tail_columns() -> frozenset[str]:
 
 TAIL_COLUMNS = _tail_columns()
 ANY_LINE = st.one_of(
-    step_lines(), queue_lines(), snapshot_lines(), hf_lines(), st.text(max_size=80)
+    step_lines(),
+    queue_lines(),
+    snapshot_lines(),
+    hf_lines(),
+    megatron_lines(),
+    st.text(max_size=80),
 ).map(lambda line: line.replace("\n", " ").replace("\r", " "))
 
 
@@ -322,7 +400,12 @@ def _fits(shape: Shape, line: str) -> bool:
 
 
 TOKENED = [shape for shape in SHAPES if shape.tokens]
-TOKENED_LINES = {"dflash-step": step_lines(), "dflash-queue": queue_lines()}
+TOKENED_LINES = {
+    "dflash-step": step_lines(),
+    "dflash-queue": queue_lines(),
+    "megatron-iteration": megatron_lines(),
+    "megatron-skipped": megatron_lines(),
+}
 
 
 def test_every_shape_cut_by_tokens_has_generated_lines() -> None:
@@ -340,16 +423,21 @@ def test_token_cuts_give_the_field_cuts_values(data: st.DataObject) -> None:
     accepted = pl.DataFrame({"text": lines}).filter(shape.accepts())
     if accepted.is_empty():
         return
-    assert {len(line.split(" ")) for line in accepted.get_column("text")} == {shape.tokens}
+    tokens = {len(line.split(shape.separator)) for line in accepted.get_column("text")}
+    assert tokens == {shape.tokens}
     names = [name for name, cut in shape.cuts.items() if cut.token is not None]
     by_tokens = cut_tokens(shape, accepted.get_column("text"), names)
     by_fields = accepted.select(shape.cuts[name].expr().alias(name) for name in names)
-    assert_frame_equal(by_tokens, by_fields)
+    assert_frame_equal(by_tokens, by_fields, check_exact=True)
 
 
 @SETTINGS
 @given(
-    st.lists(st.one_of(step_lines(), queue_lines(), snapshot_lines()), min_size=1, max_size=8),
+    st.lists(
+        st.one_of(step_lines(), queue_lines(), snapshot_lines(), megatron_lines()),
+        min_size=1,
+        max_size=8,
+    ),
     st.sampled_from([None, REPLAY_COLUMNS, frozenset({"loss", "lr"})]),
 )
 def test_a_batch_long_enough_for_token_cuts_gives_the_general_values(
@@ -363,7 +451,7 @@ def test_a_batch_long_enough_for_token_cuts_gives_the_general_values(
     general = parse_lines(
         text, source="s", first_line=1, default_year=2026, columns=columns, shapes=False
     )
-    assert_frame_equal(fast, general)
+    assert_frame_equal(fast, general, check_exact=True)
 
 
 @SETTINGS
@@ -405,3 +493,20 @@ def test_lines_said_plain_are_plain_pairs_lines(
 
 def _outcome(frame: pl.DataFrame, plain_pairs: pl.Series | None) -> TelemetryRows:
     return read_telemetry_rows(frame, plain_pairs=plain_pairs)
+
+
+def test_a_lines_throughput_does_not_hang_on_its_batch() -> None:
+    """Megatron's milliseconds per iteration give the same throughput, to the bit, for a line
+    parsed alone and in a longer batch, by either route (polars divides two or more rows by a
+    number as a product with its reciprocal, one row exactly: 1e-9 ms gave 1e12 alone and
+    999999999999.9999 in a batch)."""
+    line = MEGATRON.format(loss=" loss scale: 1.0 |").replace("3591.8", "1.000E-09")
+    other = "time (ms) | forward-backward: 3400.00"  # a line the throughput hint also reads
+    for shapes in (True, False):
+        alone, batched = (
+            parse_lines(pl.Series("text", lines), source="s", first_line=1, shapes=shapes)
+            .get_column("throughput")
+            .to_list()[-1]
+            for lines in ([line], [other, line])
+        )
+        assert repr(alone) == repr(batched) == repr(1.0 / (1e-9 * 0.001))

@@ -44,6 +44,7 @@ def follow_setup(
     config_path: str | None,
     *,
     adjust: Callable[[Config], Config] = lambda config: config,
+    max_batch_delay: float = 1.0,
 ) -> Follow:
     """Config, rules, a secured state directory, tail options and the GPU side, from `tail`'s
     option values (the same checks and errors, in the same order); `adjust` applies options to
@@ -67,6 +68,7 @@ def follow_setup(
     options = TailOptions(
         start=start,
         poll_interval_s=poll_interval,
+        max_batch_delay_s=max_batch_delay,
         follow=FollowOptions(partial_flush_s=partial_flush, max_line_bytes=max_line_bytes),
     )
     check_patterns(patterns)

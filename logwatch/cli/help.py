@@ -15,6 +15,7 @@ SECTION_OF = {
     "from_end": "Input",
     "poll_interval": "Input",
     "partial_flush": "Input",
+    "max_batch_delay": "Input",
     "source": "Silence",
     "rule_paths": "Rules",
     "no_builtin_rules": "Rules",

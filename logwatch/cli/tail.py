@@ -67,6 +67,14 @@ from logwatch.cli.options import (
 )
 @MAX_LINE_OPTION
 @click.option(
+    "--max-batch-delay",
+    type=Duration(),
+    default="1s",
+    show_default=True,
+    help="While lines keep arriving, wait up to this long between rounds to read them in "
+    "batches (the first line after a quiet spell is read at once); 0s: no waiting.",
+)
+@click.option(
     "--gpu",
     "gpu_mode",
     type=click.Choice(["auto", "required", "off"]),
@@ -126,6 +134,7 @@ def tail_cmd(
     poll_interval: float,
     partial_flush: float,
     max_line_bytes: int,
+    max_batch_delay: float,
     gpu_mode: str | None,
     gpu_interval: float | None,
     alertmanager_urls: tuple[str, ...],
@@ -165,6 +174,7 @@ def tail_cmd(
         gpu_interval,
         config_path,
         adjust=lambda c: with_cluster_options(c, alertmanager_urls, metrics, metrics_textfile),
+        max_batch_delay=max_batch_delay,
     )
     try:
         condition = exit_condition(exit_on, (spec.id for spec in setup.specs)) if exit_on else None

@@ -205,7 +205,8 @@ def _group_lasts(
     kept = (
         frame.with_columns(number.alias("_file"))
         .filter(pl.col("text").str.strip_chars() != "")
-        .filter(pl.int_range(pl.len()).over("_file") >= pl.len().over("_file") - ends.lines)
+        # pl.len() is UInt32: `len - lines` would wrap for a file of fewer lines
+        .filter(pl.int_range(pl.len()).over("_file") + ends.lines >= pl.len().over("_file"))
     )
     sizes = dict(kept.group_by("_file").len().iter_rows())
     kept = kept.select(list(SCHEMA))

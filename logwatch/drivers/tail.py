@@ -5,13 +5,17 @@ checkpoint, caught up, or followed from their first byte), lets every follower r
 runs the batches through the engine, ticks wall-clock rules, runs the plugins' rounds and ticks
 the sink. A due checkpoint is written between rounds once no line has arrived for a moment, so
 its fsync never sits between a line and its alert. Watchdog events only end the wait between
-rounds early; the wait is the safety poll, so a lost event costs one poll interval. Garbage is
+rounds early; the wait is the safety poll, so a lost event costs one poll interval. While lines
+keep arriving, rounds are spaced out (`tail_pace`): a round that read lines is followed by a
+hold that file events do not end, growing up to `max_batch_delay`, so that a busy node's lines
+reach the rules in batches; the first line after a quiet spell is read at once. Garbage is
 collected between rounds (`gc_rounds`), not inside one.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,6 +26,7 @@ from logwatch.drivers.checkpoint_record import Checkpoint
 from logwatch.drivers.gc_rounds import RoundCollector
 from logwatch.drivers.plugins import TailPlugin
 from logwatch.drivers.tail_options import Status, TailOptions
+from logwatch.drivers.tail_pace import Pacer
 from logwatch.drivers.tail_rounds import TailRounds
 from logwatch.drivers.warmup import warm_up
 from logwatch.engine import Engine
@@ -60,6 +65,9 @@ class TailDriver(TailRounds):
             else None
         )
         self._wake, self._cv = threading.Event(), threading.Condition()
+        self._hurry = threading.Event()  # ends a hold: stop() and sync()
+        self.pacer = Pacer(options.max_batch_delay_s)
+        self.next_hold_s = 0.0  # the hold after the last round (`tail_pace`)
         files = FileSet(
             patterns,
             follow=options.follow,
@@ -149,14 +157,18 @@ class TailDriver(TailRounds):
             while not self._stopping:
                 more = self._run_round()
                 collector.between_rounds()
+                hold = self._pace(more)
                 if self.files.finished:
                     self._stopping = True  # standard input ended: nothing left to follow
+                elif hold > 0:
+                    self._hold(hold)
                 elif self._checkpoint_when_quiet(more) and not more:
                     self._wake.wait(self.options.poll_interval_s)
 
     def _run_round(self) -> bool:
         """One round of `run()`, counted for `sync()`; True when a file has more to read."""
         self._wake.clear()
+        self._hurry.clear()
         with self._cv:
             self._started += 1
             round_id = self._started
@@ -168,6 +180,22 @@ class TailDriver(TailRounds):
             self._finished, self._more = round_id, more
             self._cv.notify_all()
         return more
+
+    def _pace(self, more: bool) -> float:
+        """The hold before the next round, after the one that just ended (`tail_pace`)."""
+        ended = self.clock.monotonic()
+        self.next_hold_s = self.pacer.after_round(self.round_started, ended, self.round_lines, more)
+        return self.next_hold_s
+
+    def _hold(self, seconds: float) -> None:
+        """Wait `seconds` (real time) before the next round while lines keep arriving: file
+        events do not end the wait, `stop()` and `sync()` do. A due checkpoint is written
+        meanwhile: no line waits on its fsync that would not wait anyway."""
+        until = time.monotonic() + seconds
+        if self._checkpoint_due():
+            self._checkpoint()
+        if not self._stopping:  # a stop() whose wake-up the round's clear() took is seen here
+            self._hurry.wait(max(0.0, until - time.monotonic()))
 
     def _checkpoint_when_quiet(self, more: bool) -> bool:
         """Checkpoint when one is due and no line is waiting: a line that arrives meanwhile
@@ -191,7 +219,11 @@ class TailDriver(TailRounds):
         `wait`), so the event is set from another thread, which takes that lock once it is
         free; setting it here would wait for that lock forever."""
         self._stopping = True
-        threading.Thread(target=self._wake.set, name="logwatch-stop", daemon=True).start()
+        threading.Thread(target=self._wake_all, name="logwatch-stop", daemon=True).start()
+
+    def _wake_all(self) -> None:
+        self._hurry.set()
+        self._wake.set()
 
     def sync(self, timeout_s: float = 30.0) -> None:
         """Wait until a round that began after this call finished with nothing left to read."""
@@ -199,6 +231,7 @@ class TailDriver(TailRounds):
             want = self._started + 1
             self._syncing = True
             self.files.read_all_next()
+            self._hurry.set()
             self._wake.set()
             done = self._cv.wait_for(
                 lambda: (self._finished >= want and not self._more) or self._stopping, timeout_s
@@ -218,6 +251,7 @@ class TailDriver(TailRounds):
         some file has more to read right away."""
         self.files.read_all_next()
         more = self._round()
+        self._pace(more)  # what `run()` would hold next (`next_hold_s`)
         if self._checkpoint_due():
             self._checkpoint()
         return more

@@ -32,10 +32,15 @@ class TailOptions:
     poll_interval_s: float = 1.0
     rotate_wait_s: float = 5.0
     checkpoint_interval_s: float = 1.0
+    # While lines keep arriving, rounds wait up to this long to read them in larger batches
+    # (`drivers.tail_pace`); 0: a round for every file event.
+    max_batch_delay_s: float = 1.0
     follow: FollowOptions = field(default_factory=FollowOptions)
     warm_up: bool = True  # run the rules once over typical lines at start (`drivers.warmup`)
 
     def __post_init__(self) -> None:
+        if not self.max_batch_delay_s >= 0:
+            raise ValueError(f"max batch delay must be 0s or more, not {self.max_batch_delay_s}")
         if self.start not in set(StartMode):
             raise ValueError(
                 f"unknown start mode {self.start!r} (expected one of: {', '.join(StartMode)})"

@@ -78,22 +78,27 @@ class TailRounds:
         self._wallclock = bool(engine.wallclock_rules)
         self._dirty = True  # something a checkpoint would record changed since the last one
         self._last_tick = float("-inf")
+        # When the last round started, how many lines it read (`drivers.tail_pace`)
+        self.round_started, self.round_lines = float("-inf"), 0
 
     # --- one round -----------------------------------------------------------------------
 
     def _round(self) -> bool:
-        now = self.clock.monotonic()
+        now = self.round_started = self.clock.monotonic()
         for path in self.files.changes(now):
             self._add(path, now, initial=False)
         more = False
         polled: list[tuple[Follower, PollResult]] = []
         lines = 0
+        self.round_lines = 0
         for follower in self.files.due(now):
             result = self._read(follower, now)
             if result is None:
                 continue
             polled.append((follower, result))
-            lines += sum(batch.text.len() for batch in result.batches)
+            read = sum(batch.text.len() for batch in result.batches)
+            lines += read
+            self.round_lines += read
             if lines >= SHARED_LINES:  # memory: what is held unparsed stays bounded
                 more |= self._handle_all(polled, now)
                 polled, lines = [], 0

@@ -31,11 +31,18 @@ _SNAPSHOT = (
     "cuda/alloc_gb=61.2" + _GPUS
 )
 _HF = "{{'loss': {loss}, 'grad_norm': 1.0, 'learning_rate': 2e-05, 'epoch': 0.{n}}}"
+_MEGATRON = (
+    " iteration {n:8d}/ 20000000 | consumed samples: {n:12d} | elapsed time per iteration (ms):"
+    " 3591.8 | learning rate: 1.500E-04 | global batch size:   512 |{rest} number of skipped"
+    " iterations:   0 | number of nan iterations:   0 |"
+)
 _FORMS = (
     _TS + _STEP,
     _TS + "[hsq] q_hsb=[3,4,6,5,7,8] at q_hs={n}",
     _TS + _SNAPSHOT,
     _HF,
+    _MEGATRON.replace("{rest}", " lm loss: {loss} | loss scale: 65536.0 | grad norm: 1.349 |"),
+    _MEGATRON.replace("{rest}", " loss scale: 65536.0 |"),  # a skipped iteration
     "step {n} | loss {loss} | grad_norm 1.0",  # no shape: the general path
 )
 WARM_UP_LINES: tuple[str, ...] = tuple(

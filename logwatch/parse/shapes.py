@@ -59,6 +59,20 @@ def _bucket_list(field: pl.Expr) -> pl.Expr:
     return field.str.split(",").cast(pl.List(pl.Int64), strict=False)
 
 
+def _padded(cast: Cast) -> Cast:
+    """`cast` of a field Megatron pads with blanks (`consumed samples:      5120`): the shapes
+    admit only blanks around the number there, so stripping them leaves the text the general
+    path's extractor captures."""
+    return lambda field: cast(field.str.strip_chars(" "))
+
+
+def _per_ms(field: pl.Expr) -> pl.Expr:
+    """Iterations per second from milliseconds per iteration, computed as the general path's
+    `throughput._throughput` does (a duration of 0 says nothing)."""
+    seconds = _float(field.str.strip_chars(" ")) * 0.001
+    return pl.when(seconds > 0).then(1.0 / seconds)
+
+
 @dataclass(frozen=True, slots=True)
 class Token:
     """Where a field lies among a line's blank-separated tokens, on every line of its shape:
@@ -117,10 +131,11 @@ class Shape:
     # Derived columns counted by a literal on the shape's lines (`gpu_keys`: every key of a
     # snapshot pair follows a blank, so a key that starts with `gpu/` is a ` gpu/`).
     counts: Mapping[str, str] = field(default_factory=dict)
-    # How many blank-separated tokens every line of `pattern` has (single blanks, none at
-    # either end), 0 when that varies: with it, the cuts that say their `token` can be read by
-    # splitting the lines into those tokens (`cut_tokens`).
+    # How many `separator`-separated tokens every line of `pattern` has (for a blank: single
+    # blanks, none at either end), 0 when that varies: with it, the cuts that say their `token`
+    # can be read by splitting the lines into those tokens (`cut_tokens`).
     tokens: int = 0
+    separator: str = " "
     # Whether every line of `pattern` has `/` only in plain ` key=value` pairs at its end
     # (`gpu.log_rows.PLAIN_PAIRS_LINE`): the GPU rows of its lines are then read without that
     # line pattern's pass (`ParsedBlock.plain_pairs`).
@@ -140,6 +155,40 @@ class Shape:
         return (pl.col("text").str.contains(self.literal, literal=True) & self.fits()).fill_null(
             False
         )
+
+
+# Megatron-LM's iteration line (`training_log`): blank-padded values between ` | ` separators.
+# Its non-finite losses are spelled as Python prints them or upper case (`lm loss: NAN`); every
+# value that no rule reads as non-finite is a plain decimal here (others: the general path).
+_M_NUM = r" +-?(?:[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|nan|inf|NAN|INF)"
+_M_DEC = r" +[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
+_M_HEAD = (
+    r"^ iteration +" + _INT + r"/ *[0-9]+ \| consumed samples: +[0-9]+ \| elapsed time per"
+    r" iteration \(ms\):" + _M_DEC + r" \| learning rate:" + _M_DEC + r" \| global"
+    r" batch size: +[0-9]+ \| "
+)
+_M_TAIL = r" \| number of skipped iterations: +[0-9]+ \| number of nan iterations: +[0-9]+ \|$"
+# tokens between `|`s: iteration, consumed samples, elapsed time, learning rate, global batch
+# size, [lm loss, loss scale, grad norm | loss scale], skipped, nan iterations, "" (the end)
+_M_CUTS = {
+    "step": Cut(" iteration ", "/", _padded(_integer), Token(0, " iteration", "/")),
+    "lr": Cut("| learning rate:", " |", _padded(_float), Token(3, " learning rate:")),
+    "throughput": Cut(
+        "| elapsed time per iteration (ms):",
+        " |",
+        _per_ms,
+        Token(2, " elapsed time per iteration (ms):"),
+    ),
+}
+
+
+def _nan_iterations(index: int) -> Cut:
+    return Cut(
+        "| number of nan iterations:",
+        " |",
+        _padded(_integer),
+        Token(index, " number of nan iterations:"),
+    )
 
 
 SHAPES: tuple[Shape, ...] = (
@@ -214,6 +263,34 @@ SHAPES: tuple[Shape, ...] = (
             "epoch": Cut(", 'epoch': ", "}", _float),
         },
     ),
+    Shape(
+        name="megatron-iteration",
+        literal=" | lm loss:",
+        pattern=_M_HEAD
+        + "lm loss:"
+        + _M_NUM
+        + r" \| loss scale:"
+        + _M_DEC
+        + r" \| grad norm:"
+        + _M_NUM
+        + _M_TAIL,
+        cuts={
+            **_M_CUTS,
+            "loss": Cut("| lm loss:", " |", _padded(_float), Token(5, " lm loss:")),
+            "grad_norm": Cut("| grad norm:", " |", _padded(_float), Token(7, " grad norm:")),
+            "nan_iterations": _nan_iterations(9),
+        },
+        tokens=11,
+        separator="|",
+    ),
+    Shape(
+        name="megatron-skipped",  # an iteration whose update was skipped: no loss, no norm
+        literal=" | loss scale:",
+        pattern=_M_HEAD + "loss scale:" + _M_DEC + _M_TAIL,
+        cuts={**_M_CUTS, "nan_iterations": _nan_iterations(7)},
+        tokens=9,
+        separator="|",
+    ),
 )
 """The shapes the parser tries, in order (a line is taken by the first that accepts it)."""
 
@@ -224,7 +301,7 @@ PLAIN_PAIRS_SHAPES = [number for number, shape in enumerate(SHAPES) if shape.pla
 
 def cut_tokens(shape: Shape, text: pl.Series, names: Sequence[str]) -> pl.DataFrame:
     """The values of the cuts `names` (each with a `token`) of lines of `shape`, whose pattern
-    gives every line `shape.tokens` blank-separated tokens: the tokens are read by polars' CSV
+    gives every line `shape.tokens` tokens between its `separator`s: the tokens are read by polars' CSV
     reader, a blank as its separator and no quoting (one native pass, several times cheaper
     than cutting each field out of the line). Lines of a pattern hold no newline, quote or
     NUL and start with no compression magic or BOM, so the reader sees exactly their tokens."""
@@ -235,7 +312,7 @@ def cut_tokens(shape: Shape, text: pl.Series, names: Sequence[str]) -> pl.DataFr
     found = pl.read_csv(
         io.BytesIO(data),
         has_header=False,
-        separator=" ",
+        separator=shape.separator,
         quote_char=None,
         columns=sorted({token.index for token in tokens.values()}),
         schema={f"t{index}": pl.String for index in range(shape.tokens)},

@@ -157,7 +157,7 @@ def _frame(data: bytes, max_line_bytes: int, *, small: bool) -> pl.Series:
     if escaped or b"\x1b" in data:
         text = _fix_rows(text, text.str.contains("\x1b", literal=True), _NO_ANSI)
     if escaped or redrawn:
-        text = _fix_rows(text, text.str.contains("\r", literal=True), _REDRAWN)
+        text = _fix_redrawn(text, text.str.contains("\r", literal=True))
     # A line's text is at most six times its bytes plus a few (three for bad UTF-8, twice again
     # for a redraw's prefix): a block under a sixth of the bound has no line to cut.
     if 6 * len(data) + 8 > _cut_bound(max_line_bytes):
@@ -233,6 +233,41 @@ def _fix_rows(text: pl.Series, rows: pl.Series, fix: pl.Expr) -> pl.Series:
     return text.scatter(index, fixed)
 
 
+def _fix_redrawn(text: pl.Series, rows: pl.Series) -> pl.Series:
+    """`_fix_rows(text, rows, _REDRAWN)` at a tenth of its cost: each redrawn line's last state
+    is cut by one regex pass (no list per line), and only the lines on which an earlier redraw
+    may show a non-finite value (the hint matches the text before the last state: a superset of
+    the segments `_REDRAWN` reads, since a match may also span a `\r`) take `_REDRAWN`."""
+    index = rows.arg_true()
+    if index.is_empty():
+        return text
+    every = index.len() == text.len()
+    lines = text if every else text.gather(index)
+    found = pl.DataFrame([lines]).select(
+        _LAST_STATE_CUT.alias("text"),
+        pl.col("text").str.replace(_LAST_STATE, "").str.contains(_NONFINITE_HINT).alias("hint"),
+    )
+    fixed = found.get_column("text")
+    hinted = found.get_column("hint").arg_true()
+    if not hinted.is_empty():
+        exact = pl.DataFrame([lines.gather(hinted)]).select(_REDRAWN.alias("text")).to_series()
+        fixed = fixed.scatter(hinted, exact)
+    return fixed if every else text.scatter(index, fixed)
+
+
+# The last non-blank segment of a redrawn line (what `_redrawn`'s `last` keeps): it starts the
+# line or follows a `\r`, holds a non-blank and no `\r`, and only blanks (`\r` is one) follow
+# it. `\s` is Unicode's White_Space, the set `str.strip_chars` strips.
+_LAST_STATE = r"(?:^|\r)([^\r]*\S[^\r]*)\s*$"
+
+
+def _last_state_cut() -> pl.Expr:
+    """`_redrawn` for a line whose earlier redraws hide no non-finite value."""
+    prefix = pl.col("text").str.extract(_PREFIX, 1).fill_null("")
+    last = pl.col("text").str.extract(_LAST_STATE, 1).fill_null("")
+    return pl.when(last.str.starts_with(prefix)).then(last).otherwise(prefix + last)
+
+
 def _redrawn() -> pl.Expr:
     """A redrawn line keeps its last state, and the rank / MPI prefix of its first segment. A
     non-finite loss or grad norm shown by an earlier redraw only is kept in front of it: a NaN
@@ -265,6 +300,7 @@ _UNESCAPE = (
 # ANSI colours sit between keys and values (torchtitan): `\x1b[32mloss: \x1b[33m7.8`.
 _NO_ANSI = pl.col("text").str.replace_all(r"\x1b\[[0-9;?]*[A-Za-z]", "")
 _REDRAWN = _redrawn()
+_LAST_STATE_CUT = _last_state_cut()
 
 
 def _cut_bound(max_line_bytes: int) -> int:

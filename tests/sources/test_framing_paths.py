@@ -275,3 +275,43 @@ def test_the_split_check_leaves_crlf_and_bad_utf8_to_the_count() -> None:
     assert lines_to_series(around(b"\xef\xbb\xbfa\xff\r\n"), DEFAULT_MAX_LINE_BYTES).len() == (
         count_newlines(around(b"\n"))
     )
+
+
+REDRAW_PIECES = [
+    b"\r",
+    b"\r",
+    b"\r\r",
+    b" ",
+    b"\t",
+    b"\x0b",
+    b"\x0c",
+    b"\xc2\xa0",  # U+00A0, and below U+3000 and U+2028: blanks that `str.strip_chars` strips
+    b"\xe3\x80\x80",
+    b"\xe2\x80\xa8",
+    b"\xe2\x96\x88",  # a tqdm bar's block, not a blank
+    b"  0%|          | 1/20 [00:04<01:19, 4.11s/it]",
+    b"{'loss': nan, 'learning_rate': 1e-05, 'epoch': 0.1}",
+    b"{'loss': 1.74, 'learning_rate': 1e-05, 'epoch': 0.1}",
+    b"loss=inf",
+    b"norm",
+    b": nan",
+    b"loss",
+    b"[rank3]:",
+    b"[default0]:",
+    b"x",
+]
+
+
+@settings(max_examples=examples(300), deadline=None, database=None)
+@given(
+    lines=st.lists(st.lists(st.sampled_from(REDRAW_PIECES), max_size=12).map(b"".join), max_size=8),
+    large=st.booleans(),
+)
+def test_redrawn_lines_frame_as_the_reference(lines: list[bytes], large: bool) -> None:
+    """Lines of `\\r` redraws (a last state after blank redraws or none, Unicode blanks, rank
+    prefixes, a non-finite value in an earlier redraw, in the last, or one spelled across a
+    `\\r`), among plain lines or alone, give the reference framing's lines: the last state is
+    cut by one regex and only lines an earlier redraw may hide a NaN in take the list path."""
+    padding = PLAIN * ROWS if large else b""
+    data = padding + b"".join(line + b"\n" for line in lines) + padding
+    assert lines_to_series(data).to_list() == reference_lines_to_series(data).to_list()
