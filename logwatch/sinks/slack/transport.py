@@ -122,12 +122,17 @@ class Deadline:
         finally:
             with self._lock:
                 self._waiting.discard(done)
+        said = f"Slack did not answer within {self.timeout_s:g}s"
         if not box:
             why = "shutting down" if self._closed else f"deadline of {self.timeout_s:g}s passed"
-            said = f"Slack did not answer within {self.timeout_s:g}s"
             raise Transient(f"no complete answer from Slack ({why})", in_doubt=True, said=said)
         ok, value = box[0]
         if not ok:
+            reason = value.reason if isinstance(value, URLError) else value
+            if isinstance(reason, TimeoutError):
+                # the socket's own timeout (the same length) can beat the deadline by a hair:
+                # the same failure, said the same way
+                raise Transient(f"{type(reason).__name__}: {reason}", in_doubt=True, said=said)
             raise value
         return value
 
