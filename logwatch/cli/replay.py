@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from logwatch.alerts import AlertEvent, Severity
-from logwatch.cli.errors import mark_finished, status_line, warn_data, warn_rule_error
+from logwatch.cli.errors import mark_finished, status_line
+from logwatch.cli.jobs import DASK_OPTION, JOBS_OPTION, replay_where, unread_line
 from logwatch.cli.options import (
     CONFIG_OPTION,
     MAX_LINE_OPTION,
@@ -28,7 +29,7 @@ from logwatch.cli.options import (
     state_dir_path,
     window,
 )
-from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay
+from logwatch.drivers.replay import ReplayOptions, ReplayResult
 from logwatch.drivers.verdict import Fleet
 from logwatch.durations import parse_duration
 from logwatch.fleet.render import fleet_json, host_rows
@@ -109,6 +110,8 @@ if TYPE_CHECKING:
     default=None,
     help="Write the alert events as Parquet (the JSONL fields).",
 )
+@JOBS_OPTION
+@DASK_OPTION
 def replay_cmd(
     paths: tuple[str, ...],
     fmt: str,
@@ -127,6 +130,8 @@ def replay_cmd(
     events_path: str | None,
     skew: str,
     layout: str | None,
+    jobs: int | None,
+    dask_address: str | None,
 ) -> None:
     """Run the rules over finished log files (or every log under a folder, or a quoted glob)
     and print a timeline of what went wrong; for many ranks, the first failing one first."""
@@ -153,9 +158,11 @@ def replay_cmd(
             timeline.add_event(event)
 
     try:
-        result = replay(
+        result = replay_where(
             files,
             specs,
+            jobs=jobs,
+            dask_address=dask_address,
             options=ReplayOptions(
                 max_line_bytes=max_line_bytes,
                 metrics=export is not None,
@@ -163,12 +170,12 @@ def replay_cmd(
                 layout=layout,
                 skew_s=skew_window.total_seconds(),
             ),
-            progress=progress,
             on_event=on_event,
-            on_error=warn_rule_error,
-            on_warning=warn_data,
             window=lines_window,
-            on_frame=_frame_hooks(export, timeline.add_frame if timeline is not None else None),
+            in_process={
+                "progress": progress,
+                "on_frame": _frame_hooks(export, timeline.add_frame if timeline else None),
+            },
         )
     except BaseException:
         if export is not None:
@@ -209,6 +216,10 @@ def replay_cmd(
                 click.echo(
                     "logwatch: the Slack digest is not delivered yet; it stays spooled", err=True
                 )
+    unread = unread_line(result, files)
+    if unread is not None:
+        status_line(unread)
+        sys.exit(2)
     mark_finished()
     if fail_on is not None and result.fired(Severity.parse(fail_on)):
         sys.exit(1)
