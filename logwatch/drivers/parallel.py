@@ -119,7 +119,9 @@ class Runner(Protocol):
     def run(self, tasks: Sequence[Task]) -> Iterator[tuple[int, list[FileOutcome]]]: ...
 
 
-def batches(paths: Sequence[str], workers: int) -> list[tuple[str, ...]]:
+def batches(
+    paths: Sequence[str], workers: int, max_files: int = TASK_FILES
+) -> list[tuple[str, ...]]:
     """Consecutive files in tasks: a large file alone, small ones together, with enough tasks
     (four per worker) to keep every worker busy to the end."""
     sizes = [_size(path) for path in paths]
@@ -128,7 +130,7 @@ def batches(paths: Sequence[str], workers: int) -> list[tuple[str, ...]]:
     batch: list[str] = []
     held = 0
     for path, size in zip(paths, sizes, strict=True):
-        if batch and (held + size > target or len(batch) >= TASK_FILES):
+        if batch and (held + size > target or len(batch) >= max_files):
             out.append(tuple(batch))
             batch, held = [], 0
         batch.append(path)
@@ -165,10 +167,11 @@ def replay_parallel(
     window: Window | None = None,
     merge: Merge | None = None,
     check_here: bool = True,
+    task_files: int = TASK_FILES,
 ) -> ReplayResult:
     """`replay` with the files' work on `runner`; same events, same order, same verdict.
     `check_here`: refuse unreadable files before any work (False: they are named where they
-    are read, and `ReplayResult.unread` lists them)."""
+    are read, and `ReplayResult.unread` lists them); `task_files`: at most so many per task."""
     if STDIN in paths:
         raise InputError("standard input cannot be replayed in parallel; use --jobs 1")
     if check_here:
@@ -177,7 +180,7 @@ def replay_parallel(
     task_options = _one_thread(options)
     tasks = [
         Task(i, batch, tuple(rules), task_options, window)
-        for i, batch in enumerate(batches(paths, workers))
+        for i, batch in enumerate(batches(paths, workers, task_files))
     ]
     facts = FleetFacts(layout_pattern(options.layout) if options.layout else None)
     result = ReplayResult([], {}, facts)
