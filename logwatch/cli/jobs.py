@@ -66,11 +66,11 @@ def replay_where(
         "options": options,
         "window": window,
     }
-    from logwatch.drivers.parallel import LocalRunner, Merge, replay_parallel
-
-    merge = Merge(on_event, warn_rule_error, warn_data, status_line)
     if dask_address is not None:
         from logwatch.drivers.cluster import DaskRunner
+        from logwatch.drivers.parallel import Merge, replay_parallel
+
+        merge = Merge(on_event, warn_rule_error, warn_data, status_line)
 
         runner = DaskRunner(dask_address)
         try:
@@ -96,6 +96,9 @@ def replay_where(
             **common,
             **in_process,
         )
+    from logwatch.drivers.parallel import LocalRunner, Merge, replay_parallel
+
+    merge = Merge(on_event, warn_rule_error, warn_data, status_line)
     return replay_parallel(files, specs, LocalRunner(count), workers=count, merge=merge, **common)
 
 
