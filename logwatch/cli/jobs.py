@@ -14,6 +14,7 @@ from logwatch.cli.errors import status_line, warn_data, warn_rule_error
 from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay
 from logwatch.drivers.window import Window
 from logwatch.rules.loader import RuleSpec
+from logwatch.sources.streams import STDIN
 
 SMALL_INPUT_BYTES = 16 << 20  # below this, the default replays in this process (no start-up)
 
@@ -24,8 +25,8 @@ JOBS_OPTION = click.option(
     default=None,
     metavar="N",
     help="Replay many files on N processes of this machine, one polars thread each "
-    "[default: the cores, for inputs over 16 MB; smaller ones, a single file, --export and "
-    "--export-metrics replay in this process].",
+    "[default: the cores, for inputs over 16 MB; smaller ones, a single file, standard input, "
+    "--export and --export-metrics replay in this process].",
 )
 DASK_OPTION = click.option(
     "--dask",
@@ -86,7 +87,7 @@ def replay_where(
         finally:
             runner.close()
     count = jobs if jobs is not None else _default_jobs(files, hooks)
-    if count is None or len(files) < 2:
+    if count is None or len(files) < 2 or STDIN in files:  # standard input: read here, once
         return replay(
             files,
             specs,

@@ -66,20 +66,26 @@ class Task:
 
 
 def replay_task(task: Task) -> tuple[int, list[FileOutcome]]:
-    """Replay a task's files, each through its own source state (as in one process)."""
-    return task.index, [_replay_one(path, task) for path in task.paths]
-
-
-def _replay_one(path: str, task: Task) -> FileOutcome:
+    """Replay a task's files through one engine, each its own source (as in one process)."""
     errors: list[tuple[str, str, Exception]] = []
     warnings: list[DataWarning] = []
-    options = task.options
     engine = Engine(
         task.rules,
         on_error=lambda rule, source, exc: errors.append((rule, source, _portable(exc))),
-        stats=options.stats,
+        stats=task.options.stats,
         on_warning=warnings.append,
     )
+    outcomes = []
+    for path in task.paths:
+        outcome = _replay_one(path, task, engine)
+        outcomes.append(replace(outcome, rule_errors=errors.copy(), warnings=warnings.copy()))
+        errors.clear()  # what the next file's rules say is the next file's
+        warnings.clear()
+    return task.index, outcomes
+
+
+def _replay_one(path: str, task: Task, engine: Engine) -> FileOutcome:
+    options = task.options
     layout = layout_pattern(options.layout) if options.layout else None
     tap = SourceTap(path, path_identity(path, layout))
     events: list[AlertEvent] = []
@@ -91,7 +97,7 @@ def _replay_one(path: str, task: Task) -> FileOutcome:
         unread = f"{exc} (on {where()})"
     tap.keep_times(event.line for event in events if event.ts is None)
     stats = engine.sources[path].stats if path in engine.sources else None
-    return FileOutcome(path, events, stats, tap, errors, warnings, unread)
+    return FileOutcome(path, events, stats, tap, unread=unread)
 
 
 def _portable(exc: Exception) -> Exception:
@@ -173,7 +179,7 @@ def replay_parallel(
     `check_here`: refuse unreadable files before any work (False: they are named where they
     are read, and `ReplayResult.unread` lists them); `task_files`: at most so many per task."""
     if STDIN in paths:
-        raise InputError("standard input cannot be replayed in parallel; use --jobs 1")
+        raise InputError("-: standard input cannot be replayed on other processes; replay it apart")
     if check_here:
         check_readable(paths)
     merge = merge or Merge()

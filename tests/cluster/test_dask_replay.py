@@ -162,3 +162,22 @@ def test_an_unreachable_scheduler_is_one_line_before_any_work(tmp_path: Path) ->
         "Error: Dask scheduler tcp://127.0.0.1:9: unreachable, gave up after 10 s "
         "(Connection refused); check the address and that `dask scheduler` runs there"
     ]
+
+
+def test_workers_with_another_logwatch_are_refused_before_any_work(cluster: str, fleet, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # fmt: skip
+    """This client says it is logwatch 9.9.9 (a dist-info ahead on its path) and the workers
+    have 0.1.0: one line naming a worker and both versions, exit 2, no output."""
+    info = tmp_path / "shadow" / "logwatch-9.9.9.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: logwatch\nVersion: 9.9.9\n")
+    env = {**os.environ, "PYTHONPATH": str(info.parent)}
+    command = [sys.executable, "-m", "logwatch", "replay", "--dask", cluster, str(fleet.root)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("Error: Dask worker tcp://127.0.0.1:")
+    assert lines[0].endswith(
+        "has logwatch 0.1.0, this client 9.9.9; install the same version on both"
+    )
