@@ -157,6 +157,7 @@ def replay_cmd(
         if timeline is not None:
             timeline.add_event(event)
 
+    on_frame = _frame_hooks(export, timeline.add_frame if timeline is not None else None)
     try:
         result = replay_where(
             files,
@@ -172,10 +173,7 @@ def replay_cmd(
             ),
             on_event=on_event,
             window=lines_window,
-            in_process={
-                "progress": progress,
-                "on_frame": _frame_hooks(export, timeline.add_frame if timeline else None),
-            },
+            in_process={"progress": progress, "on_frame": on_frame},
         )
     except BaseException:
         if export is not None:
