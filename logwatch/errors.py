@@ -48,3 +48,8 @@ class SilencesUnreadable(SilenceError):
 
 class ReportError(LogwatchError):
     """A report's extra output cannot be made (no browser for `--png`, a screenshot failed)."""
+
+
+class ClusterError(LogwatchError):
+    """The worker processes or the Dask cluster cannot run the replay (unreachable, no worker,
+    a worker without logwatch or with another version, a worker pool that broke)."""

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from logwatch.alerts import AlertEvent, Severity
-from logwatch.cli.errors import mark_finished, status_line, warn_data, warn_rule_error
+from logwatch.cli.errors import mark_finished, status_line
 from logwatch.cli.help import HelpCommand
+from logwatch.cli.jobs import DASK_OPTION, JOBS_OPTION, replay_where, unread_line
 from logwatch.cli.options import (
     CONFIG_OPTION,
     MAX_LINE_OPTION,
@@ -31,7 +32,7 @@ from logwatch.cli.options import (
     window,
 )
 from logwatch.cli.progress import ReplayProgress
-from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay
+from logwatch.drivers.replay import ReplayOptions, ReplayResult
 from logwatch.drivers.verdict import Fleet
 from logwatch.durations import parse_duration
 from logwatch.fleet.render import fleet_json, host_rows
@@ -129,6 +130,8 @@ if TYPE_CHECKING:
     default=None,
     help="Write the alert events as Parquet (the JSONL fields).",
 )
+@JOBS_OPTION
+@DASK_OPTION
 def replay_cmd(
     paths: tuple[str, ...],
     fmt: str,
@@ -148,6 +151,8 @@ def replay_cmd(
     events_path: str | None,
     skew: str,
     layout: str | None,
+    jobs: int | None,
+    dask_address: str | None,
 ) -> None:
     """Run the rules over finished log files (or every log under a folder, or a quoted glob)
     and print a timeline of what went wrong; for many ranks, the first failing one first."""
@@ -177,10 +182,17 @@ def replay_cmd(
         if timeline is not None:
             timeline.add_event(event)
 
+    on_frame = _frame_hooks(
+        export,
+        timeline.add_frame if timeline is not None else None,
+        pids.observe if pids is not None else None,
+    )
     try:
-        result = replay(
+        result = replay_where(
             files,
             specs,
+            jobs=jobs,
+            dask_address=dask_address,
             options=ReplayOptions(
                 max_line_bytes=max_line_bytes,
                 metrics=export is not None,
@@ -188,16 +200,9 @@ def replay_cmd(
                 layout=layout,
                 skew_s=skew_window.total_seconds(),
             ),
-            progress=progress,
             on_event=on_event,
-            on_error=warn_rule_error,
-            on_warning=warn_data,
             window=lines_window,
-            on_frame=_frame_hooks(
-                export,
-                timeline.add_frame if timeline is not None else None,
-                pids.observe if pids is not None else None,
-            ),
+            in_process={"progress": progress, "on_frame": on_frame},
         )
     except BaseException:
         with suppress(Exception):
@@ -252,6 +257,10 @@ def replay_cmd(
                 click.echo(
                     "logwatch: the Slack digest is not delivered yet; it stays spooled", err=True
                 )
+    unread = unread_line(result, files)
+    if unread is not None:
+        status_line(unread)
+        sys.exit(2)
     mark_finished()
     if fail_on is not None and result.fired(Severity.parse(fail_on)):
         sys.exit(1)

@@ -107,6 +107,15 @@ class SourceTap:
         at = max(at, 0)
         return int(lines[at]), stamps[at]
 
+    def keep_times(self, lines: Iterable[int]) -> None:
+        """Keep of the per-line index only what `time_of` answers for these lines (a file's
+        untimed events: what travels back from a worker, `logwatch.drivers.parallel`)."""
+        found = sorted({hit for line in set(lines) if (hit := self.time_of(line)) is not None})
+        self._timed_lines = [pl.Series("line", [a for a, _ in found], dtype=pl.Int64)]
+        self._timed_ts = [pl.Series("ts", [t for _, t in found], dtype=pl.Datetime("us"))]
+        if not found:
+            self._timed_lines, self._timed_ts = [], []
+
     def close(self) -> None:
         """Drop the per-line index once the file's events are placed (the rest is small)."""
         self._timed_lines, self._timed_ts = [], []
@@ -185,7 +194,11 @@ class FleetFacts:
 
     def tap(self, source: str, path: str) -> SourceTap:
         """The tap of one source (a new one; a source replayed twice starts over)."""
-        tap = SourceTap(source, path_identity(path, self.layout))
+        return self.adopt(SourceTap(source, path_identity(path, self.layout)))
+
+    def adopt(self, tap: SourceTap) -> SourceTap:
+        """Take a tap filled elsewhere (a worker process) as if this replay had tapped it."""
+        source = tap.source
         self.taps[source] = tap
         self._groups.setdefault(tap.identity.group, []).append(tap)
         self._who = None

@@ -262,6 +262,7 @@ class ReplayResult:
     stats: dict[str, SourceStats]
     facts: FleetFacts | None = None  # who wrote what (the fleet post-mortem reads it)
     fleet: Fleet | None = None  # the ranks, cascades and verdicts (`root-cause`, in `events` too)
+    unread: tuple[str, ...] = ()  # files not read (to their end) on a cluster: why, and where
 
     def events_frame(self) -> pl.DataFrame:
         """The events as a frame, one row each in file order, with the JSONL output's field names."""

@@ -1,0 +1,183 @@
+"""`replay --dask`: a real Dask cluster (`dask scheduler` and two `dask worker` processes on
+127.0.0.1) replays a fleet byte-identically to one process, survives a worker SIGKILLed mid-run,
+names a file its workers cannot read, and refuses an unreachable scheduler in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from logwatch.cli.options import config_and_rules
+from logwatch.drivers.cluster import DaskRunner
+from logwatch.drivers.parallel import FileOutcome, Task, replay_parallel
+from logwatch.drivers.replay import replay
+from logwatch.sources.expand import expand_inputs
+from tests.drivers.test_parallel import gen, in_process, spawned
+
+pytest.importorskip("distributed")
+
+BIN = Path(sys.executable).parent
+# The workers cannot override file modes even as root (the tests' user): a mode-000 file is
+# unreadable where it is replayed, as it is for a user's job.
+NO_DAC = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A scheduler and two one-thread workers (each under a nanny, which restarts it); yields
+    the scheduler file."""
+    folder = tmp_path_factory.mktemp("dask")
+    scheduler_file = folder / "scheduler.json"
+    logs = [open(folder / f"{name}.log", "w") for name in ("scheduler", "w1", "w2")]  # noqa: SIM115  # closed at the end
+    scheduler = [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0"]
+    scheduler += ["--no-dashboard", "--scheduler-file", str(scheduler_file)]
+    procs = [
+        subprocess.Popen(
+            scheduler,
+            stdout=logs[0],
+            stderr=subprocess.STDOUT,
+        )
+    ]
+    try:
+        deadline = time.monotonic() + 120
+        while not scheduler_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        prefix = NO_DAC if shutil.which("setpriv") and os.geteuid() == 0 else []
+        env = {**os.environ, "POLARS_MAX_THREADS": "1"}
+        for log in logs[1:]:
+            worker = [str(BIN / "dask"), "worker", "--scheduler-file", str(scheduler_file)]
+            worker += ["--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"]
+            procs.append(
+                subprocess.Popen(prefix + worker, stdout=log, stderr=subprocess.STDOUT, env=env)
+            )
+        import distributed
+
+        with distributed.Client(scheduler_file=str(scheduler_file), timeout="120s") as client:
+            client.wait_for_workers(2, timeout=180)
+        yield str(scheduler_file)
+    finally:
+        for proc in reversed(procs):
+            proc.send_signal(signal.SIGINT)
+        for proc in reversed(procs):
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for log in logs:
+            log.close()
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """16 ranks on 2 hosts (torchrun layout, 34 files), the culprit's GPU lost."""
+    return gen.generate(tmp_path_factory.mktemp("fleet") / "run", gen.FleetSpec(ranks=16, steps=4))
+
+
+def test_dask_output_is_byte_identical_to_one_process(cluster: str, fleet) -> None:  # type: ignore[no-untyped-def]
+    """`--dask SCHEDULER_FILE` prints the JSON document and the text of a replay in one
+    process, byte for byte: the verdict first, each event labelled, the same stats."""
+    root = str(fleet.root)
+    for fmt in ("json", "text"):
+        done = spawned("replay", "--format", fmt, "--dask", cluster, root)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == in_process("replay", "--format", fmt, root)
+    assert f"rank {fleet.culprit_rank} " in done.stdout.splitlines()[0]
+
+
+class KillOneWorker:
+    """A runner that SIGKILLs one worker process as the first result arrives (its nanny starts
+    a new one; the tasks it held run again)."""
+
+    def __init__(self, runner: DaskRunner) -> None:
+        self.runner = runner
+        self.killed: list[int] = []
+
+    def run(self, tasks: Sequence[Task]) -> Iterator[tuple[int, list[FileOutcome]]]:
+        for result in self.runner.run(tasks):
+            if not self.killed:
+                pids = self.runner.client.run(os.getpid)
+                pid = sorted(pids.values())[0]
+                os.kill(pid, signal.SIGKILL)
+                self.killed.append(pid)
+            yield result
+
+
+def test_a_worker_killed_mid_run_changes_nothing(cluster: str, fleet) -> None:  # type: ignore[no-untyped-def]
+    """One file per task (34 tasks); a worker is SIGKILLed after the first result: every file
+    is replayed once in the output (none lost, none doubled) and the events, stats and verdict
+    are those of one process."""
+    _, specs = config_and_rules(None, (), False)
+    files = expand_inputs([str(fleet.root)]).files
+    expected = replay(files, specs)
+    runner = DaskRunner(cluster)
+    try:
+        killer = KillOneWorker(runner)
+        got = replay_parallel(files, specs, killer, workers=2, check_here=False, task_files=1)
+    finally:
+        runner.close()
+    assert killer.killed
+    assert got.unread == ()
+    assert json.dumps(got.to_json()) == json.dumps(expected.to_json())
+    assert got.fleet is not None and expected.fleet is not None
+    assert [e.to_json() for e in got.fleet.verdicts] == [
+        e.to_json() for e in expected.fleet.verdicts
+    ]
+
+
+def test_a_file_the_workers_cannot_read_is_named_the_rest_completes(cluster: str, tmp_path: Path) -> None:  # fmt: skip
+    """A mode-000 rank file: one line naming it and the worker, the verdict still first on
+    stdout from the other 33 files, `1 of 34 files not read`, exit 2."""
+    fleet = gen.generate(tmp_path / "run", gen.FleetSpec(ranks=16, steps=4))
+    files = expand_inputs([str(fleet.root)]).files
+    victim = next(p for p in files if p.endswith("/0/stdout.log") and "node-000" in p)
+    os.chmod(victim, 0)
+    done = spawned("replay", "--dask", cluster, str(fleet.root))
+    assert done.returncode == 2, done.stderr
+    named = [line for line in done.stderr.splitlines() if victim in line]
+    assert len(named) == 1
+    assert "permission" in named[0].lower()
+    assert "(on tcp://127.0.0.1:" in named[0]
+    assert "logwatch: 1 of 34 files not read" in done.stderr
+    assert " root-cause " in done.stdout.splitlines()[0]
+
+
+def test_an_unreachable_scheduler_is_one_line_before_any_work(tmp_path: Path) -> None:
+    """Nothing listens on the port: after 10 s, one line naming the address, exit 2, no
+    output."""
+    log = tmp_path / "train.log"
+    log.write_text("step 1 loss 2.0\n")
+    done = spawned("replay", "--dask", "tcp://127.0.0.1:9", str(log), str(log))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "Error: Dask scheduler tcp://127.0.0.1:9: unreachable, gave up after 10 s "
+        "(Connection refused); check the address and that `dask scheduler` runs there"
+    ]
+
+
+def test_workers_with_another_logwatch_are_refused_before_any_work(cluster: str, fleet, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # fmt: skip
+    """This client says it is logwatch 9.9.9 (a dist-info ahead on its path) and the workers
+    have 0.1.0: one line naming a worker and both versions, exit 2, no output."""
+    info = tmp_path / "shadow" / "logwatch-9.9.9.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: logwatch\nVersion: 9.9.9\n")
+    env = {**os.environ, "PYTHONPATH": str(info.parent)}
+    command = [sys.executable, "-m", "logwatch", "replay", "--dask", cluster, str(fleet.root)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("Error: Dask worker tcp://127.0.0.1:")
+    assert lines[0].endswith(
+        "has logwatch 0.1.0, this client 9.9.9; install the same version on both"
+    )
