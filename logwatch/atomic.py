@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 from typing import BinaryIO, Literal, TextIO
+
+from logwatch.errors import SpoolLockedError
 
 PRIVATE = 0o600  # state files hold alert text, which can hold what a training script printed
 
@@ -48,3 +51,24 @@ def open_private_bytes(path: Path) -> BinaryIO:
     """`open_private` for appending raw bytes (a copy of damaged records, kept as they were)."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
     return open(os.open(path, flags, PRIVATE), "ab")
+
+
+def take_delivery_lock(path: Path, what: str) -> TextIO:
+    """The lock file at `path`, held (flock) for the caller's lifetime with this pid in it, so
+    that two processes never deliver `what` (Slack alerts, a webhook's alerts) from one state
+    directory; SpoolLockedError naming the holder's pid when another process holds it."""
+    stream = open_private(path, "a+")
+    try:
+        fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        stream.seek(0)
+        holder = stream.read().strip() or "?"
+        stream.close()
+        raise SpoolLockedError(
+            f"{path.parent}: another logwatch (pid {holder}) is delivering {what} from this "
+            "state directory; stop it or give this one its own --state-dir"
+        ) from None
+    stream.truncate(0)
+    stream.write(str(os.getpid()))
+    stream.flush()
+    return stream

@@ -44,6 +44,18 @@ class TableReader:
                 return number
         return start or 1
 
+    def entry_key_line(self, header: int, key: str) -> int:
+        """The line of `key` in the table entry whose header is at line `header` (an
+        `[[action]]`, a `[[webhook]]`), searched up to the next table; the header when absent."""
+        pattern = re.compile(rf'^\s*"?{re.escape(key)}"?\s*=')
+        for number in range(header + 1, len(self.lines) + 1):
+            line = self.lines[number - 1]
+            if line.lstrip().startswith("["):
+                break
+            if pattern.match(line):
+                return number
+        return header
+
     def fail(self, line: int, message: str) -> ConfigError:
         return ConfigError(redact(f"{self.file}:{line}: {message}"))
 

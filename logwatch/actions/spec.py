@@ -106,14 +106,7 @@ class _Action:
         self.reader, self.header = reader, header
 
     def at(self, key: str) -> int:
-        pattern = re.compile(rf'^\s*"?{re.escape(key)}"?\s*=')
-        for number in range(self.header + 1, len(self.reader.lines) + 1):
-            line = self.reader.lines[number - 1]
-            if line.lstrip().startswith("["):
-                break
-            if pattern.match(line):
-                return number
-        return self.header
+        return self.reader.entry_key_line(self.header, key)
 
     def fail(self, key: str | None, message: str) -> Exception:
         return self.reader.fail(self.at(key) if key else self.header, f"[[action]] {message}")

@@ -9,7 +9,6 @@ re-post. The journal is replayed on open, so pending jobs survive restarts in th
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import threading
@@ -19,8 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from logwatch.atomic import open_private, open_private_bytes, write_atomic
-from logwatch.errors import SpoolLockedError
+from logwatch.atomic import open_private, open_private_bytes, take_delivery_lock, write_atomic
 from logwatch.redact import stderr_line
 from logwatch.words import counted
 
@@ -83,7 +81,7 @@ class Spool:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path = directory / JOURNAL
         self.sync, self.report, self.keep_sent = sync, report, keep_sent
-        self._lock_file = _take_lock(directory / LOCK)
+        self._lock_file = take_delivery_lock(directory / LOCK, "Slack alerts")
         self._cond = threading.Condition()
         self._pending: dict[str, _JobState] = {}
         self._sent: dict[str, MessageRef] = {}
@@ -301,21 +299,3 @@ def _invalid(record: Any) -> str | None:
         if set(job) - set(Job.__slots__):
             return f"unknown job fields {sorted(set(job) - set(Job.__slots__))}"
     return None
-
-
-def _take_lock(path: Path) -> TextIO:
-    stream = open_private(path, "a+")  # held for the spool's lifetime
-    try:
-        fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        stream.seek(0)
-        holder = stream.read().strip() or "?"
-        stream.close()
-        raise SpoolLockedError(
-            f"{path.parent}: another logwatch (pid {holder}) is delivering Slack alerts from this "
-            "state directory; stop it or give this one its own --state-dir"
-        ) from None
-    stream.truncate(0)
-    stream.write(str(os.getpid()))
-    stream.flush()
-    return stream

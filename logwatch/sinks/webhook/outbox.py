@@ -11,7 +11,6 @@ the `done` record posts that payload once more on restart: at least once, as Ale
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import threading
@@ -23,8 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from logwatch.atomic import open_private, write_atomic
-from logwatch.errors import SpoolLockedError
+from logwatch.atomic import open_private, take_delivery_lock, write_atomic
 from logwatch.redact import redact, stderr_line
 from logwatch.sinks.webhook.payload import merge_payloads
 from logwatch.statecheck import OBJECT, STR, fields
@@ -90,7 +88,7 @@ class Outbox:
         self.name, self.report, self.sync = config.name, report, sync
         self.poster = poster or http_poster(config)
         self.backoff_cap_s = backoff_cap_s
-        self._lock_file = _take_lock(directory / f"{stem}.lock", config.name)
+        self._lock_file = take_delivery_lock(directory / f"{stem}.lock", config.name)
         self._cond = threading.Condition()
         self._pending: dict[str, Mapping[str, Any]] = {}  # insertion order: delivery order
         self._failing: str | None = None
@@ -255,21 +253,3 @@ def _checked(record: Any) -> dict[str, Any]:
     if op in ("done", "dead"):
         return fields(record, {"op": STR, "id": STR}, f"webhook record {op!r}")
     raise ValueError(f"unknown op {op!r} (expected job, done or dead)")
-
-
-def _take_lock(path: Path, name: str) -> TextIO:
-    stream = open_private(path, "a+")
-    try:
-        fcntl.flock(stream.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        stream.seek(0)
-        holder = stream.read().strip() or "?"
-        stream.close()
-        raise SpoolLockedError(
-            f"{path.parent}: another logwatch (pid {holder}) is delivering {name} from this "
-            "state directory; stop it or give this one its own --state-dir"
-        ) from None
-    stream.truncate(0)
-    stream.write(str(os.getpid()))
-    stream.flush()
-    return stream
