@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import itertools
 import random
 import re
@@ -12,26 +11,17 @@ import sys
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 import logwatch
+from tests.support.paths import load_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 NONFINITE = re.compile(r"\bloss'?[ =:]+[-+]?(?i:nan|inf)")  # the bench's NAN_LOSS
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _load("gen_dflash")
+gen = load_bench("gen_dflash")
 
 
 @pytest.fixture
@@ -153,7 +143,7 @@ def test_trainer_logs_forms() -> None:
     assert skipped and not any("lm loss" in x for x in skipped)
 
 
-replay_bench = _load("bench_replay")
+replay_bench = load_bench("bench_replay")
 POSITIVE = [
     "2026-11-28 14:31:44,902 INFO [train] step 1403/200000 | loss nan | acc 0.000 | grad_norm inf",
     "2026-11-28 14:31:45,902 INFO [train] step 1404/200000 | loss -nan | acc 0.000",
@@ -196,7 +186,7 @@ def test_gen_ranks_writes_a_seeded_torchrun_fleet(tmp_path: Path) -> None:
     """bench/gen_ranks.py writes each rank's stdout and stderr under `node/attempt_0/LOCAL/`, a
     launcher log per node and the job's output, with DFlash lines logwatch reads; the same
     bytes every time."""
-    ranks = _load("gen_ranks")
+    ranks = load_bench("gen_ranks")
     first, second = tmp_path / "a", tmp_path / "b"
     count = ranks.write(first, 16, 0.2)
     ranks.write(second, 16, 0.2)

@@ -3,31 +3,21 @@ byte (events in the same order, the same verdict, the same stats)."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from click.testing import CliRunner
 
 from logwatch.cli import cli
 from logwatch.drivers.parallel import batches
+from tests.support.paths import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _load("gen_fleet")
+gen = load_bench("gen_fleet")
 
 
 def in_process(*args: str) -> str:

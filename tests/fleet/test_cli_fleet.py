@@ -3,11 +3,8 @@ one line, a row per host, rank and host on every event, the `fleet` object in JS
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import polars as pl
 import pytest
@@ -15,20 +12,12 @@ from click.testing import CliRunner
 
 from logwatch.cli import cli
 from logwatch.drivers.lineinfo import PRIMARY, SYMPTOM, classed, prefixes
+from tests.support.paths import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _load("gen_fleet")
+gen = load_bench("gen_fleet")
 
 
 def run(*args: str) -> tuple[int, str, str]:

@@ -3,11 +3,8 @@ form and culprit mode (bench/gen_fleet.py), skewed clocks, a silent culprit."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -15,20 +12,12 @@ from logwatch.drivers.replay import ReplayOptions, replay
 from logwatch.drivers.verdict import analyse
 from logwatch.rules.loader import builtin_rules_dir, load_rules, pack_files
 from logwatch.sources.expand import expand_inputs
+from tests.support.paths import load_bench
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _load("gen_fleet")
+gen = load_bench("gen_fleet")
 RULES = load_rules(pack_files(builtin_rules_dir()))
 
 
