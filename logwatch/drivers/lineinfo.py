@@ -25,6 +25,14 @@ PREFIX = (
     r"(?:\[rank(?P<rank>\d+)\]:)?"
 )
 _PREFIX_FIELDS = ("pdsh", "srun", "mpi", "local", "rank")
+# A line that has a launcher prefix at all: PREFIX's first part, required (PREFIX itself matches
+# the empty string on every line). A block none of whose lines match needs no extraction, which
+# costs several times this one anchored test on every line.
+ANY_PREFIX = (
+    r"^(?:[A-Za-z][\w-]*\d[\w.-]*: |\s*\d+: |"
+    r"[^\[\n]{0,30}\[1,(?:mpirank:)?\d+[^\]]*\]<std(?:out|err)>:|"
+    r"\[(?:default|[\w.-]+:)\d+\]:|\[rank\d+\]:)"
+)
 
 # Lines that say who wrote them (kept per source to resolve ranks and hosts): NCCL's INFO lines
 # (`host:pid:tid [dev] NCCL INFO comm 0x.. rank R nRanks W ... busId B`), torch's process group
@@ -192,6 +200,18 @@ def prefixes(text: pl.Expr) -> list[pl.Expr]:
         field("local").cast(pl.Int64, strict=False).alias("p_local"),
         field("pdsh").alias("p_host"),
     ]
+
+
+def with_prefixes(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with `prefixes`' columns: extracted only when a line of it has a prefix (a
+    launcher's log), else null (a single trainer's log, the common case)."""
+    if frame.select(pl.col("text").str.contains(ANY_PREFIX).any()).item():
+        return frame.with_columns(*prefixes(pl.col("text")))
+    return frame.with_columns(
+        pl.lit(None, dtype=pl.Int64).alias("p_rank"),
+        pl.lit(None, dtype=pl.Int64).alias("p_local"),
+        pl.lit(None, dtype=pl.String).alias("p_host"),
+    )
 
 
 def maybe_classed(frame: pl.DataFrame) -> pl.DataFrame:

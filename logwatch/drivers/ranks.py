@@ -24,7 +24,7 @@ from logwatch.drivers.lineinfo import (
     classed,
     facts,
     maybe_classed,
-    prefixes,
+    with_prefixes,
 )
 from logwatch.parse.dialects.darknet import DARKNET_PATTERN
 
@@ -75,8 +75,8 @@ class SourceTap:
             .forward_fill()
             .fill_null(pl.lit(carry_line, dtype=pl.Int64))
             .alias("_from"),
-            *prefixes(pl.col("text")),
         )
+        base = with_prefixes(base)
         if timed.height:
             last = timed.row(timed.height - 1)
             self._carry = (last[1], last[2])
