@@ -207,12 +207,12 @@ def _fleet_page(
     if drawn is None:
         what = "no rank's file has step lines to chart"
     elif drawn.names == list(names):
-        what = drawn.note
+        what = f"{counted(len(drawn.placed), 'run')} on one {_AXIS_WORDS[drawn.kind]} axis"
     else:
         shown = ", ".join(dict.fromkeys(p.label for p in drawn.placed))
         what = (
-            f"charts of {counted(len(drawn.names), 'file')} only, the culprit's and the lowest "
-            f"rank's ({shown}), on one {_AXIS_WORDS[drawn.kind]} axis"
+            f"charts of {shown} only (the culprit's and the lowest rank's files, not every "
+            f"file's), on one {_AXIS_WORDS[drawn.kind]} axis"
         )
     note = (
         f"{counted(len(names), 'log file')}; {what}; "

@@ -41,9 +41,10 @@ def by_path(paths: Sequence[str], layout: str | None) -> bool:
 
 def title(names: Sequence[str], fleet: Fleet) -> str:
     """`logwatch report: /logs/run-1234: 256 ranks on 32 hosts`."""
-    folder = os.path.commonpath([os.path.abspath(p) for p in names]) if names else ""
-    if len(names) == 1:
-        folder = names[0]
+    try:  # as given (`run/`), unless relative and absolute paths are mixed
+        folder = os.path.commonpath(names) if len(names) > 1 else "".join(names)
+    except ValueError:
+        folder = os.path.commonpath([os.path.abspath(p) for p in names])
     size = f"{counted(len(fleet.ranks), 'rank')} on {counted(len(fleet.hosts), 'host')}"
     return f"logwatch report: {redact(folder)}: {size}"
 
@@ -80,19 +81,22 @@ def charted(result: ReplayResult, fleet: Fleet, cap: int = CHARTED_FILES) -> dic
     culprits = {int(v.labels["rank"]) for v in fleet.verdicts if v.labels.get("rank", "").isdigit()}
     ranked = [r for r in stepped.values() if r is not None]
     lowest = min(ranked) if ranked else None
+    hosts = {v.labels.get("host") for v in fleet.verdicts} - {None}
     picked = [s for s, r in stepped.items() if r is not None and r in culprits]
-    picked += [s for s, r in stepped.items() if r == lowest]
-    if not picked and stepped:  # ranks not known from the files: the first with steps
+    # a node's file of several ranks (SLURM's): the culprit's host's
+    picked += [s for s, r in stepped.items() if r is None and who.host_of(s, None, None) in hosts]
+    picked += [s for s, r in stepped.items() if lowest is not None and r == lowest]
+    if not picked and stepped:  # neither rank nor host known from the files: the first
         picked = [next(iter(stepped))]
     out = {}
     for source in list(dict.fromkeys(picked))[:cap]:
         rank = stepped[source]
         host = who.host_of(source, rank, None)
-        words = [f"rank {rank}" if rank is not None else "rank not known"]
+        words = [f"rank {rank}" if rank is not None else "ranks"]
         words[0] += f" on {host}" if host else ""
         words.append(Path(source).name)
-        if rank in culprits:
-            words.append("culprit")
+        if rank in culprits or (rank is None and host in hosts):
+            words.append("culprit's" if rank is None else "culprit")
         out[source] = redact(" · ".join(words))
     return out
 
