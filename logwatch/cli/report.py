@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     examples=(
         "logwatch report train.log -o report.html",
         "logwatch report a.log b.log -o runs.html --png charts/",
-        "logwatch report /logs/run-1234/ -o postmortem.html --jobs 8  # every rank's log",
+        "logwatch report /logs/run-1234/ -o run.html --jobs 8  # every rank's log",
     ),
 )
 @click.argument("paths", nargs=-1, required=True)
