@@ -12,27 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import resource
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-
-def _run(args: list[str]) -> tuple[float, float, float, str]:
-    """(wall s, CPU s, peak RSS MB of the largest child so far, stdout) of `logwatch ARGS`."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "logwatch", *args], capture_output=True, text=True, check=False
-    )
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"logwatch {' '.join(args[:2])} failed: {done.stderr.strip()}")
-    return wall, cpu, after.ru_maxrss / 1024, done.stdout
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_fleet import _run  # (wall s, CPU s, peak RSS MB, stdout) of `logwatch ARGS`
 
 
 def main() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -25,15 +24,12 @@ from logwatch.cli.options import (
     fleet_skew,
     window,
 )
-from logwatch.drivers.replay import Progress, ReplayOptions, ReplayResult
+from logwatch.drivers.replay import ReplayOptions, ReplayResult
 from logwatch.sources.expand import expand_inputs, skipped_line
 from logwatch.words import counted
 
 if TYPE_CHECKING:
-    import polars as pl
-
-    from logwatch.drivers.window import Window
-    from logwatch.rules.loader import RuleSpec
+    from logwatch.report.build import ReplayAsk
 
 
 @click.command(
@@ -157,25 +153,16 @@ class _Where:
         self.jobs = jobs
         self.dask_address = dask_address
 
-    def __call__(
-        self,
-        paths: Sequence[str],
-        rules: Sequence[RuleSpec],
-        *,
-        options: ReplayOptions,
-        window: Window | None,
-        progress: Progress | None,
-        on_frame: Callable[[pl.DataFrame], None] | None,
-    ) -> ReplayResult:
+    def __call__(self, ask: ReplayAsk) -> ReplayResult:
         return replay_where(
-            paths,
-            rules,
-            jobs=None if on_frame is not None else self.jobs,  # the hook runs here (refused
+            ask.paths,
+            ask.rules,
+            jobs=None if ask.on_frame is not None else self.jobs,  # the hook runs here (refused
             dask_address=self.dask_address,  # with --jobs N > 1 and --dask before the work)
-            options=options,
-            window=window,
+            options=ask.options,
+            window=ask.window,
             on_event=lambda _: None,
-            in_process={"progress": progress, "on_frame": on_frame},
+            in_process={"progress": ask.progress, "on_frame": ask.on_frame},
         )
 
 

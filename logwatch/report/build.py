@@ -7,7 +7,6 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import polars as pl
 
@@ -73,20 +72,21 @@ class Report:
         return len(data)
 
 
-class Replayer(Protocol):
-    """Where a report's replay runs: this process, or `--jobs`/`--dask` (`logwatch.cli.report`);
-    `on_frame` (the actions' run starts), when given, needs every line in this process."""
+@dataclass(frozen=True, slots=True)
+class ReplayAsk:
+    """What a report asks its replayer to replay; `on_frame` (the actions' run starts), when
+    given, needs every line in this process."""
 
-    def __call__(
-        self,
-        paths: Sequence[str],
-        rules: Sequence[RuleSpec],
-        *,
-        options: ReplayOptions,
-        window: Window | None,
-        progress: Progress | None,
-        on_frame: Callable[[pl.DataFrame], None] | None,
-    ) -> ReplayResult: ...
+    paths: Sequence[str]
+    rules: Sequence[RuleSpec]
+    options: ReplayOptions
+    window: Window | None
+    progress: Progress | None
+    on_frame: Callable[[pl.DataFrame], None] | None
+
+
+Replayer = Callable[[ReplayAsk], ReplayResult]
+"""Where a report's replay runs: this process, or `--jobs`/`--dask` (`logwatch.cli.report`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,8 +144,10 @@ def build_report(
     result = drawn.result
     planned = plan_actions(actions, result.events, pids, dict(os.environ)) if actions else []
     if result.fleet is not None and result.fleet.failed:  # one file of many ranks (`srun -l`)
-        html = _fleet_page(drawn.names, result, result.fleet, drawn, drawn.places, planned)
-        return Report(html, drawn.charts, result, drawn.names, drawn.kind)
+        strip = strip_chart(result.fleet, result.events)
+        html = _fleet_page(drawn.names, result, result.fleet, drawn, drawn.places, planned, strip)
+        charts = [c for c in (strip, *drawn.charts) if c]  # the strip too, for --png
+        return Report(html, charts, result, drawn.names, drawn.kind)
     runs = {p: [(q.label, q.colour) for q in drawn.placed if q.source == p] for p in drawn.names}
     headers = [
         run_header(p, result.stats[p], drawn.starts.get(p, []), drawn.events, runs[p])
@@ -173,9 +175,7 @@ def _fleet_report(
     """A fleet's files: replayed by `replayer`, then the charts of a few of them."""
     pids = RunPids()
     on_frame = pids.observe if actions else None
-    result = replayer(
-        paths, rules, options=options, window=window, progress=progress, on_frame=on_frame
-    )
+    result = replayer(ReplayAsk(paths, rules, options, window, progress, on_frame))
     assert result.fleet is not None  # replay always analyses the fleet
     names = [p for p in dict.fromkeys(paths) if p in result.stats]
     chosen = fleet.charted(result, result.fleet)
@@ -186,8 +186,9 @@ def _fleet_report(
             list(chosen), rules, options, window, x, None, stage, (None, None), None, chosen
         )
     planned = plan_actions(actions, result.events, pids, dict(os.environ)) if actions else []
-    html = _fleet_page(names, result, result.fleet, drawn, {}, planned)
-    charts = drawn.charts if drawn is not None else []
+    strip = strip_chart(result.fleet, result.events)
+    html = _fleet_page(names, result, result.fleet, drawn, {}, planned, strip)
+    charts = [c for c in (strip, *(drawn.charts if drawn is not None else [])) if c]
     return Report(html, charts, result, names, drawn.kind if drawn is not None else "time")
 
 
@@ -198,11 +199,12 @@ def _fleet_page(
     drawn: _Drawn | None,
     places: Mapping[int, Place],
     planned: Sequence[ActionOutcome],
+    strip: str,
 ) -> str:
     """The page of a fleet: its folder and size, the verdict, the strip, the charts drawn,
     the alerts folded; no header per file."""
     table_html, rows = fleet.fleet_table(result, found, places)
-    top = fleet.verdict_html(found) + strip_chart(found, result.events)
+    top = fleet.verdict_html(found) + strip
     charts = drawn.charts if drawn is not None else []
     if drawn is None:
         what = "no rank's file has step lines to chart"
@@ -236,24 +238,16 @@ def _fleet_page(
 def _in_process(on_error: ErrorHandler | None, on_warning: WarningHandler | None) -> Replayer:
     """`replay` in this process."""
 
-    def run(
-        paths: Sequence[str],
-        rules: Sequence[RuleSpec],
-        *,
-        options: ReplayOptions,
-        window: Window | None,
-        progress: Progress | None,
-        on_frame: Callable[[pl.DataFrame], None] | None,
-    ) -> ReplayResult:
+    def run(ask: ReplayAsk) -> ReplayResult:
         return replay(
-            paths,
-            rules,
-            options=options,
-            window=window,
-            on_frame=on_frame,
+            ask.paths,
+            ask.rules,
+            options=ask.options,
+            window=ask.window,
+            on_frame=ask.on_frame,
             on_error=on_error,
             on_warning=on_warning,
-            progress=progress,
+            progress=ask.progress,
         )
 
     return run
