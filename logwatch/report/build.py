@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import polars as pl
@@ -133,14 +133,12 @@ def build_report(
         raise ReportError(f"--x {x}: unknown axis (expected one of: {', '.join(AXES)})")
     options = options or ReplayOptions()
     stage = on_stage or (lambda _: None)
+    pids = RunPids()
+    ask = ReplayAsk(paths, rules, options, window, progress, pids.observe if actions else None)
     if fleet.by_path(paths, options.layout):
         replayer = replayer or _in_process(on_error, on_warning)
-        return _fleet_report(paths, rules, options, window, x, progress, stage, actions, replayer)
-    pids = RunPids()
-    warn = (on_error, on_warning)
-    drawn = _draw(
-        paths, rules, options, window, x, progress, stage, warn, pids if actions else None
-    )
+        return _fleet_report(ask, x, stage, actions, pids, replayer)
+    drawn = _draw(ask, x, stage, (on_error, on_warning), pids if actions else None)
     result = drawn.result
     planned = plan_actions(actions, result.events, pids, dict(os.environ)) if actions else []
     if result.fleet is not None and result.fleet.failed:  # one file of many ranks (`srun -l`)
@@ -162,29 +160,23 @@ def build_report(
 
 
 def _fleet_report(
-    paths: Sequence[str],
-    rules: Sequence[RuleSpec],
-    options: ReplayOptions,
-    window: Window | None,
+    ask: ReplayAsk,
     x: str | None,
-    progress: Progress | None,
     stage: Callable[[str], None],
     actions: Sequence[ActionSpec],
+    pids: RunPids,
     replayer: Replayer,
 ) -> Report:
     """A fleet's files: replayed by `replayer`, then the charts of a few of them."""
-    pids = RunPids()
-    on_frame = pids.observe if actions else None
-    result = replayer(ReplayAsk(paths, rules, options, window, progress, on_frame))
+    result = replayer(ask)
     assert result.fleet is not None  # replay always analyses the fleet
-    names = [p for p in dict.fromkeys(paths) if p in result.stats]
+    names = [p for p in dict.fromkeys(ask.paths) if p in result.stats]
     chosen = fleet.charted(result, result.fleet)
     drawn = None
     if chosen:
-        # said once already, by the replay of every file: no second word of the same
-        drawn = _draw(
-            list(chosen), rules, options, window, x, None, stage, (None, None), None, chosen
-        )
+        # what rules and data say was said once already, by the replay of every file
+        again = replace(ask, paths=list(chosen), progress=None, on_frame=None)
+        drawn = _draw(again, x, stage, (None, None), None, chosen)
     planned = plan_actions(actions, result.events, pids, dict(os.environ)) if actions else []
     strip = strip_chart(result.fleet, result.events)
     html = _fleet_page(names, result, result.fleet, drawn, {}, planned, strip)
@@ -254,18 +246,16 @@ def _in_process(on_error: ErrorHandler | None, on_warning: WarningHandler | None
 
 
 def _draw(
-    paths: Sequence[str],
-    rules: Sequence[RuleSpec],
-    options: ReplayOptions,
-    window: Window | None,
+    ask: ReplayAsk,
     x: str | None,
-    progress: Progress | None,
     stage: Callable[[str], None],
     warn: tuple[ErrorHandler | None, WarningHandler | None],
     pids: RunPids | None,
     labels: Mapping[str, str] | None = None,
 ) -> _Drawn:
-    """Replay `paths` in this process with the collector on every block, and draw them."""
+    """Replay `ask.paths` in this process with the collector on every block, and draw them
+    (`pids`: the actions' run starts, fed the same blocks)."""
+    paths, progress = ask.paths, ask.progress
     # Which axis is drawn is known only at the end, unless `--x` says: then only its view
     # is fed (the step view alone costs about a fifth of a replay on a DFlash log).
     collector = Collector(kinds=_KINDS[x])
@@ -282,9 +272,9 @@ def _draw(
 
     result = replay(
         paths,
-        rules,
-        options=options,
-        window=window,
+        ask.rules,
+        options=ask.options,
+        window=ask.window,
         on_frame=_with_pids(collector, pids) if pids is not None else collector,
         on_found=seen,
         on_error=warn[0],
