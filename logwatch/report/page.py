@@ -63,7 +63,7 @@ tr.resolved td{color:#666} td.ts small{display:block;color:#777}
 .verdict-box .root-cause{font-weight:600;margin:0 0 4px}
 .verdict-box dl{display:grid;grid-template-columns:150px 1fr;margin:4px 0;gap:2px 8px}
 .verdict-box dt{color:#666} tr.folded td{background:#fff4e5}
-svg .alive{stroke:#ccc;stroke-width:1} svg .culprit-row{fill:#d62728;opacity:.15}
+svg .alive{stroke:#ccc} svg .culprit-row{fill:#d62728;opacity:.15}
 svg .culprit-label{font-size:12px;font-weight:600;fill:#d62728} svg .yr{font-size:11px;fill:#444}
 @media (prefers-color-scheme:dark){
 body{color:#ddd;background:#121212} .run{border-color:#444} .run dt{color:#999}

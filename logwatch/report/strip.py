@@ -81,6 +81,7 @@ def strip_chart(fleet: Fleet, events: Sequence[AlertEvent]) -> str:
     marks = _marks(first, silent, axis, geo, row_h, size)
     ends = dict(seen.group_by("row").agg(pl.col("last").max()).drop_nulls().iter_rows())
     culprits = _culprits(fleet)
+    band = max(row_h, 6)  # the culprit's row, visible however thin the rows
     body = [x_ticks(axis, geo), _rank_ticks(world, size, geo, row_h)]
     for row in range(rows):
         lo, hi = row * size, min(world, (row + 1) * size) - 1
@@ -91,13 +92,15 @@ def strip_chart(fleet: Fleet, events: Sequence[AlertEvent]) -> str:
         body.append(
             f'<g class="strip-row{" culprit" if mine else ""}" {who}>'
             + (
-                f'<rect class="culprit-row" x="{LEFT}" y="{y}" width="{WIDTH - LEFT - 16}" '
-                f'height="{row_h}"/>'
+                f'<rect class="culprit-row" x="{LEFT}" y="{y + row_h / 2 - band / 2:.1f}" '
+                f'width="{WIDTH - LEFT - 16}" height="{band}"/>'
                 if mine
                 else ""
             )
             + f'<line class="alive" x1="{LEFT}" x2="{end:.1f}" y1="{y + row_h / 2:.1f}" '
-            f'y2="{y + row_h / 2:.1f}"/>' + "".join(marks.get(row, [])) + "</g>"
+            f'y2="{y + row_h / 2:.1f}" stroke-width="{min(1.0, row_h / 4):g}"/>'
+            + "".join(marks.get(row, []))
+            + "</g>"
         )
     body.extend(_culprit_label(v, axis, geo, row_h, size) for v in fleet.verdicts)
     return frame("ranks", title, legend, geo, "".join(body))
