@@ -68,3 +68,30 @@ def test_jobs_on_files_of_no_fleet_is_refused_in_one_line(tmp_path: Path) -> Non
         "line in this process; drop --jobs/--dask (a run's folder of rank logs uses them)"
     )
     assert not out.exists()
+
+
+def test_jobs_with_actions_in_the_config_is_refused_and_without_jobs_they_are_listed(
+    tmp_path: Path,
+) -> None:
+    """A config with an [[action]]: the fleet's report lists what it would have run, which
+    needs every line here, so `--jobs 2` is refused in one line (exit 2); without `--jobs` the
+    page is written with the action rows."""
+    run = gen.generate(tmp_path / "run", gen.FleetSpec(ranks=4, gpus_per_node=2, steps=2))
+    config = tmp_path / "logwatch.toml"
+    config.write_text(
+        '[[action]]\nname = "page"\non = ["gpu-lost"]\nrun = ["true"]\n', encoding="utf-8"
+    )
+    out = tmp_path / "r.html"
+    args = [str(run.root), "-o", str(out), "--config", str(config)]
+    code, output = _report(*args, "--jobs", "2")
+    assert code == 2
+    assert output.strip().splitlines()[-1] == (
+        "Error: --jobs/--dask: the report lists what the config's [[action]] commands would have "
+        "run, which needs every line in this process; drop --jobs/--dask"
+    )
+    assert not out.exists()
+    code, output = _report(*args)
+    assert code == 0, output
+    actions = out.read_text(encoding="utf-8").split("<h2>Actions (dry run: nothing was run)</h2>")
+    assert len(actions) == 2 and "<td>page</td>" in actions[1]
+    assert "kern.log:" in actions[1]  # on the host's kernel log's gpu-lost
