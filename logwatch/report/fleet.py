@@ -58,13 +58,14 @@ def verdict_html(fleet: Fleet) -> str:
             "the ranks did not fail as a crowd (each alert is in the table).</p></section>"
         )
     out = []
-    for verdict in fleet.verdicts:
+    for n, verdict in enumerate(fleet.verdicts, 1):
+        anchor = "verdict" if n == 1 else f"verdict-{n}"  # one per torchrun attempt
         items = "".join(
             f"<dt>{key}</dt><dd>{escape(verdict.labels.get(key, '-'))}</dd>"
             for key in ("rank", "host", "cause", "basis", "victims")
         )
         out.append(
-            f'<section class="verdict-box" id="verdict"><p class="root-cause">Root cause: '
+            f'<section class="verdict-box" id="{anchor}"><p class="root-cause">Root cause: '
             f"{escape(verdict.summary)}</p><dl>{items}</dl></section>"
         )
     return "".join(out)
