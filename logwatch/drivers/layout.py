@@ -20,6 +20,7 @@ class PathIdentity:
     local: int | None = None
     attempt: str | None = None
     group: str = ""
+    node: int | None = None  # the node's index in the job (`{node}`), for `--gpus-per-node`
 
 
 _HOST = r"[A-Za-z][\w.-]*"
@@ -81,7 +82,7 @@ def path_identity(path: str, layout: re.Pattern[str] | None = None) -> PathIdent
             continue
         named = found.groupdict()
         host, rank, local = named.get("host"), named.get("rank"), named.get("local")
-        attempt = named.get("attempt")
+        attempt, node = named.get("attempt"), named.get("node")
         # the files of one process: its folder when the file name is only the stream's
         folder = str(PurePath(posix).parent)
         group = folder if local is not None and rank is None else posix
@@ -91,5 +92,6 @@ def path_identity(path: str, layout: re.Pattern[str] | None = None) -> PathIdent
             local=int(local) if local is not None else None,
             attempt=attempt,
             group=group,
+            node=int(node) if node is not None else None,
         )
     return PathIdentity(group=posix)
