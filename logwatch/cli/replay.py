@@ -18,6 +18,8 @@ from logwatch.cli.help import HelpCommand
 from logwatch.cli.jobs import DASK_OPTION, JOBS_OPTION, replay_where, unread_line
 from logwatch.cli.options import (
     CONFIG_OPTION,
+    GPUS_PER_NODE_OPTION,
+    LAYOUT_OPTION,
     MAX_LINE_OPTION,
     NO_BUILTIN_OPTION,
     RULES_OPTION,
@@ -116,13 +118,8 @@ if TYPE_CHECKING:
     help="How far the hosts' clocks may differ: a rank's error beats another's timeout "
     "within this window (fleet post-mortems).",
 )
-@click.option(
-    "--layout",
-    default=None,
-    metavar="PATTERN",
-    help="Rank and host from paths no built-in layout knows, e.g. "
-    "'{host}/{*}/attempt_{*}/{local_rank}/{*}.log' ({host}, {rank}, {local_rank}, {*}, {**}).",
-)
+@LAYOUT_OPTION
+@GPUS_PER_NODE_OPTION
 @click.option(
     "--export-events",
     "events_path",
@@ -151,6 +148,7 @@ def replay_cmd(
     events_path: str | None,
     skew: str,
     layout: str | None,
+    gpus_per_node: int | None,
     jobs: int | None,
     dask_address: str | None,
 ) -> None:
@@ -199,6 +197,7 @@ def replay_cmd(
                 stats=fmt != "jsonl",
                 layout=layout,
                 skew_s=skew_window.total_seconds(),
+                gpus_per_node=gpus_per_node,
             ),
             on_event=on_event,
             window=lines_window,
