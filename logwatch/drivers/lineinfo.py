@@ -12,6 +12,7 @@ import re
 import polars as pl
 
 from logwatch.parse.prefix import PREFIX
+from logwatch.parse.prefix import prefixes as prefixes  # re-exported: its home was here
 
 PRIMARY = "primary"
 SYMPTOM = "symptom"
