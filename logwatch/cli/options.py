@@ -96,6 +96,22 @@ UNTIL_OPTION = click.option(
     default=None,
     help="Only the lines up to this step or time [default: the last line].",
 )
+LAYOUT_OPTION = click.option(
+    "--layout",
+    default=None,
+    metavar="PATTERN",
+    help="Rank and host from paths no built-in layout knows, e.g. "
+    "'{host}/{*}/attempt_{*}/{local_rank}/{*}.log' ({host}, {rank}, {local_rank}, {node}, {*}, "
+    "{**}).",
+)
+GPUS_PER_NODE_OPTION = click.option(
+    "--gpus-per-node",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Ranks per node: a local rank on the node a path's {node} (--layout) numbers is "
+    "rank node x N + local [default: global ranks only from the logs].",
+)
 
 
 def text_or_json(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

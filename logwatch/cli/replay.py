@@ -17,6 +17,7 @@ from logwatch.cli.help import HelpCommand
 from logwatch.cli.jobs import DASK_OPTION, JOBS_OPTION, replay_where, unread_line
 from logwatch.cli.options import (
     CONFIG_OPTION,
+    GPUS_PER_NODE_OPTION,
     LAYOUT_OPTION,
     MAX_LINE_OPTION,
     NO_BUILTIN_OPTION,
@@ -111,6 +112,7 @@ if TYPE_CHECKING:
 )
 @SKEW_OPTION
 @LAYOUT_OPTION
+@GPUS_PER_NODE_OPTION
 @click.option(
     "--export-events",
     "events_path",
@@ -139,6 +141,7 @@ def replay_cmd(
     events_path: str | None,
     skew: str,
     layout: str | None,
+    gpus_per_node: int | None,
     jobs: int | None,
     dask_address: str | None,
 ) -> None:
@@ -187,6 +190,7 @@ def replay_cmd(
                 stats=fmt != "jsonl",
                 layout=layout,
                 skew_s=skew_window.total_seconds(),
+                gpus_per_node=gpus_per_node,
             ),
             on_event=on_event,
             window=lines_window,
