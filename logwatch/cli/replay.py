@@ -6,7 +6,6 @@ import json
 import sys
 from collections.abc import Callable
 from contextlib import suppress
-from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +24,12 @@ from logwatch.cli.options import (
     RULES_OPTION,
     SEVERITIES,
     SINCE_OPTION,
+    SKEW_OPTION,
     STATE_DIR_OPTION,
     UNTIL_OPTION,
     VERBOSE_OPTION,
     config_and_rules,
+    fleet_skew,
     logging_to_stderr,
     state_dir_path,
     window,
@@ -36,7 +37,6 @@ from logwatch.cli.options import (
 from logwatch.cli.progress import ReplayProgress
 from logwatch.drivers.replay import ReplayOptions, ReplayResult
 from logwatch.drivers.verdict import Fleet
-from logwatch.durations import parse_duration
 from logwatch.fleet.render import fleet_json, host_rows
 from logwatch.fleet.render import timeline as fleet_timeline
 from logwatch.sinks.base import StreamSink
@@ -110,14 +110,7 @@ if TYPE_CHECKING:
     help="Write the parsed frames (logwatch.SCHEMA) as Parquet: one file, or one per source "
     "when PATH is a folder or ends with /.",
 )
-@click.option(
-    "--skew",
-    default="30s",
-    show_default=True,
-    metavar="DURATION",
-    help="How far the hosts' clocks may differ: a rank's error beats another's timeout "
-    "within this window (fleet post-mortems).",
-)
+@SKEW_OPTION
 @LAYOUT_OPTION
 @GPUS_PER_NODE_OPTION
 @click.option(
@@ -290,14 +283,6 @@ def _print_text(
     click.echo("")
     for line in summary_lines(result.stats, result.events):
         click.echo(line)
-
-
-def fleet_skew(text: str) -> timedelta:
-    """`--skew` as a duration."""
-    try:
-        return timedelta(seconds=parse_duration(text))
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--skew") from None
 
 
 def _run_pids(config: Any, actions_mode: str | None) -> Any:

@@ -103,7 +103,7 @@ CLASS_WORDS = [
     *("timeout", "taking the entire", "dump", "NCCL", "nccl", "Dist", "signal", "Signal"),
     *("sigkill", "srun:", "CANCELLED", "ChildFailed", "Error", "Exception"),
 ]
-_IDENTITY_WORDS = ["NCCL INFO", "Setting up process group", " kernel:"]
+IDENTITY_WORDS = ["NCCL INFO", "Setting up process group", " kernel:"]
 CAUSE_TEXT = {
     "gpu-lost": "GPU fell off the bus (Xid 79)",
     "xid": "Xid error",
@@ -214,7 +214,7 @@ def _first_number(text: pl.Expr, pattern: str) -> pl.Expr:
 
 def facts(frame: pl.DataFrame) -> pl.DataFrame:
     """The rows of a block that name their writer, as `FACT_SCHEMA` rows."""
-    rows = frame.filter(pl.col("text").str.contains_any(_IDENTITY_WORDS))
+    rows = frame.filter(pl.col("text").str.contains_any(IDENTITY_WORDS))
     if rows.is_empty():
         return pl.DataFrame(schema=FACT_SCHEMA)
     # The identity patterns read the line after its launcher prefixes.

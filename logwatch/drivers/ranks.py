@@ -24,7 +24,7 @@ from logwatch.drivers.lineinfo import (
     facts,
     maybe_classed,
 )
-from logwatch.parse.prefix import line_writer, prefixes
+from logwatch.parse.prefix import line_writer, with_prefixes
 
 CANDIDATE_SCHEMA = {name: RECORD_SCHEMA[name] for name in CANDIDATE_COLUMNS}
 WRITER_SCHEMA: dict[str, pl.DataType] = {
@@ -71,8 +71,8 @@ class SourceTap:
             .forward_fill()
             .fill_null(pl.lit(carry_line, dtype=pl.Int64))
             .alias("_from"),
-            *prefixes(pl.col("text")),
         )
+        base = with_prefixes(base)
         if timed.height:
             last = timed.row(timed.height - 1)
             self._carry = (last[1], last[2])

@@ -20,7 +20,7 @@ import polars as pl
 
 from logwatch.alerts import AlertEvent, Status
 from logwatch.drivers.layout import path_identity
-from logwatch.drivers.lineinfo import FACT_SCHEMA, facts
+from logwatch.drivers.lineinfo import FACT_SCHEMA, IDENTITY_WORDS, facts
 from logwatch.drivers.plugins import DriverView, Plugin
 from logwatch.drivers.ranks import SourceTap, Who, placed, resolve, writer_labels
 from logwatch.parse.prefix import prefixes
@@ -123,11 +123,19 @@ class LivePlacement(Plugin):
         if frame.is_empty():
             return
         base = frame.select("source", "line", "ts", "text")
-        for (source,), part in base.partition_by("source", as_dict=True).items():
+        sources = base.get_column("source")
+        parts = (
+            {(sources[0],): base}
+            if sources.n_unique() == 1  # the driver's usual batch: one source's lines
+            else base.partition_by("source", as_dict=True)
+        )
+        for (source,), part in parts.items():
             tap = self._tap(str(source))
             self._times[tap.source].see(part)
-            found = facts(part.with_columns(prefixes(pl.col("text"))))
-            if found.height:
+            # the prefixes of the few lines that name a writer, not of every line
+            naming = part.filter(pl.col("text").str.contains_any(IDENTITY_WORDS))
+            found = facts(naming.with_columns(prefixes(pl.col("text")))) if naming.height else None
+            if found is not None and found.height:
                 self._add_facts(tap, found)
 
     def _add_facts(self, tap: SourceTap, found: pl.DataFrame) -> None:
@@ -191,6 +199,7 @@ class LivePlacement(Plugin):
         if not isinstance(data, dict) or not isinstance(data.get("sources"), dict):
             raise ValueError("placement: expected an object with 'sources'")
         restored: list[tuple[str, list[Any], Any]] = []
+        given_by_source: dict[str, dict[str, dict[str, str]]] = {}
         for source, saved in data["sources"].items():
             if not isinstance(saved, dict) or not isinstance(saved.get("facts"), list):
                 raise ValueError(f"placement: source {source!r} has no facts list")
@@ -200,7 +209,7 @@ class LivePlacement(Plugin):
             ):
                 raise ValueError(f"placement: source {source!r}: 'given' is not labels")
             restored.append((source, saved["facts"], saved.get("last_timed")))
-            self._given[source] = {k: dict(v) for k, v in given.items()}
+            given_by_source[source] = {k: dict(v) for k, v in given.items()}
         for source, rows, last in restored:
             tap = self._tap(source)
             try:
@@ -211,6 +220,7 @@ class LivePlacement(Plugin):
             except (TypeError, ValueError, IndexError, pl.exceptions.PolarsError) as exc:
                 raise ValueError(f"placement: source {source!r}: {exc}") from None
             tap.facts = [frame] if frame.height else []
+        self._given = given_by_source
         self._who = None
 
     def rename(self, old: str, new: str) -> None:

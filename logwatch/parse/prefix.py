@@ -20,6 +20,14 @@ PREFIX = (
     r"(?:\[rank(?P<rank>\d+)\]:)?"
 )
 PREFIX_RE = re.compile(PREFIX)
+# A line that has a launcher prefix at all: PREFIX's first part, required (PREFIX itself matches
+# the empty string on every line). A block none of whose lines match needs no extraction, which
+# costs several times this one anchored test on every line.
+ANY_PREFIX = (
+    r"^(?:[A-Za-z][\w-]*\d[\w.-]*: |\s*\d+: |"
+    r"[^\[\n]{0,30}\[1,(?:mpirank:)?\d+[^\]]*\]<std(?:out|err)>:|"
+    r"\[(?:default|[\w.-]+:)\d+\]:|\[rank\d+\]:)"
+)
 _DARKNET = re.compile(DARKNET_PATTERN)
 
 
@@ -37,6 +45,18 @@ def prefixes(text: pl.Expr) -> list[pl.Expr]:
         field("local").cast(pl.Int64, strict=False).alias("p_local"),
         field("pdsh").alias("p_host"),
     ]
+
+
+def with_prefixes(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` (with `text`) and `prefixes`' columns: extracted only when a line of it has a
+    prefix (a launcher's log), else null (a single trainer's log, the common case)."""
+    if frame.select(pl.col("text").str.contains(ANY_PREFIX).any()).item():
+        return frame.with_columns(*prefixes(pl.col("text")))
+    return frame.with_columns(
+        pl.lit(None, dtype=pl.Int64).alias("p_rank"),
+        pl.lit(None, dtype=pl.Int64).alias("p_local"),
+        pl.lit(None, dtype=pl.String).alias("p_host"),
+    )
 
 
 def line_writer(text: str) -> tuple[int | None, int | None, str | None]:
