@@ -291,7 +291,9 @@ class ReplayResult:
                     },
                     "restarts": max(stats.runs - 1, 0),
                     "fired": dict(sorted(stats.fired.items())),
-                    "still_firing": [e.rule for e in firing if e.source == source],
+                    "still_firing": list(
+                        dict.fromkeys(e.rule for e in firing if e.source == source)
+                    ),
                 }
                 for source, stats in self.stats.items()
             },

@@ -63,6 +63,24 @@ def test_batches_keep_file_order_small_files_together_a_large_one_alone(tmp_path
     assert [p for task in tasks for p in task] == paths
 
 
+def test_jobs_1_with_export_replays_here_and_exports_every_line(tmp_path: Path) -> None:
+    """`--jobs 1 --export`: the one process is this one, so the export gets every file's
+    lines (a pool of one would have run the files where the export cannot see them)."""
+    import polars as pl
+
+    fleet = gen.generate(tmp_path / "run", gen.FleetSpec(ranks=16, steps=4))
+    out = tmp_path / "x.parquet"
+    result = CliRunner().invoke(
+        cli, ["replay", "--jobs", "1", "--format", "jsonl", "--export", str(out), str(fleet.root)]
+    )
+    assert result.exit_code == 0, result.stderr
+    files = [p for p in fleet.root.rglob("*") if p.is_file()]
+    lines = sum(len(p.read_bytes().splitlines()) for p in files)
+    frame = pl.read_parquet(out)
+    assert frame.height == lines
+    assert frame.get_column("source").n_unique() == len(files)
+
+
 def test_jobs_with_export_is_refused_in_one_line(tmp_path: Path) -> None:
     """`--export` needs every line in this process: with `--jobs 2` it is a usage error (exit
     2), not a silent replay on one core."""
