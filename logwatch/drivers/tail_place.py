@@ -107,7 +107,8 @@ class LivePlacement(Plugin):
         self._taps: dict[str, SourceTap] = {}  # each source's identity and facts
         self._times: dict[str, LineTimes] = {}
         self._who: Who | None = None  # None: the facts changed since it was resolved
-        self._given: dict[str, dict[str, str]] = {}  # firing alerts' labels, by fingerprint
+        # each source's firing alerts' labels, by fingerprint: what their resolves carry
+        self._given: dict[str, dict[str, dict[str, str]]] = {}
 
     def _tap(self, source: str) -> SourceTap:
         tap = self._taps.get(source)
@@ -156,12 +157,12 @@ class LivePlacement(Plugin):
         tap = self._taps.get(event.source)
         if tap is None:
             return event
-        key = event.fingerprint
-        added = self._given.pop(key, None) if event.status == Status.RESOLVED else None
+        key, given = event.fingerprint, self._given.setdefault(tap.source, {})
+        added = given.pop(key, None) if event.status == Status.RESOLVED else None
         if added is None:
             added = writer_labels(tap.source, tap.identity, self.who(), event.text)
             if event.status == Status.FIRING:
-                self._given[key] = added
+                given[key] = added
         event = placed(event, added, self._times[tap.source].time_of)
         return self._retell(event) if self._retell is not None else event
 
@@ -171,6 +172,7 @@ class LivePlacement(Plugin):
         followed = {source for source, _ in self._followed()}
         for source in [source for source in self._taps if source not in followed]:
             del self._taps[source], self._times[source]
+            self._given.pop(source, None)
             self._who = None
         for times in self._times.values():
             times.trim()
@@ -188,23 +190,26 @@ class LivePlacement(Plugin):
             sources[source] = {
                 "facts": [list(row) for row in rows],
                 "last_timed": None if last is None else [last[0], last[1].isoformat()],
+                "given": self._given.get(source, {}),
             }
-        return {"sources": sources, "given": self._given}
+        return {"sources": sources}
 
     def import_state(self, data: Any) -> None:
         """Restore `export_state`'s data; ValueError when it is not that."""
         if not isinstance(data, dict) or not isinstance(data.get("sources"), dict):
             raise ValueError("placement: expected an object with 'sources'")
-        given = data.get("given")
-        if not isinstance(given, dict) or not all(
-            isinstance(k, str) and _str_map(v) for k, v in given.items()
-        ):
-            raise ValueError("placement: 'given' must map fingerprints to string labels")
         restored: list[tuple[str, list[Any], Any]] = []
+        given_by_source: dict[str, dict[str, dict[str, str]]] = {}
         for source, saved in data["sources"].items():
             if not isinstance(saved, dict) or not isinstance(saved.get("facts"), list):
                 raise ValueError(f"placement: source {source!r} has no facts list")
+            given = saved.get("given", {})
+            if not isinstance(given, dict) or not all(
+                isinstance(k, str) and _str_map(v) for k, v in given.items()
+            ):
+                raise ValueError(f"placement: source {source!r}: 'given' is not labels")
             restored.append((source, saved["facts"], saved.get("last_timed")))
+            given_by_source[source] = {k: dict(v) for k, v in given.items()}
         for source, rows, last in restored:
             tap = self._tap(source)
             try:
@@ -215,7 +220,22 @@ class LivePlacement(Plugin):
             except (TypeError, ValueError, IndexError, pl.exceptions.PolarsError) as exc:
                 raise ValueError(f"placement: source {source!r}: {exc}") from None
             tap.facts = [frame] if frame.height else []
-        self._given = {k: dict(v) for k, v in given.items()}
+        self._given = given_by_source
+        self._who = None
+
+    def rename(self, old: str, new: str) -> None:
+        """A followed file's source is now called `new` (a new file took its name): what its
+        lines said goes with it; the new file under `old` starts afresh."""
+        tap = self._taps.pop(old, None)
+        if tap is None:
+            return
+        moved = SourceTap(new, tap.identity)
+        moved.facts = tap.facts
+        self._taps[new] = moved
+        self._times[new] = self._times.pop(old)
+        # its firing alerts' keys named the old source; their resolves are placed afresh, from
+        # the same facts (a resolve that ends a run carries its firing's line, so its labels)
+        self._given.pop(old, None)
         self._who = None
 
 

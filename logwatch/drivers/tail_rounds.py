@@ -288,6 +288,7 @@ class TailRounds:
             "(its firing alerts go on under that name)"
         )
         self.engine.rename_source(old, name)
+        self.placement.rename(old, name)  # the old file's lines said who wrote them
         self.sink.rename_source(old, name)  # so a later resolve edits the Slack message
 
     def _forget_previous(self, follower: Follower) -> None:

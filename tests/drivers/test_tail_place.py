@@ -5,6 +5,7 @@ SLURM's `[defaultL]:` node files and `srun -l`'s `N: ` file; a restarted tail la
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +173,25 @@ def test_layout_and_gpus_per_node_give_tail_the_global_rank(tmp_path: Path) -> N
     assert comparable([event]) == comparable(replay([str(log)], BUILTIN, options=options).events)
     alone = replay([str(log)], BUILTIN, options=ReplayOptions(layout=layout)).events
     assert "rank" not in alone[0].labels and alone[0].labels["local_rank"] == "3"
+
+
+def test_a_rotated_node_file_keeps_its_writers(tmp_path: Path) -> None:
+    """A node file renamed away (out of the pattern's sight) while a new one takes its name:
+    the old file's later CUDA OOM, now of the source `... (rotated)`, still names rank 59 of
+    node-007 (its NCCL line came before the rename); the new file's knows no rank 59."""
+    log = tmp_path / "slurm-77-node-007.out"
+    (tmp_path / "archive").mkdir()
+    moved = tmp_path / "archive" / "slurm-77-node-007.out"
+    tail = Tail(tmp_path, patterns=("*.out",), rules=BUILTIN)
+    with running(tail.driver) as driver:
+        log.write_text("\n".join(NODE_FILE) + "\n")
+        driver.sync()
+        os.rename(log, moved)
+        log.write_text(NODE_FILE[1] + "\n")  # the next job's file under the same name
+        driver.sync()
+        with open(moved, "a") as out:
+            out.write(OOM + "\n")
+        driver.sync()
+    (event,) = [e for e in tail.sink.events if e.rule == "cuda-oom"]
+    assert event.source == f"{log} (rotated)"
+    assert (event.labels["rank"], event.labels["host"]) == ("59", "node-007")

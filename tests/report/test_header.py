@@ -35,7 +35,8 @@ def test_verdict_names_the_first_critical_alert_and_when() -> None:
 
 def test_verdict_says_restarts_and_what_is_left_firing() -> None:
     """train_restarted: the OOM (its untimed line takes the time of the line before it, 34 s
-    in), one restart, and the NCCL timeout / lost GPU at the end, in the header's order."""
+    in), one restart, and the NCCL timeouts (ranks 2 and 5, one alert each) / lost GPU at the
+    end, in the header's order."""
     result = logwatch.replay(RESTARTED)
     header = run_header(RESTARTED, result.stats[RESTARTED], [], result.events)
     assert header.verdict == (

@@ -87,8 +87,9 @@ def test_no_color_turns_colour_off_even_on_a_terminal(
 
 
 def test_tail_marks_silenced_alerts_and_arrival_times(tmp_path: Path) -> None:
-    """A silenced alert's row ends in `(silenced)`; a line without a timestamp shows when it
-    arrived, marked as such; replay's rows stay as they are."""
+    """A silenced alert's row ends in `(silenced)`; a line without a timestamp and no timed
+    line before it shows when it arrived, marked as such; one after a timed line takes that
+    line's time, as in replay (`labels.ts_from_line`)."""
     (tmp_path / "a.log").write_bytes(b"")
     SilenceStore(tmp_path / "state").add("nan-loss", "*", 3600, "known", datetime.now())
     err = tmp_path / "tail.err"
@@ -103,17 +104,21 @@ def test_tail_marks_silenced_alerts_and_arrival_times(tmp_path: Path) -> None:
     try:
         wait_until(lambda: "following it" in err.read_text(), timeout_s=60)
         with open(tmp_path / "a.log", "ab") as log:
+            log.write(b"seq=0 ALERT\n")
+        wait_until(lambda: len(rows) >= 1)
+        with open(tmp_path / "a.log", "ab") as log:
             log.write(NAN + b"seq=1 ALERT\n")
-        wait_until(lambda: len(rows) >= 3)
+        wait_until(lambda: len(rows) >= 4)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
         pump.join(timeout=10)
         proc.stdout.close()
-    nan_row, _fix, seq_row = rows
+    first_row, nan_row, _fix, seq_row = rows
+    assert re.match(r"\d\d:\d\d:\d\d \(arrived\)   INFO  each-line", first_row), first_row
     assert nan_row.startswith("2026-11-28 14:02:07  CRIT  nan-loss")
     assert nan_row.rstrip("\n").endswith("(silenced)")
-    assert re.match(r"\d\d:\d\d:\d\d \(arrived\)   INFO  each-line", seq_row), seq_row
+    assert seq_row.startswith("2026-11-28 14:02:07  INFO  each-line"), seq_row
     assert "(silenced)" not in seq_row
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from logwatch.alerts import AlertEvent
+from logwatch.alerts import NOT_IDENTITY, AlertEvent
 
 LOG_LINE_CHARS = 2048
 """An annotation's log line is cut here: Alertmanager keeps every annotation in memory."""
@@ -40,8 +40,9 @@ def label_name(key: str) -> str:
 
 
 def alert_labels(event: AlertEvent, identity: Identity) -> dict[str, str]:
-    """The labels that identify this alert in Alertmanager."""
-    labels = {label_name(k): str(v) for k, v in event.labels.items()}
+    """The labels that identify this alert in Alertmanager (not those that say something of
+    one event only: an untimed line's `ts_from_line` would make its resolve another alert)."""
+    labels = {label_name(k): str(v) for k, v in event.labels.items() if k not in NOT_IDENTITY}
     labels.update(identity.labels)
     labels.update(
         alertname=event.rule,
