@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -22,7 +23,8 @@ from typing import Protocol
 from logwatch.alerts import AlertEvent
 from logwatch.drivers.layout import layout_pattern, path_identity
 from logwatch.drivers.ranks import FleetFacts, SourceTap
-from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay_file
+from logwatch.drivers.replay import ReplayOptions, ReplayResult, many_options, replay_file
+from logwatch.drivers.replay_many import replay_all
 from logwatch.drivers.verdict import analyse
 from logwatch.drivers.window import Window
 from logwatch.engine import DataWarning, Engine, ErrorHandler, SourceStats, WarningHandler
@@ -66,7 +68,8 @@ class Task:
 
 
 def replay_task(task: Task) -> tuple[int, list[FileOutcome]]:
-    """Replay a task's files through one engine, each its own source (as in one process)."""
+    """Replay a task's files through one engine, each its own source, small ones parsed a group
+    at a time: as `replay` does them in one process."""
     errors: list[tuple[str, str, Exception]] = []
     warnings: list[DataWarning] = []
     engine = Engine(
@@ -75,29 +78,86 @@ def replay_task(task: Task) -> tuple[int, list[FileOutcome]]:
         stats=task.options.stats,
         on_warning=warnings.append,
     )
-    outcomes = []
+    layout = layout_pattern(task.options.layout) if task.options.layout else None
+    unread: dict[str, str] = {}
     for path in task.paths:
-        outcome = _replay_one(path, task, engine)
-        outcomes.append(replace(outcome, rule_errors=errors.copy(), warnings=warnings.copy()))
-        errors.clear()  # what the next file's rules say is the next file's
-        warnings.clear()
+        try:
+            check_readable([path])
+        except InputError as exc:
+            unread[path] = f"{exc} (on {where()})"
+    files = _Outcomes(engine, layout, errors, warnings)
+
+    def one(path: str) -> Iterator[AlertEvent]:
+        tap = files.start(path)
+        try:
+            check_readable([path])  # it may have gone since the task began
+            yield from replay_file(
+                path, engine, options=task.options, window=task.window, tap=tap.see
+            )
+        except InputError as exc:  # the events read before it still go back
+            files.unread = f"{exc} (on {where()})"
+
+    readable = [path for path in task.paths if path not in unread]
+    options = many_options(task.options)
+    for event in replay_all(
+        readable, engine, options, one=one, start=files.start, window=task.window
+    ):
+        files.hold(event)
+    files.flush()
+    done = iter(files.done)
+    outcomes = [
+        FileOutcome(
+            path, [], None, SourceTap(path, path_identity(path, layout)), unread=unread[path]
+        )
+        if path in unread
+        else next(done)
+        for path in task.paths
+    ]
     return task.index, outcomes
 
 
-def _replay_one(path: str, task: Task, engine: Engine) -> FileOutcome:
-    options = task.options
-    layout = layout_pattern(options.layout) if options.layout else None
-    tap = SourceTap(path, path_identity(path, layout))
-    events: list[AlertEvent] = []
-    unread = None
-    try:
-        check_readable([path])
-        events.extend(replay_file(path, engine, options=options, window=task.window, tap=tap.see))
-    except InputError as exc:  # the events read before it still go back
-        unread = f"{exc} (on {where()})"
-    tap.keep_times(event.line for event in events if event.ts is None)
-    stats = engine.sources[path].stats if path in engine.sources else None
-    return FileOutcome(path, events, stats, tap, unread=unread)
+class _Outcomes:
+    """Each file's outcome as its turn ends (the next file's start, or the task's end): its
+    events, its stats, its tap, the rule errors and data warnings said since it started."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        layout: re.Pattern[str] | None,
+        errors: list[tuple[str, str, Exception]],
+        warnings: list[DataWarning],
+    ) -> None:
+        self._engine = engine
+        self._layout = layout
+        self._errors = errors
+        self._warnings = warnings
+        self.done: list[FileOutcome] = []
+        self._tap: SourceTap | None = None
+        self._events: list[AlertEvent] = []
+        self.unread: str | None = None  # why the current file was not read to its end
+
+    def start(self, path: str) -> SourceTap:
+        """A file's turn: the one before it is done, this one's tap starts."""
+        self.flush()
+        self._tap = SourceTap(path, path_identity(path, self._layout))
+        return self._tap
+
+    def hold(self, event: AlertEvent) -> None:
+        self._events.append(event)
+
+    def flush(self) -> None:
+        """The current file's outcome, with only the line times its untimed events need."""
+        tap, events, unread = self._tap, self._events, self.unread
+        if tap is None:
+            return
+        self._tap, self._events, self.unread = None, [], None
+        tap.keep_times(event.line for event in events if event.ts is None)
+        path = tap.source
+        stats = self._engine.sources[path].stats if path in self._engine.sources else None
+        errors, warnings = self._errors.copy(), self._warnings.copy()
+        self._errors.clear()  # what the next file's rules say is the next file's
+        self._warnings.clear()
+        self.done.append(FileOutcome(path, events, stats, tap, errors, warnings, unread))
 
 
 def _portable(exc: Exception) -> Exception:
