@@ -207,11 +207,12 @@ def maybe_classed(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFra
 CANDIDATE_COLUMNS = ["source", "line", "ts", "timed", "p_rank", "p_local", "p_host", "text"]
 
 
-def classed(frame: pl.DataFrame) -> pl.DataFrame:
-    """The fleet-relevant rows (`CANDIDATE_COLUMNS`) as `RECORD_SCHEMA` rows."""
+def classed(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFrame:
+    """The fleet-relevant rows (`CANDIDATE_COLUMNS`) as `RECORD_SCHEMA` rows (after the `keep`
+    columns of `frame`)."""
     rows = frame.filter(pl.col("text").str.contains(CLASS_GATE))
     if rows.is_empty():
-        return pl.DataFrame(schema=RECORD_SCHEMA)
+        return pl.DataFrame(schema={**{name: frame.schema[name] for name in keep}, **RECORD_SCHEMA})
     text = pl.col("text")
     kind: pl.Expr = pl.lit(None, dtype=pl.String)
     cls: pl.Expr = pl.lit(None, dtype=pl.String)
@@ -229,7 +230,7 @@ def classed(frame: pl.DataFrame) -> pl.DataFrame:
         pl.concat_str(bus.struct.field("1"), bus.struct.field("2")).str.to_lowercase().alias("bus"),
         *numbers,
     ).filter(pl.col("kind").is_not_null())
-    return out.select([pl.col(name).cast(dtype) for name, dtype in RECORD_SCHEMA.items()])
+    return out.select(*keep, *(pl.col(name).cast(dtype) for name, dtype in RECORD_SCHEMA.items()))
 
 
 def _first_number(text: pl.Expr, pattern: str) -> pl.Expr:
@@ -291,7 +292,7 @@ class Fact(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class Tapped:
     """What a source's tap keeps of one block: its timed lines and their times, its
-    fleet-relevant lines (`CANDIDATE_COLUMNS`), the distinct facts naming its writers (in the
+    fleet-relevant lines (`RECORD_SCHEMA`, classed), the distinct facts naming its writers (in the
     order first seen), its writers (`WRITER_SCHEMA`)."""
 
     timed_lines: pl.Series
@@ -336,7 +337,7 @@ def tapped(
         *prefixes(pl.col("text")),
     )
     timed = base.filter(pl.col("timed")).select("_file", "line", "ts")
-    records = maybe_classed(base, keep=("_file",))
+    records = classed(maybe_classed(base, keep=("_file",)), keep=("_file",))
     # each file's facts together, in the order of its own pass; a fact said again adds nothing
     found = facts(base, keep=("_file",)).sort("_file", maintain_order=True)
     found = found.with_columns(_BUS4).select("_file", *Fact._fields).unique(maintain_order=True)

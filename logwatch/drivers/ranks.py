@@ -17,20 +17,17 @@ import polars as pl
 from logwatch.alerts import AlertEvent, Status
 from logwatch.drivers.layout import PathIdentity, path_identity
 from logwatch.drivers.lineinfo import (
-    CANDIDATE_COLUMNS,
     PREFIX,
     RECORD_SCHEMA,
     WRITER_SCHEMA,
     Fact,
     Tapped,
-    classed,
     tapped,
 )
 from logwatch.parse.dialects.darknet import DARKNET_PATTERN
 
 _PREFIX_RE = re.compile(PREFIX)
 _DARKNET = re.compile(DARKNET_PATTERN)
-CANDIDATE_SCHEMA = {name: RECORD_SCHEMA[name] for name in CANDIDATE_COLUMNS}
 
 
 class SourceTap:
@@ -91,8 +88,15 @@ class SourceTap:
     def close(self) -> None:
         """Drop the per-line index once the file's events are placed (the rest is small)."""
         self._timed_lines, self._timed_ts = [], []
-        self.records = [_concat(self.records, CANDIDATE_SCHEMA)]
-        self.writers = [_concat(self.writers, WRITER_SCHEMA)]
+        self.records = _joined(self.records)
+        self.writers = _joined(self.writers)
+
+
+def _joined(frames: list[pl.DataFrame]) -> list[pl.DataFrame]:
+    """The frames with rows, as one (or none: an empty frame is not made, 100 000 cost
+    seconds)."""
+    kept = [frame for frame in frames if frame.height]
+    return [pl.concat(kept)] if len(kept) > 1 else kept
 
 
 def _concat(frames: list[pl.DataFrame], schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
@@ -243,8 +247,7 @@ class FleetFacts:
 
     def records(self) -> pl.DataFrame:
         """Every fleet-relevant line of every source (`RECORD_SCHEMA`), classed."""
-        candidates = [r for tap in self.taps.values() for r in tap.records]
-        return classed(_concat(candidates, CANDIDATE_SCHEMA))
+        return _concat([r for tap in self.taps.values() for r in tap.records], RECORD_SCHEMA)
 
     def writers(self) -> pl.DataFrame:
         """Every source's writers (`WRITER_SCHEMA`)."""

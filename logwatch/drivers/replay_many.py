@@ -65,6 +65,7 @@ class _File:
     size: int
     prepared: Prepared | None = None  # `Engine.prepare` of `frame`, done on a parse thread
     last: pl.DataFrame | None = None  # its last lines for `Engine.finish` (`Ends`), if asked
+    tapped: Tapped | None = None  # what its fleet tap takes of `frame` (`SourceTap.take`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +119,11 @@ def parse_group(
     columns: frozenset[str] | None,
     prepare: Prepare | None = None,
     ends: Ends | None = None,
+    taps: bool = False,
 ) -> list[_File]:
     """Read and parse a group of small files as one block; each file's frame (and what
-    `prepare` makes of it, and its last lines as `ends` says), in order."""
+    `prepare` makes of it, its last lines as `ends` says, what its fleet tap takes when
+    `taps`), in order."""
     read: list[tuple[str, list[pl.Series], int, int]] = []  # path, texts, year, size
     out: list[_File] = []
     for path in paths:
@@ -144,13 +147,13 @@ def parse_group(
             close_stream(stream)
         read.append((path, texts, year, total))
         out.append(_File(path, pl.DataFrame(schema=SCHEMA), total))
-    parsed = iter(_parsed(read, options, columns, ends))
+    parsed = iter(_parsed(read, options, columns, ends, taps))
     files = []
     for file in out:
         if file.frame is not None:
-            frame, shapes, last = next(parsed)
+            frame, shapes, last, found = next(parsed)
             ready = None if prepare is None else prepare(frame, shapes=shapes)
-            file = _File(file.path, frame, file.size, ready, last)
+            file = _File(file.path, frame, file.size, ready, last, found)
         files.append(file)
     return files
 
@@ -160,12 +163,13 @@ def _parsed(
     options: ManyOptions,
     columns: frozenset[str] | None,
     ends: Ends | None = None,
-) -> list[tuple[pl.DataFrame, pl.Series | None, pl.DataFrame | None]]:
-    """Each read file's frame, its lines' shapes (`ParsedBlock.shapes`) and its last lines
-    (`ends`), from one `parse_block` over all their lines."""
+    taps: bool = False,
+) -> list[tuple[pl.DataFrame, pl.Series | None, pl.DataFrame | None, Tapped | None]]:
+    """Each read file's frame, its lines' shapes (`ParsedBlock.shapes`), its last lines
+    (`ends`) and what its tap takes (`taps`), from one `parse_block` over all their lines."""
     counts = [sum(text.len() for text in texts) for _, texts, _, _ in read]
     if not any(counts):
-        return [(pl.DataFrame(schema=SCHEMA), None, None) for _ in read]
+        return [(pl.DataFrame(schema=SCHEMA), None, None, None) for _ in read]
     texts = [text for _, file_texts, _, _ in read for text in file_texts]
     # one chunk, as `catchup.parsed_together` makes it (a polars 2.1 panic on many chunks)
     text = pl.concat(texts, rechunk=True) if len(texts) > 1 else texts[0]
@@ -179,34 +183,45 @@ def _parsed(
         shapes=options.shapes,
         segments=[(n, year) for (_, _, year, _), n in zip(read, counts, strict=True)],
     )
-    sources = [
-        pl.repeat(path, n, dtype=pl.String, eager=True)
-        for (path, _, _, _), n in zip(read, counts, strict=True)
-    ]
-    numbers = [pl.int_range(1, n + 1, eager=True, dtype=pl.Int64) for n in counts]
+    # each row's file, its path and its line number: a few polars calls, whatever the files
+    number = _file_of_rows(counts)
+    starts = pl.Series(counts, dtype=pl.Int64).cum_sum() - pl.Series(counts, dtype=pl.Int64)
     frame = block.frame.with_columns(
-        pl.concat(sources).cast(SCHEMA["source"]).alias("source"),
-        pl.concat(numbers).cast(SCHEMA["line"]).alias("line"),
+        pl.Series([path for path, _, _, _ in read], dtype=pl.String)
+        .gather(number)
+        .cast(SCHEMA["source"])
+        .alias("source"),
+        (pl.int_range(1, number.len() + 1, eager=True) - starts.gather(number))
+        .cast(SCHEMA["line"])
+        .alias("line"),
     )
     shapes = block.shapes
-    lasts = _group_lasts(frame, counts, ends)
+    lasts = _group_lasts(frame, number, counts, ends)
+    found = tapped(frame, number) if taps else []
     frames, offset = [], 0
-    for n, last in zip(counts, lasts, strict=True):
+    for i, (n, last) in enumerate(zip(counts, lasts, strict=True)):
         cut = None if shapes is None else shapes.slice(offset, n)
-        frames.append((frame.slice(offset, n), cut, last))
+        frames.append((frame.slice(offset, n), cut, last, found[i] if i < len(found) else None))
         offset += n
     return frames
 
 
+def _file_of_rows(counts: list[int]) -> pl.Series:
+    """Each row's file (0, 1, ...) for files of `counts` rows one after another."""
+    sizes = pl.Series(counts, dtype=pl.UInt32)
+    files = pl.Series(range(len(counts)), dtype=pl.UInt32).filter(sizes > 0)
+    repeated = pl.lit(files).repeat_by(pl.lit(sizes.filter(sizes > 0))).explode()
+    return pl.select(repeated.alias("_file")).to_series()
+
+
 def _group_lasts(
-    frame: pl.DataFrame, counts: list[int], ends: Ends | None
+    frame: pl.DataFrame, number: pl.Series, counts: list[int], ends: Ends | None
 ) -> list[pl.DataFrame | None]:
     """Each file's last `ends.lines` non-blank lines, as `kept_last` keeps them, in one query
     over the group's frame (files of `counts` lines one after another), their `ends.wanted`
     columns computed in one parse: None for a file without lines, or when not asked."""
     if ends is None or not ends.lines:
         return [None] * len(counts)
-    number = pl.concat([pl.repeat(i, n, dtype=pl.UInt32, eager=True) for i, n in enumerate(counts)])
     kept = (
         frame.with_columns(number.alias("_file"))
         .filter(pl.col("text").str.strip_chars() != "")
@@ -261,7 +276,9 @@ def replay_group(
         None if f.frame is None else f.frame if window is None else window.select(f.frame)
         for f in files
     ]
-    taps = _tapped(frames) if tap is not None else [None] * len(frames)
+    taps: list[Tapped | None] = [None] * len(frames)
+    if tap is not None:  # tapped on the parse thread, unless a window cut the frames since
+        taps = [f.tapped for f in files] if window is None else _tapped(frames)
     if window is None and engine.last_lines:  # computed on the parse thread (`Ends`)
         lasts: list[pl.DataFrame | None] = [file.last for file in files]
         wanted = engine.end_columns - done
@@ -357,7 +374,10 @@ def replay_all(
     # and so are the last lines the end-of-input rules read (a window's cut is the driver's)
     done = frozenset(SCHEMA) if columns is None else columns
     ends = Ends(engine.last_lines, engine.end_columns - done) if window is None else None
-    parse = partial(parse_group, options=options, columns=columns, prepare=prepare, ends=ends)
+    taps = start is not None and window is None
+    parse = partial(
+        parse_group, options=options, columns=columns, prepare=prepare, ends=ends, taps=taps
+    )
 
     def parsed(run: tuple[list[str], bool]) -> list[_File] | None:
         return parse(run[0]) if run[1] else None
