@@ -20,11 +20,14 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Protocol
 
+import polars as pl
+
 from logwatch.alerts import AlertEvent
 from logwatch.drivers.layout import layout_pattern, path_identity
+from logwatch.drivers.lineinfo import RECORD_SCHEMA, WRITER_SCHEMA
 from logwatch.drivers.ranks import FleetFacts, SourceTap
 from logwatch.drivers.replay import ReplayOptions, ReplayResult, many_options, replay_file
-from logwatch.drivers.replay_many import replay_all
+from logwatch.drivers.replay_many import file_of_rows, replay_all
 from logwatch.drivers.verdict import analyse
 from logwatch.drivers.window import Window
 from logwatch.engine import DataWarning, Engine, ErrorHandler, SourceStats, WarningHandler
@@ -57,6 +60,17 @@ class FileOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskResult:
+    """A task's files' outcomes, in order, and their taps' records and writers (taken out of
+    the taps: one frame each for the task, `FleetFacts.keep`)."""
+
+    index: int
+    outcomes: list[FileOutcome]
+    records: pl.DataFrame
+    writers: pl.DataFrame
+
+
+@dataclass(frozen=True, slots=True)
 class Task:
     """One unit of work: files replayed in order, and everything needed to replay them."""
 
@@ -67,7 +81,7 @@ class Task:
     window: Window | None
 
 
-def replay_task(task: Task) -> tuple[int, list[FileOutcome]]:
+def replay_task(task: Task) -> TaskResult:
     """Replay a task's files through one engine, each its own source, small ones parsed a group
     at a time: as `replay` does them in one process."""
     errors: list[tuple[str, str, Exception]] = []
@@ -113,7 +127,20 @@ def replay_task(task: Task) -> tuple[int, list[FileOutcome]]:
         else next(done)
         for path in task.paths
     ]
-    return task.index, outcomes
+    taps = [outcome.tap for outcome in outcomes]
+    records = _task_rows([tap.records for tap in taps], RECORD_SCHEMA)
+    writers = _task_rows([tap.writers for tap in taps], WRITER_SCHEMA)
+    for tap in taps:
+        tap.records, tap.writers = [], []
+    return TaskResult(task.index, outcomes, records, writers)
+
+
+def _task_rows(frames: list[list[pl.DataFrame]], schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """Each file's frames as one frame, each row's file (its place in the task) as `_tap`."""
+    rows = [frame for per_file in frames for frame in per_file if frame.height]
+    heights = [sum(frame.height for frame in per_file) for per_file in frames]
+    joined = pl.concat(rows) if rows else pl.DataFrame(schema=schema)
+    return joined.hstack([file_of_rows(heights).alias("_tap")])
 
 
 class _Outcomes:
@@ -182,7 +209,7 @@ def where() -> str:
 class Runner(Protocol):
     """Where tasks run: yields each task's result as it completes, in any order."""
 
-    def run(self, tasks: Sequence[Task]) -> Iterator[tuple[int, list[FileOutcome]]]: ...
+    def run(self, tasks: Sequence[Task]) -> Iterator[TaskResult]: ...
 
 
 def batches(
@@ -251,13 +278,14 @@ def replay_parallel(
     facts = FleetFacts(layout_pattern(options.layout) if options.layout else None)
     result = ReplayResult([], {}, facts)
     unread: list[str] = []
-    waiting: dict[int, list[FileOutcome]] = {}
+    waiting: dict[int, TaskResult] = {}
     due = 0
-    for index, outcomes in runner.run(tasks):
-        waiting[index] = outcomes
+    for done in runner.run(tasks):
+        waiting[done.index] = done
         while due in waiting:  # in file order, as soon as the files before have come
-            for outcome in waiting.pop(due):
-                _take(outcome, facts, result, unread, merge)
+            task = waiting.pop(due)
+            taps = [_take(outcome, facts, result, unread, merge) for outcome in task.outcomes]
+            facts.keep(taps, task.records, task.writers)
             due += 1
     fleet = analyse(facts, skew=timedelta(seconds=options.skew_s))
     for event in fleet.verdicts:
@@ -277,8 +305,9 @@ def _take(
     result: ReplayResult,
     unread: list[str],
     merge: Merge,
-) -> None:
-    """One file's outcome into the run: its messages, its labelled events, its stats."""
+) -> SourceTap:
+    """One file's outcome into the run: its messages, its labelled events, its stats; its
+    tap, adopted."""
     for rule, source, exc in outcome.rule_errors:
         if merge.on_error is not None:
             merge.on_error(rule, source, exc)
@@ -296,6 +325,7 @@ def _take(
         unread.append(outcome.unread)
         if merge.on_unread is not None:
             merge.on_unread(outcome.unread)
+    return tap
 
 
 class LocalRunner:
@@ -305,7 +335,7 @@ class LocalRunner:
     def __init__(self, jobs: int) -> None:
         self.jobs = jobs
 
-    def run(self, tasks: Sequence[Task]) -> Iterator[tuple[int, list[FileOutcome]]]:
+    def run(self, tasks: Sequence[Task]) -> Iterator[TaskResult]:
         """Each task's result as it completes."""
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -332,7 +362,7 @@ class LocalRunner:
                 os.environ["POLARS_MAX_THREADS"] = before
 
 
-def _result_of(future: Future[tuple[int, list[FileOutcome]]]) -> tuple[int, list[FileOutcome]]:
+def _result_of(future: Future[TaskResult]) -> TaskResult:
     try:
         return future.result()
     except BrokenProcessPool as exc:

@@ -169,6 +169,10 @@ class FleetFacts:
         self._who: Who | None = None
         self._live = Who()  # what the files so far said, for each file's labels
         self._live_hosts: set[str] = set()  # its hosts (`Who.hosts`), kept as it grows
+        # the rows that taps adopted from workers sent apart, a task's at a time (`keep`)
+        self._kept: list[tuple[pl.DataFrame, pl.DataFrame]] = []
+        self._kept_at: dict[str, tuple[int, int]] = {}  # source: (task's frames, tap's place)
+        self._replaced = False  # a source adopted twice: only its last tap's rows count
 
     def tap(self, source: str, path: str) -> SourceTap:
         """The tap of one source (a new one; a source replayed twice starts over)."""
@@ -177,6 +181,7 @@ class FleetFacts:
     def adopt(self, tap: SourceTap) -> SourceTap:
         """Take a tap filled elsewhere (a worker process) as if this replay had tapped it."""
         source = tap.source
+        self._replaced = self._replaced or source in self.taps
         self.taps[source] = tap
         self._groups.setdefault(tap.identity.group, []).append(tap)
         self._who = None
@@ -245,13 +250,46 @@ class FleetFacts:
             self._who = resolve(self.taps)
         return self._who
 
+    def keep(self, taps: list[SourceTap], records: pl.DataFrame, writers: pl.DataFrame) -> None:
+        """The records and writers of `taps` (a task's, adopted in this order), sent as one
+        frame each (a frame per file costs the client more than its rows): each row's `_tap`
+        is its tap's place in `taps`."""
+        self._kept.append((records, writers))
+        for place, tap in enumerate(taps):
+            self._kept_at[tap.source] = (len(self._kept) - 1, place)
+
     def records(self) -> pl.DataFrame:
         """Every fleet-relevant line of every source (`RECORD_SCHEMA`), classed."""
-        return _concat([r for tap in self.taps.values() for r in tap.records], RECORD_SCHEMA)
+        own = [r for tap in self.taps.values() for r in tap.records]
+        return _concat(own + self._kept_rows(0, RECORD_SCHEMA), RECORD_SCHEMA)
 
     def writers(self) -> pl.DataFrame:
         """Every source's writers (`WRITER_SCHEMA`)."""
-        return _concat([w for tap in self.taps.values() for w in tap.writers], WRITER_SCHEMA)
+        own = [w for tap in self.taps.values() for w in tap.writers]
+        return _concat(own + self._kept_rows(1, WRITER_SCHEMA), WRITER_SCHEMA)
+
+    def _kept_rows(self, part: int, schema: Mapping[str, pl.DataType]) -> list[pl.DataFrame]:
+        """The rows `keep` took (`part` 0: records, 1: writers), as `taps` orders them."""
+        if not self._kept:
+            return []
+        tapped = {**schema, "_tap": pl.UInt32()}
+        rows = _concat([kept[part] for kept in self._kept], tapped)
+        if not self._replaced:
+            return [rows.drop("_tap")]
+        # a source replayed twice: its last tap's rows, in its first tap's place (as `taps`)
+        chunks = [
+            pl.repeat(i, kept[part].height, dtype=pl.UInt32, eager=True)
+            for i, kept in enumerate(self._kept)
+        ]
+        place = {source: i for i, source in enumerate(self.taps)}
+        keys = pl.DataFrame(
+            [(chunk, at, place[source]) for source, (chunk, at) in self._kept_at.items()],
+            schema={"_chunk": pl.UInt32, "_tap": pl.UInt32, "_place": pl.Int64},
+            orient="row",
+        )
+        rows = rows.hstack([pl.concat(chunks).alias("_chunk")])
+        rows = rows.join(keys, on=["_chunk", "_tap"], how="inner", maintain_order="left")
+        return [rows.sort("_place", maintain_order=True).drop("_chunk", "_tap", "_place")]
 
 
 def resolve(
@@ -284,17 +322,18 @@ def resolve(
         _learn(who, fact, rank)
         by_source.setdefault(source, []).append((fact, rank))
     for group in groups.values():
-        own = [row for tap in group for row in by_source.get(tap.source, [])]
-        _group_rank(who, group, own)
-    hosts = set(who.source_host.values()) | set(who.rank_host.values())
-    if known is not None:
-        hosts |= known.hosts() if known_hosts is None else known_hosts
-    for tap in taps.values():
-        if tap.source not in who.source_host:
-            parts = re.split(r"[/\\]", tap.source)
-            named = [part for part in parts if part in hosts]
+        own = [row for tap in group for row in by_source.get(tap.source, ())]
+        if own:
+            _group_rank(who, group, own)
+    lacking = [source for source in taps if source not in who.source_host]
+    if lacking:  # a host named anywhere that is a folder of the path
+        hosts = set(who.source_host.values()) | set(who.rank_host.values())
+        if known is not None:
+            hosts |= known.hosts() if known_hosts is None else known_hosts
+        for source in lacking:
+            named = [part for part in re.split(r"[/\\]", source) if part in hosts]
             if named:
-                who.source_host[tap.source] = named[-1]
+                who.source_host[source] = named[-1]
     # a torchrun file's rank from its host and local rank, once the host's map is known
     for source, local in who.source_local.items():
         host = who.source_host.get(source)

@@ -184,7 +184,7 @@ def _parsed(
         segments=[(n, year) for (_, _, year, _), n in zip(read, counts, strict=True)],
     )
     # each row's file, its path and its line number: a few polars calls, whatever the files
-    number = _file_of_rows(counts)
+    number = file_of_rows(counts)
     starts = pl.Series(counts, dtype=pl.Int64).cum_sum() - pl.Series(counts, dtype=pl.Int64)
     frame = block.frame.with_columns(
         pl.Series([path for path, _, _, _ in read], dtype=pl.String)
@@ -206,7 +206,7 @@ def _parsed(
     return frames
 
 
-def _file_of_rows(counts: list[int]) -> pl.Series:
+def file_of_rows(counts: list[int]) -> pl.Series:
     """Each row's file (0, 1, ...) for files of `counts` rows one after another."""
     sizes = pl.Series(counts, dtype=pl.UInt32)
     files = pl.Series(range(len(counts)), dtype=pl.UInt32).filter(sizes > 0)
