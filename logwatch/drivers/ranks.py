@@ -80,10 +80,10 @@ class SourceTap:
         """Keep of the per-line index only what `time_of` answers for these lines (a file's
         untimed events: what travels back from a worker, `logwatch.drivers.parallel`)."""
         found = sorted({hit for line in set(lines) if (hit := self.time_of(line)) is not None})
-        self._timed_lines = [pl.Series("line", [a for a, _ in found], dtype=pl.Int64)]
-        self._timed_ts = [pl.Series("ts", [t for _, t in found], dtype=pl.Datetime("us"))]
-        if not found:
-            self._timed_lines, self._timed_ts = [], []
+        self._timed_lines, self._timed_ts = [], []
+        if found:
+            self._timed_lines = [pl.Series("line", [a for a, _ in found], dtype=pl.Int64)]
+            self._timed_ts = [pl.Series("ts", [t for _, t in found], dtype=pl.Datetime("us"))]
 
     def close(self) -> None:
         """Drop the per-line index once the file's events are placed (the rest is small)."""
