@@ -21,6 +21,11 @@ class PathIdentity:
     attempt: str | None = None
     group: str = ""
 
+    def __reduce__(self) -> tuple[type[PathIdentity], tuple[object, ...]]:
+        # by its fields: a frozen dataclass's own pickling looks its fields up each time,
+        # which the client paid for every file of a run (`replay --jobs/--dask`)
+        return (PathIdentity, (self.host, self.rank, self.local, self.attempt, self.group))
+
 
 _HOST = r"[A-Za-z][\w.-]*"
 # Path tails, most specific first; each names what it knows.

@@ -58,6 +58,11 @@ class FileOutcome:
     warnings: list[DataWarning] = field(default_factory=list)
     unread: str | None = None
 
+    def __reduce__(self) -> tuple[type[FileOutcome], tuple[object, ...]]:
+        # by its fields, as `PathIdentity`: one per file reaches the client
+        fields = (self.events, self.stats, self.tap, self.rule_errors, self.warnings)
+        return (FileOutcome, (self.path, *fields, self.unread))
+
 
 @dataclass(frozen=True, slots=True)
 class TaskResult:
