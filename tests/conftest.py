@@ -57,6 +57,8 @@ def fake_nvml_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
 SLOW_MODULES = (
     "tests/cluster/",  # a real Alertmanager and Prometheus
     "tests/report/test_report_browser.py",  # headless Chromium
+    "tests/report/test_fleet_browser.py",
+    "tests/report/test_fleet_report.py",  # spawned --jobs processes
     "tests/top/test_top_tmux.py",  # top in tmux
     "tests/top/test_top_plain.py",
     "tests/top/test_top_gpu.py",

@@ -14,20 +14,12 @@ from typing import NamedTuple
 
 import polars as pl
 
-from logwatch.parse.dialects.darknet import DARKNET_PATTERN
+from logwatch.parse.prefix import PREFIX, with_prefixes
+from logwatch.parse.prefix import prefixes as prefixes  # re-exported: its home was here
 
 PRIMARY = "primary"
 SYMPTOM = "symptom"
 
-# Nested launcher prefixes, outermost first: `0: [rank3]:[E...`, `[default3]:[rank139]:[E...`.
-PREFIX = (
-    r"^(?:(?P<pdsh>[A-Za-z][\w-]*\d[\w.-]*): )?"
-    r"(?:\s*(?P<srun>\d+): )?"
-    r"(?:[^\[\n]{0,30}\[1,(?:mpirank:)?(?P<mpi>\d+)[^\]]*\]<std(?:out|err)>:)?"
-    r"(?:\[(?:default|[\w.-]+:)(?P<local>\d+)\]:)?"
-    r"(?:\[rank(?P<rank>\d+)\]:)?"
-)
-_PREFIX_FIELDS = ("pdsh", "srun", "mpi", "local", "rank")
 
 # Lines that say who wrote them (kept per source to resolve ranks and hosts): NCCL's INFO lines
 # (`host:pid:tid [dev] NCCL INFO comm 0x.. rank R nRanks W ... busId B`), torch's process group
@@ -114,7 +106,7 @@ CLASS_WORDS = [
     *("timeout", "taking the entire", "dump", "NCCL", "nccl", "Dist", "signal", "Signal"),
     *("sigkill", "srun:", "CANCELLED", "ChildFailed", "Error", "Exception"),
 ]
-_IDENTITY_WORDS = ["NCCL INFO", "Setting up process group", " kernel:"]
+IDENTITY_WORDS = ["NCCL INFO", "Setting up process group", " kernel:"]
 CAUSE_TEXT = {
     "gpu-lost": "GPU fell off the bus (Xid 79)",
     "xid": "Xid error",
@@ -181,22 +173,6 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
 """One line that names its writer (rank, host, GPU, world size)."""
 
 
-def prefixes(text: pl.Expr) -> list[pl.Expr]:
-    """`p_rank` (a global rank: `[rankN]:`, `N: `, MPI's `[1,N]`), `p_local` (`[defaultL]:`) and
-    `p_host` (pdsh's `host: `) of each line."""
-    groups = text.str.extract_groups(PREFIX)
-    field = groups.struct.field
-    # darknet's ` 74: ` is its batch number, not `srun -l`'s task
-    srun = pl.when(field("srun").is_not_null() & ~text.str.contains(DARKNET_PATTERN))
-    rank = pl.coalesce(field("rank"), field("mpi"), srun.then(field("srun")))
-    rank = rank.cast(pl.Int64, strict=False)
-    return [
-        rank.alias("p_rank"),
-        field("local").cast(pl.Int64, strict=False).alias("p_local"),
-        field("pdsh").alias("p_host"),
-    ]
-
-
 def maybe_classed(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFrame:
     """The rows of a block that may be fleet-relevant (one literal pass; `classed` decides,
     once for every source, as its regexes cost more per call than per line)."""
@@ -244,7 +220,7 @@ def _first_number(text: pl.Expr, pattern: str) -> pl.Expr:
 def facts(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFrame:
     """The rows of a block that name their writer, as `FACT_SCHEMA` rows (and the `keep`
     columns of `frame`), in the order of the patterns that found them."""
-    rows = frame.filter(pl.col("text").str.contains_any(_IDENTITY_WORDS))
+    rows = frame.filter(pl.col("text").str.contains_any(IDENTITY_WORDS))
     if rows.is_empty():
         return pl.DataFrame(schema={**FACT_SCHEMA, **{name: frame.schema[name] for name in keep}})
     # The identity patterns read the line after its launcher prefixes.
@@ -292,7 +268,7 @@ class Fact(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class Tapped:
     """What a source's tap keeps of one block: its timed lines and their times, its
-    fleet-relevant lines (`RECORD_SCHEMA`, classed), the distinct facts naming its writers (in the
+    maybe fleet-relevant lines (`CANDIDATE_COLUMNS`, for `classed`), the distinct facts naming its writers (in the
     order first seen), its writers (`WRITER_SCHEMA`)."""
 
     timed_lines: pl.Series
@@ -321,6 +297,12 @@ _BUS4 = (
 )
 
 
+def distinct_facts(found: pl.DataFrame) -> dict[Fact, None]:
+    """`FACT_SCHEMA` rows as a tap keeps them: the distinct `Fact`s, in the order first seen."""
+    rows = found.with_columns(_BUS4).select(Fact._fields).rows()
+    return dict.fromkeys(Fact(*row) for row in rows)
+
+
 def tapped(
     frame: pl.DataFrame, files: pl.Series, carry_ts: datetime | None = None
 ) -> list[Tapped | None]:
@@ -334,10 +316,10 @@ def tapped(
     base = base.with_columns(
         ts.is_not_null().alias("timed"),
         ts.forward_fill().over("_file").fill_null(pl.lit(carry_ts, dtype=pl.Datetime("us"))),
-        *prefixes(pl.col("text")),
     )
+    base = with_prefixes(base)  # extracted only when some line of the group has a prefix
     timed = base.filter(pl.col("timed")).select("_file", "line", "ts")
-    records = classed(maybe_classed(base, keep=("_file",)), keep=("_file",))
+    records = maybe_classed(base, keep=("_file",))  # classed once for every source, at the end
     # each file's facts together, in the order of its own pass; a fact said again adds nothing
     found = facts(base, keep=("_file",)).sort("_file", maintain_order=True)
     found = found.with_columns(_BUS4).select("_file", *Fact._fields).unique(maintain_order=True)

@@ -24,8 +24,9 @@ import polars as pl
 
 from logwatch.alerts import AlertEvent
 from logwatch.drivers.layout import layout_pattern, path_identity
-from logwatch.drivers.lineinfo import RECORD_SCHEMA, WRITER_SCHEMA
-from logwatch.drivers.ranks import FleetFacts, SourceTap
+from logwatch.drivers.lineinfo import WRITER_SCHEMA, classed
+from logwatch.drivers.placing import fleet_facts
+from logwatch.drivers.ranks import CANDIDATE_SCHEMA, FleetFacts, SourceTap
 from logwatch.drivers.replay import ReplayOptions, ReplayResult, many_options, replay_file
 from logwatch.drivers.replay_many import file_of_rows, replay_all
 from logwatch.drivers.verdict import analyse
@@ -133,7 +134,9 @@ def replay_task(task: Task) -> TaskResult:
         for path in task.paths
     ]
     taps = [outcome.tap for outcome in outcomes]
-    records = _task_rows([tap.records for tap in taps], RECORD_SCHEMA)
+    # classed here, on the worker: the client only joins them
+    candidates = _task_rows([tap.records for tap in taps], CANDIDATE_SCHEMA)
+    records = classed(candidates, keep=("_tap",))
     writers = _task_rows([tap.writers for tap in taps], WRITER_SCHEMA)
     for tap in taps:
         tap.records, tap.writers = [], []
@@ -280,7 +283,7 @@ def replay_parallel(
         Task(i, batch, tuple(rules), task_options, window)
         for i, batch in enumerate(batches(paths, workers, task_files))
     ]
-    facts = FleetFacts(layout_pattern(options.layout) if options.layout else None)
+    facts = fleet_facts(options.layout, options.gpus_per_node, rules)
     result = ReplayResult([], {}, facts)
     unread: list[str] = []
     waiting: dict[int, TaskResult] = {}

@@ -8,7 +8,7 @@ before it in the same source (the first after it when none is before), marked
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -17,17 +17,17 @@ import polars as pl
 from logwatch.alerts import AlertEvent, Status
 from logwatch.drivers.layout import PathIdentity, path_identity
 from logwatch.drivers.lineinfo import (
-    PREFIX,
+    CANDIDATE_COLUMNS,
     RECORD_SCHEMA,
     WRITER_SCHEMA,
     Fact,
     Tapped,
+    classed,
     tapped,
 )
-from logwatch.parse.dialects.darknet import DARKNET_PATTERN
+from logwatch.parse.prefix import line_writer
 
-_PREFIX_RE = re.compile(PREFIX)
-_DARKNET = re.compile(DARKNET_PATTERN)
+CANDIDATE_SCHEMA = {name: RECORD_SCHEMA[name] for name in CANDIDATE_COLUMNS}
 
 
 class SourceTap:
@@ -117,6 +117,8 @@ class Who:
     host_local: dict[tuple[str, int], int] = field(default_factory=dict)  # (host, local): rank
     rank_host: dict[int, str] = field(default_factory=dict)
     bus_rank: dict[tuple[str, str], int] = field(default_factory=dict)  # (host, bus): rank
+    gpus_per_node: int | None = None  # `--gpus-per-node`: node index x it + local = rank
+    source_node: dict[str, int] = field(default_factory=dict)  # a path's `{node}` index
 
     def rank_of(self, source: str, p_rank: int | None, p_local: int | None) -> int | None:
         """A line's global rank, or None when it cannot be known."""
@@ -126,9 +128,21 @@ class Who:
         host = self.source_host.get(source)
         if local is not None and host is not None and (host, local) in self.host_local:
             return self.host_local[(host, local)]
+        if local is not None:
+            by_node = self.by_node(source, local)
+            if by_node is not None:
+                return by_node
         if p_local is not None:
             return None  # a node file's line of one local rank: not the file's rank
         return self.source_rank.get(source)
+
+    def by_node(self, source: str, local: int) -> int | None:
+        """The global rank of `local` on the node `source`'s path names (`{node}`), given
+        `--gpus-per-node`; None when either is not known."""
+        node = self.source_node.get(source)
+        if node is None or self.gpus_per_node is None:
+            return None
+        return node * self.gpus_per_node + local
 
     def hosts(self) -> set[str]:
         """Every host named so far."""
@@ -150,6 +164,9 @@ class Who:
             self.rank_host.setdefault(rank, host)
         for bus, rank in other.bus_rank.items():
             self.bus_rank.setdefault(bus, rank)
+        for source, node in other.source_node.items():
+            self.source_node.setdefault(source, node)
+        self.gpus_per_node = self.gpus_per_node or other.gpus_per_node
 
     def host_of(self, source: str, rank: int | None, p_host: str | None) -> str | None:
         if p_host is not None:
@@ -162,8 +179,16 @@ class Who:
 class FleetFacts:
     """What every source said of its writers, for labels and the fleet post-mortem."""
 
-    def __init__(self, layout: re.Pattern[str] | None = None) -> None:
+    def __init__(
+        self,
+        layout: re.Pattern[str] | None = None,
+        *,
+        gpus_per_node: int | None = None,
+        retell: Callable[[AlertEvent], AlertEvent] | None = None,
+    ) -> None:
         self.layout = layout
+        self.gpus_per_node = gpus_per_node
+        self._retell = retell  # summaries that name a placed label (`drivers.retell`)
         self.taps: dict[str, SourceTap] = {}
         self._groups: dict[str, list[SourceTap]] = {}
         self._who: Who | None = None
@@ -191,7 +216,12 @@ class FleetFacts:
         """One file's events with their line's time and their writer's rank and host."""
         # this file's process (its sibling files too) against what the files before it said
         group = {t.source: t for t in self._groups.get(tap.identity.group, [tap])}
-        said = resolve(group, known=self._live, known_hosts=self._live_hosts)
+        said = resolve(
+            group,
+            known=self._live,
+            known_hosts=self._live_hosts,
+            gpus_per_node=self.gpus_per_node,
+        )
         who = self._live
         who.merge(said)
         # what `said` named is now in `who` (its own or what `who` held already)
@@ -203,65 +233,34 @@ class FleetFacts:
             key = event.fingerprint
             added = given.get(key) if event.status == Status.RESOLVED else None
             if added is None:
-                added = self._labels(tap, who, event)
+                added = writer_labels(tap.source, tap.identity, who, event.text)
                 if event.status == Status.FIRING:
                     given[key] = added
-            ts = event.ts
-            if ts is None:
-                found = tap.time_of(event.line)
-                if found is not None:
-                    ts = found[1]
-                    added = {**added, "ts_from_line": str(found[0])}
-            if added or ts is not event.ts:
-                kept = dict(event.labels)
-                if "local_rank" in added and "rank" not in added:
-                    kept.pop("rank", None)  # a rule's rank from `[defaultL]:` is a local one
-                event = replace(event, ts=ts, labels={**kept, **added})
-            out.append(event)
+            event = placed(event, added, tap.time_of)
+            out.append(self._retell(event) if self._retell is not None else event)
         tap.close()
         return out
-
-    def _labels(self, tap: SourceTap, who: Who, event: AlertEvent) -> dict[str, str]:
-        found = _PREFIX_RE.match(event.text)
-        p_rank = p_local = None
-        p_host = None
-        if found is not None:
-            named = found.groupdict()
-            srun = named["srun"] if not _DARKNET.match(event.text) else None
-            digits = named["rank"] or named["mpi"] or srun
-            p_rank = int(digits) if digits else None
-            p_local = int(named["local"]) if named["local"] else None
-            p_host = named["pdsh"]
-        rank = who.rank_of(tap.source, p_rank, p_local)
-        host = who.host_of(tap.source, rank, p_host)
-        labels: dict[str, str] = {}
-        if rank is not None:
-            labels["rank"] = str(rank)
-        local = p_local if p_local is not None else tap.identity.local
-        if local is not None:
-            labels["local_rank"] = str(local)
-        if host is not None:
-            labels["host"] = host
-        return labels
 
     def who(self) -> Who:
         """Ranks and hosts from the paths and every fact so far."""
         if self._who is None:
-            self._who = resolve(self.taps)
+            self._who = resolve(self.taps, gpus_per_node=self.gpus_per_node)
         return self._who
 
     def keep(self, taps: list[SourceTap], records: pl.DataFrame, writers: pl.DataFrame) -> None:
-        """The records and writers of `taps` (a task's, adopted in this order), sent as one
-        frame each (a frame per file costs the client more than its rows): each row's `_tap`
-        is its tap's place in `taps`."""
+        """The records (classed) and writers of `taps` (a task's, adopted in this order), sent
+        as one frame each (a frame per file costs the client more than its rows): each row's
+        `_tap` is its tap's place in `taps`."""
         self._kept.append((records, writers))
         for place, tap in enumerate(taps):
             self._kept_at[tap.source] = (len(self._kept) - 1, place)
 
     def records(self) -> pl.DataFrame:
         """Every fleet-relevant line of every source (`RECORD_SCHEMA`), classed."""
-        own = [r for tap in self.taps.values() for r in tap.records]
-        return _concat(own + self._kept_rows(0, RECORD_SCHEMA), RECORD_SCHEMA)
+        own = classed(
+            _concat([r for tap in self.taps.values() for r in tap.records], CANDIDATE_SCHEMA)
+        )
+        return _concat([own, *self._kept_rows(0, RECORD_SCHEMA)], RECORD_SCHEMA)
 
     def writers(self) -> pl.DataFrame:
         """Every source's writers (`WRITER_SCHEMA`)."""
@@ -292,13 +291,59 @@ class FleetFacts:
         return [rows.sort("_place", maintain_order=True).drop("_chunk", "_tap", "_place")]
 
 
+def writer_labels(source: str, identity: PathIdentity, who: Who, text: str) -> dict[str, str]:
+    """`rank`, `local_rank` and `host` of the writer of a line of `source` (from its prefixes,
+    its path and what `who` knows), each where known."""
+    p_rank, p_local, p_host = line_writer(text)
+    rank = who.rank_of(source, p_rank, p_local)
+    host = who.host_of(source, rank, p_host)
+    labels: dict[str, str] = {}
+    if rank is not None:
+        labels["rank"] = str(rank)
+    local = p_local if p_local is not None else identity.local
+    if local is not None:
+        labels["local_rank"] = str(local)
+    if host is not None:
+        labels["host"] = host
+    return labels
+
+
+def placed(
+    event: AlertEvent,
+    added: Mapping[str, str],
+    time_of: Callable[[int], tuple[int, datetime] | None],
+) -> AlertEvent:
+    """`event` with its writer's labels `added` and, when its line has no time of its own,
+    the time `time_of` gives its line (the last timed line before it), marked `ts_from_line`."""
+    ts = event.ts
+    if ts is None:
+        found = time_of(event.line)
+        if found is not None:
+            ts = found[1]
+            added = {**added, "ts_from_line": str(found[0])}
+    if not added and ts is event.ts:
+        return event
+    kept = dict(event.labels)
+    if "rank" in kept:  # the rule's own rank (global): the rank it is about (`run-crashed`'s)
+        added = {name: value for name, value in added.items() if name != "rank"}
+    elif "rank" in added:
+        kept.pop("local_rank", None)  # the rule's local rank: placed after the global one
+    return replace(event, ts=ts, labels={**kept, **added})
+
+
 def resolve(
-    taps: Mapping[str, SourceTap], known: Who | None = None, known_hosts: Set[str] | None = None
+    taps: Mapping[str, SourceTap],
+    known: Who | None = None,
+    known_hosts: Set[str] | None = None,
+    *,
+    gpus_per_node: int | None = None,
 ) -> Who:
     """Ranks and hosts: from paths first, then from the lines that name their writer
     (`known`: what other files said, for these files' labels; `known_hosts`: its hosts, when
-    the caller keeps them). A loop over each source's distinct facts (a few), not its lines."""
-    who = Who()
+    the caller keeps them; `gpus_per_node`: a local rank on the node a path's `{node}` names
+    is that node's index times it plus the local rank). A loop over each source's distinct
+    facts (a few), not its lines."""
+    who = Who(gpus_per_node=gpus_per_node)
     rows = [(tap.source, fact) for tap in taps.values() for fact in tap.facts]
     worlds = [f.cworld for _, f in rows if f.cworld is not None]
     worlds += [f.sworld for _, f in rows if f.sworld is not None]
@@ -314,6 +359,8 @@ def resolve(
             who.source_local[tap.source] = tap.identity.local
         if tap.identity.rank is not None:
             who.source_rank[tap.source] = tap.identity.rank
+        if tap.identity.node is not None:
+            who.source_node[tap.source] = tap.identity.node
     by_source: dict[str, list[tuple[Fact, int | None]]] = {}
     for source, fact in rows:
         # a comm of the whole world names the global rank; a smaller one, its own
@@ -343,6 +390,10 @@ def resolve(
             who.source_rank[source] = who.host_local[(host, local)]
         elif known is not None and (host, local) in known.host_local:
             who.source_rank[source] = known.host_local[(host, local)]
+    for source, local in who.source_local.items():
+        by_node = who.by_node(source, local)
+        if source not in who.source_rank and by_node is not None:
+            who.source_rank[source] = by_node
     for source, rank in who.source_rank.items():
         host = who.source_host.get(source)
         if host is not None:
