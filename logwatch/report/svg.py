@@ -316,6 +316,33 @@ class Span:
     title: str
 
 
+def _bars(spans: Sequence[Span], axis: XAxis) -> list[tuple[str, str, float, float, int, str]]:
+    """Each rule's spans as drawn bars (rule, severity, x0, x1 in pixels, how many, the first's
+    title), in the spans' order: spans of one rule and severity whose bars overlap are one bar
+    (thousands of ranks' alerts of one cascade are one bar, not thousands on one spot); spans
+    off the axis are left out, those across its ends cut there."""
+    bars: list[list[Any]] = []
+    last: dict[tuple[str, str], list[Any]] = {}
+    for span in sorted(spans, key=lambda s: (s.rule, s.severity, s.x0)):
+        if span.x1 < axis.lo or span.x0 > axis.hi:
+            continue  # off this chart's axis (a file whose lines it does not draw)
+        x0 = axis.px(max(span.x0, axis.lo))
+        x1 = max(axis.px(min(span.x1, axis.hi)), x0 + 3)
+        key = (span.rule, span.severity)
+        bar = last.get(key)
+        if bar is not None and x0 <= bar[3]:
+            bar[3] = max(bar[3], x1)
+            bar[4] += 1
+            continue
+        bar = last[key] = [span.rule, span.severity, x0, x1, 1, span.title]
+        bars.append(bar)
+    order = {span.rule: i for i, span in reversed(list(enumerate(spans)))}
+    if not bars:
+        return []
+    bars.sort(key=lambda b: (order[b[0]], b[2]))
+    return [(r, s, x0, x1, n, t) for r, s, x0, x1, n, t in bars]
+
+
 def span_chart(chart_id: str, title: str, axis: XAxis, spans: Sequence[Span]) -> str:
     """One row per rule; a bar per firing-to-resolved span, coloured by severity."""
     rules = list(dict.fromkeys(span.rule for span in spans))
@@ -324,15 +351,14 @@ def span_chart(chart_id: str, title: str, axis: XAxis, spans: Sequence[Span]) ->
     for i, rule in enumerate(rules):
         y = TOP + 22 * i
         body.append(f'<text class="rule" x="{LEFT + 4}" y="{y + 15}">{escape(rule)}</text>')
-    for span in spans:
-        y = TOP + 22 * rules.index(span.rule) + 3
-        x0 = axis.px(span.x0)
-        x1 = max(axis.px(span.x1), x0 + 3)
-        colour = SEVERITY_COLOUR.get(span.severity, "#777")
+    for rule, severity, x0, x1, count, first in _bars(spans, axis):
+        y = TOP + 22 * rules.index(rule) + 3
+        colour = SEVERITY_COLOUR.get(severity, "#777")
+        said = first if count == 1 else f"{count} {rule} alerts here; the first: {first}"
         body.append(
-            f'<rect class="alert-span" data-rule="{escape(span.rule)}" x="{x0:.1f}" y="{y}" '
+            f'<rect class="alert-span" data-rule="{escape(rule)}" x="{x0:.1f}" y="{y}" '
             f'width="{x1 - x0:.1f}" height="16" fill="{colour}" fill-opacity="0.55">'
-            f"<title>{escape(span.title)}</title></rect>"
+            f"<title>{escape(said)}</title></rect>"
         )
     if not spans:
         body.append(f'<text class="tick" x="{LEFT + 4}" y="{TOP + 15}">no alerts</text>')
