@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from importlib import metadata
 from typing import Any
 
-from logwatch.drivers.parallel import FileOutcome, Task, replay_task
+from logwatch.drivers.parallel import Task, TaskResult, replay_task
 from logwatch.errors import ClusterError
 
 CONNECT_TIMEOUT_S = 10.0
@@ -53,7 +53,7 @@ class DaskRunner:
             self.client.close()
             raise
 
-    def run(self, tasks: Sequence[Task]) -> Iterator[tuple[int, list[FileOutcome]]]:
+    def run(self, tasks: Sequence[Task]) -> Iterator[TaskResult]:
         """Each task's result as it completes; a task on a worker that died runs again."""
         run_id = uuid.uuid4().hex[:12]
         futures = [
@@ -66,7 +66,7 @@ class DaskRunner:
         del futures  # the iterator holds what is pending; a result is dropped once taken
         for future in done:
             try:
-                result: tuple[int, list[FileOutcome]] = future.result()
+                result: TaskResult = future.result()
             except self._distributed.KilledWorker as exc:
                 raise ClusterError(
                     f"Dask cluster {self.address}: a task was lost with {exc.last_worker} "

@@ -22,6 +22,11 @@ class PathIdentity:
     group: str = ""
     node: int | None = None  # the node's index in the job (`{node}`), for `--gpus-per-node`
 
+    def __reduce__(self) -> tuple[type[PathIdentity], tuple[object, ...]]:
+        # by its fields: a frozen dataclass's own pickling looks its fields up each time,
+        # which the client paid for every file of a run (`replay --jobs/--dask`)
+        return (PathIdentity, (self.host, self.rank, self.local, self.attempt, self.group))
+
 
 _HOST = r"[A-Za-z][\w.-]*"
 # Path tails, most specific first; each names what it knows.

@@ -8,10 +8,13 @@ symptom (what the other ranks print because of it)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import NamedTuple
 
 import polars as pl
 
-from logwatch.parse.prefix import PREFIX
+from logwatch.parse.prefix import PREFIX, with_prefixes
 from logwatch.parse.prefix import prefixes as prefixes  # re-exported: its home was here
 
 PRIMARY = "primary"
@@ -170,20 +173,22 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
 """One line that names its writer (rank, host, GPU, world size)."""
 
 
-def maybe_classed(frame: pl.DataFrame) -> pl.DataFrame:
+def maybe_classed(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFrame:
     """The rows of a block that may be fleet-relevant (one literal pass; `classed` decides,
     once for every source, as its regexes cost more per call than per line)."""
-    return frame.filter(pl.col("text").str.contains_any(CLASS_WORDS)).select(CANDIDATE_COLUMNS)
+    rows = frame.filter(pl.col("text").str.contains_any(CLASS_WORDS))
+    return rows.select(*keep, *CANDIDATE_COLUMNS)
 
 
 CANDIDATE_COLUMNS = ["source", "line", "ts", "timed", "p_rank", "p_local", "p_host", "text"]
 
 
-def classed(frame: pl.DataFrame) -> pl.DataFrame:
-    """The fleet-relevant rows (`CANDIDATE_COLUMNS`) as `RECORD_SCHEMA` rows."""
+def classed(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFrame:
+    """The fleet-relevant rows (`CANDIDATE_COLUMNS`) as `RECORD_SCHEMA` rows (after the `keep`
+    columns of `frame`)."""
     rows = frame.filter(pl.col("text").str.contains(CLASS_GATE))
     if rows.is_empty():
-        return pl.DataFrame(schema=RECORD_SCHEMA)
+        return pl.DataFrame(schema={**{name: frame.schema[name] for name in keep}, **RECORD_SCHEMA})
     text = pl.col("text")
     kind: pl.Expr = pl.lit(None, dtype=pl.String)
     cls: pl.Expr = pl.lit(None, dtype=pl.String)
@@ -201,7 +206,7 @@ def classed(frame: pl.DataFrame) -> pl.DataFrame:
         pl.concat_str(bus.struct.field("1"), bus.struct.field("2")).str.to_lowercase().alias("bus"),
         *numbers,
     ).filter(pl.col("kind").is_not_null())
-    return out.select([pl.col(name).cast(dtype) for name, dtype in RECORD_SCHEMA.items()])
+    return out.select(*keep, *(pl.col(name).cast(dtype) for name, dtype in RECORD_SCHEMA.items()))
 
 
 def _first_number(text: pl.Expr, pattern: str) -> pl.Expr:
@@ -212,11 +217,12 @@ def _first_number(text: pl.Expr, pattern: str) -> pl.Expr:
     return pl.coalesce(*fields).cast(pl.Int64, strict=False)
 
 
-def facts(frame: pl.DataFrame) -> pl.DataFrame:
-    """The rows of a block that name their writer, as `FACT_SCHEMA` rows."""
+def facts(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFrame:
+    """The rows of a block that name their writer, as `FACT_SCHEMA` rows (and the `keep`
+    columns of `frame`), in the order of the patterns that found them."""
     rows = frame.filter(pl.col("text").str.contains_any(IDENTITY_WORDS))
     if rows.is_empty():
-        return pl.DataFrame(schema=FACT_SCHEMA)
+        return pl.DataFrame(schema={**FACT_SCHEMA, **{name: frame.schema[name] for name in keep}})
     # The identity patterns read the line after its launcher prefixes.
     rows = rows.with_columns(pl.col("text").str.replace(PREFIX, "").alias("_body"))
     body = pl.col("_body")
@@ -235,5 +241,129 @@ def facts(frame: pl.DataFrame) -> pl.DataFrame:
         pl.col(name).is_not_null() for name in ("nhost", "crank", "srank", "khost")
     )
     return out.filter(known).select(
-        [pl.col(name).cast(dtype, strict=False) for name, dtype in FACT_SCHEMA.items()]
+        *(pl.col(name).cast(dtype, strict=False) for name, dtype in FACT_SCHEMA.items()), *keep
     )
+
+
+TAPPED_COLUMNS = ["source", "line", "ts", "text"]  # what a tap reads of a frame
+
+
+class Fact(NamedTuple):
+    """One distinct line-named writer fact of a source (a `FACT_SCHEMA` row less its source and
+    raw bus; `bus4`: the bus as an Xid line names it)."""
+
+    p_rank: int | None
+    p_local: int | None
+    p_host: str | None
+    nhost: str | None
+    ndev: int | None
+    crank: int | None
+    cworld: int | None
+    srank: int | None
+    sworld: int | None
+    khost: str | None
+    bus4: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Tapped:
+    """What a source's tap keeps of one block: its timed lines and their times, its
+    maybe fleet-relevant lines (`CANDIDATE_COLUMNS`, for `classed`), the distinct facts naming its writers (in the
+    order first seen), its writers (`WRITER_SCHEMA`)."""
+
+    timed_lines: pl.Series
+    timed_ts: pl.Series
+    records: pl.DataFrame
+    facts: tuple[Fact, ...]
+    writers: pl.DataFrame
+
+
+WRITER_SCHEMA: dict[str, pl.DataType] = {
+    "source": pl.String(),
+    "p_rank": pl.Int64(),
+    "p_local": pl.Int64(),
+    "lines": pl.UInt32(),
+    "last_line": pl.Int64(),
+    "first_ts": pl.Datetime("us"),
+    "last_ts": pl.Datetime("us"),
+}
+"""Per source and line prefix (one writer): how many lines, the last, the first and last time."""
+
+_BUS4 = (
+    pl.when(pl.col("bus").str.len_chars() == 5)
+    .then(pl.col("bus").str.slice(0, 4))
+    .otherwise(pl.col("bus"))
+    .alias("bus4")
+)
+
+
+def distinct_facts(found: pl.DataFrame) -> dict[Fact, None]:
+    """`FACT_SCHEMA` rows as a tap keeps them: the distinct `Fact`s, in the order first seen."""
+    rows = found.with_columns(_BUS4).select(Fact._fields).rows()
+    return dict.fromkeys(Fact(*row) for row in rows)
+
+
+def tapped(
+    frame: pl.DataFrame, files: pl.Series, carry_ts: datetime | None = None
+) -> list[Tapped | None]:
+    """What a tap keeps of each of the files whose lines `frame` holds one file after another
+    (`source`, `line`, `ts`, `text`; `files`: each row's file, 0, 1, ... in order), in one pass
+    over them all: the same as one pass per file. `carry_ts`: the time before the first file's
+    first line (its earlier block's last). None for a file without lines."""
+    count = int(files.max()) + 1 if files.len() else 0  # type: ignore[arg-type]  # UInt32
+    ts = pl.col("ts")
+    base = frame.select(TAPPED_COLUMNS).hstack([files.alias("_file")])
+    base = base.with_columns(
+        ts.is_not_null().alias("timed"),
+        ts.forward_fill().over("_file").fill_null(pl.lit(carry_ts, dtype=pl.Datetime("us"))),
+    )
+    base = with_prefixes(base)  # extracted only when some line of the group has a prefix
+    timed = base.filter(pl.col("timed")).select("_file", "line", "ts")
+    records = maybe_classed(base, keep=("_file",))  # classed once for every source, at the end
+    # each file's facts together, in the order of its own pass; a fact said again adds nothing
+    found = facts(base, keep=("_file",)).sort("_file", maintain_order=True)
+    found = found.with_columns(_BUS4).select("_file", *Fact._fields).unique(maintain_order=True)
+    writers = (
+        base.group_by("_file", "source", "p_rank", "p_local", maintain_order=True)
+        .agg(
+            pl.len().cast(pl.UInt32).alias("lines"),
+            pl.col("line").max().alias("last_line"),
+            ts.filter(pl.col("timed")).min().alias("first_ts"),
+            ts.filter(pl.col("timed")).max().alias("last_ts"),
+        )
+        .select("_file", *(pl.col(name).cast(dtype) for name, dtype in WRITER_SCHEMA.items()))
+    )
+    by_file: list[list[Fact]] = [[] for _ in range(count)]
+    for row in found.iter_rows():
+        by_file[row[0]].append(Fact(*row[1:]))
+    sizes = files.value_counts(sort=False)
+    lines = dict(
+        zip(
+            sizes.get_column(files.name).to_list(), sizes.get_column("count").to_list(), strict=True
+        )
+    )
+    cuts = [_cut(part, count) for part in (timed, records, writers)]
+    return [
+        Tapped(
+            cuts[0][i].get_column("line"),
+            cuts[0][i].get_column("ts"),
+            cuts[1][i],
+            tuple(by_file[i]),
+            cuts[2][i],
+        )
+        if lines.get(i)
+        else None
+        for i in range(count)
+    ]
+
+
+def _cut(frame: pl.DataFrame, count: int) -> list[pl.DataFrame]:
+    """`frame` (sorted by `_file`) as one frame per file, `_file` dropped."""
+    ids = frame.get_column("_file")
+    ends = ids.search_sorted(pl.Series(range(1, count + 1), dtype=ids.dtype), side="left")
+    rows = frame.drop("_file")
+    out, start = [], 0
+    for end in ends.to_list():
+        out.append(rows.slice(start, end - start))
+        start = end
+    return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -19,11 +20,15 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Protocol
 
+import polars as pl
+
 from logwatch.alerts import AlertEvent
 from logwatch.drivers.layout import layout_pattern, path_identity
+from logwatch.drivers.lineinfo import WRITER_SCHEMA, classed
 from logwatch.drivers.placing import fleet_facts
-from logwatch.drivers.ranks import FleetFacts, SourceTap
-from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay_file
+from logwatch.drivers.ranks import CANDIDATE_SCHEMA, FleetFacts, SourceTap
+from logwatch.drivers.replay import ReplayOptions, ReplayResult, many_options, replay_file
+from logwatch.drivers.replay_many import file_of_rows, replay_all
 from logwatch.drivers.verdict import analyse
 from logwatch.drivers.window import Window
 from logwatch.engine import DataWarning, Engine, ErrorHandler, SourceStats, WarningHandler
@@ -54,6 +59,22 @@ class FileOutcome:
     warnings: list[DataWarning] = field(default_factory=list)
     unread: str | None = None
 
+    def __reduce__(self) -> tuple[type[FileOutcome], tuple[object, ...]]:
+        # by its fields, as `PathIdentity`: one per file reaches the client
+        fields = (self.events, self.stats, self.tap, self.rule_errors, self.warnings)
+        return (FileOutcome, (self.path, *fields, self.unread))
+
+
+@dataclass(frozen=True, slots=True)
+class TaskResult:
+    """A task's files' outcomes, in order, and their taps' records and writers (taken out of
+    the taps: one frame each for the task, `FleetFacts.keep`)."""
+
+    index: int
+    outcomes: list[FileOutcome]
+    records: pl.DataFrame
+    writers: pl.DataFrame
+
 
 @dataclass(frozen=True, slots=True)
 class Task:
@@ -66,8 +87,9 @@ class Task:
     window: Window | None
 
 
-def replay_task(task: Task) -> tuple[int, list[FileOutcome]]:
-    """Replay a task's files through one engine, each its own source (as in one process)."""
+def replay_task(task: Task) -> TaskResult:
+    """Replay a task's files through one engine, each its own source, small ones parsed a group
+    at a time: as `replay` does them in one process."""
     errors: list[tuple[str, str, Exception]] = []
     warnings: list[DataWarning] = []
     engine = Engine(
@@ -76,29 +98,101 @@ def replay_task(task: Task) -> tuple[int, list[FileOutcome]]:
         stats=task.options.stats,
         on_warning=warnings.append,
     )
-    outcomes = []
+    layout = layout_pattern(task.options.layout) if task.options.layout else None
+    unread: dict[str, str] = {}
     for path in task.paths:
-        outcome = _replay_one(path, task, engine)
-        outcomes.append(replace(outcome, rule_errors=errors.copy(), warnings=warnings.copy()))
-        errors.clear()  # what the next file's rules say is the next file's
-        warnings.clear()
-    return task.index, outcomes
+        try:
+            check_readable([path])
+        except InputError as exc:
+            unread[path] = f"{exc} (on {where()})"
+    files = _Outcomes(engine, layout, errors, warnings)
+
+    def one(path: str) -> Iterator[AlertEvent]:
+        tap = files.start(path)
+        try:
+            check_readable([path])  # it may have gone since the task began
+            yield from replay_file(
+                path, engine, options=task.options, window=task.window, tap=tap.see
+            )
+        except InputError as exc:  # the events read before it still go back
+            files.unread = f"{exc} (on {where()})"
+
+    readable = [path for path in task.paths if path not in unread]
+    options = many_options(task.options)
+    for event in replay_all(
+        readable, engine, options, one=one, start=files.start, window=task.window
+    ):
+        files.hold(event)
+    files.flush()
+    done = iter(files.done)
+    outcomes = [
+        FileOutcome(
+            path, [], None, SourceTap(path, path_identity(path, layout)), unread=unread[path]
+        )
+        if path in unread
+        else next(done)
+        for path in task.paths
+    ]
+    taps = [outcome.tap for outcome in outcomes]
+    # classed here, on the worker: the client only joins them
+    candidates = _task_rows([tap.records for tap in taps], CANDIDATE_SCHEMA)
+    records = classed(candidates, keep=("_tap",))
+    writers = _task_rows([tap.writers for tap in taps], WRITER_SCHEMA)
+    for tap in taps:
+        tap.records, tap.writers = [], []
+    return TaskResult(task.index, outcomes, records, writers)
 
 
-def _replay_one(path: str, task: Task, engine: Engine) -> FileOutcome:
-    options = task.options
-    layout = layout_pattern(options.layout) if options.layout else None
-    tap = SourceTap(path, path_identity(path, layout))
-    events: list[AlertEvent] = []
-    unread = None
-    try:
-        check_readable([path])
-        events.extend(replay_file(path, engine, options=options, window=task.window, tap=tap.see))
-    except InputError as exc:  # the events read before it still go back
-        unread = f"{exc} (on {where()})"
-    tap.keep_times(event.line for event in events if event.ts is None)
-    stats = engine.sources[path].stats if path in engine.sources else None
-    return FileOutcome(path, events, stats, tap, unread=unread)
+def _task_rows(frames: list[list[pl.DataFrame]], schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """Each file's frames as one frame, each row's file (its place in the task) as `_tap`."""
+    rows = [frame for per_file in frames for frame in per_file if frame.height]
+    heights = [sum(frame.height for frame in per_file) for per_file in frames]
+    joined = pl.concat(rows) if rows else pl.DataFrame(schema=schema)
+    return joined.hstack([file_of_rows(heights).alias("_tap")])
+
+
+class _Outcomes:
+    """Each file's outcome as its turn ends (the next file's start, or the task's end): its
+    events, its stats, its tap, the rule errors and data warnings said since it started."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        layout: re.Pattern[str] | None,
+        errors: list[tuple[str, str, Exception]],
+        warnings: list[DataWarning],
+    ) -> None:
+        self._engine = engine
+        self._layout = layout
+        self._errors = errors
+        self._warnings = warnings
+        self.done: list[FileOutcome] = []
+        self._tap: SourceTap | None = None
+        self._events: list[AlertEvent] = []
+        self.unread: str | None = None  # why the current file was not read to its end
+
+    def start(self, path: str) -> SourceTap:
+        """A file's turn: the one before it is done, this one's tap starts."""
+        self.flush()
+        self._tap = SourceTap(path, path_identity(path, self._layout))
+        return self._tap
+
+    def hold(self, event: AlertEvent) -> None:
+        self._events.append(event)
+
+    def flush(self) -> None:
+        """The current file's outcome, with only the line times its untimed events need."""
+        tap, events, unread = self._tap, self._events, self.unread
+        if tap is None:
+            return
+        self._tap, self._events, self.unread = None, [], None
+        tap.keep_times(event.line for event in events if event.ts is None)
+        path = tap.source
+        stats = self._engine.sources[path].stats if path in self._engine.sources else None
+        errors, warnings = self._errors.copy(), self._warnings.copy()
+        self._errors.clear()  # what the next file's rules say is the next file's
+        self._warnings.clear()
+        self.done.append(FileOutcome(path, events, stats, tap, errors, warnings, unread))
 
 
 def _portable(exc: Exception) -> Exception:
@@ -123,7 +217,7 @@ def where() -> str:
 class Runner(Protocol):
     """Where tasks run: yields each task's result as it completes, in any order."""
 
-    def run(self, tasks: Sequence[Task]) -> Iterator[tuple[int, list[FileOutcome]]]: ...
+    def run(self, tasks: Sequence[Task]) -> Iterator[TaskResult]: ...
 
 
 def batches(
@@ -192,13 +286,14 @@ def replay_parallel(
     facts = fleet_facts(options.layout, options.gpus_per_node, rules)
     result = ReplayResult([], {}, facts)
     unread: list[str] = []
-    waiting: dict[int, list[FileOutcome]] = {}
+    waiting: dict[int, TaskResult] = {}
     due = 0
-    for index, outcomes in runner.run(tasks):
-        waiting[index] = outcomes
+    for done in runner.run(tasks):
+        waiting[done.index] = done
         while due in waiting:  # in file order, as soon as the files before have come
-            for outcome in waiting.pop(due):
-                _take(outcome, facts, result, unread, merge)
+            task = waiting.pop(due)
+            taps = [_take(outcome, facts, result, unread, merge) for outcome in task.outcomes]
+            facts.keep(taps, task.records, task.writers)
             due += 1
     fleet = analyse(facts, skew=timedelta(seconds=options.skew_s))
     for event in fleet.verdicts:
@@ -218,8 +313,9 @@ def _take(
     result: ReplayResult,
     unread: list[str],
     merge: Merge,
-) -> None:
-    """One file's outcome into the run: its messages, its labelled events, its stats."""
+) -> SourceTap:
+    """One file's outcome into the run: its messages, its labelled events, its stats; its
+    tap, adopted."""
     for rule, source, exc in outcome.rule_errors:
         if merge.on_error is not None:
             merge.on_error(rule, source, exc)
@@ -237,6 +333,7 @@ def _take(
         unread.append(outcome.unread)
         if merge.on_unread is not None:
             merge.on_unread(outcome.unread)
+    return tap
 
 
 class LocalRunner:
@@ -246,7 +343,7 @@ class LocalRunner:
     def __init__(self, jobs: int) -> None:
         self.jobs = jobs
 
-    def run(self, tasks: Sequence[Task]) -> Iterator[tuple[int, list[FileOutcome]]]:
+    def run(self, tasks: Sequence[Task]) -> Iterator[TaskResult]:
         """Each task's result as it completes."""
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -273,7 +370,7 @@ class LocalRunner:
                 os.environ["POLARS_MAX_THREADS"] = before
 
 
-def _result_of(future: Future[tuple[int, list[FileOutcome]]]) -> tuple[int, list[FileOutcome]]:
+def _result_of(future: Future[TaskResult]) -> TaskResult:
     try:
         return future.result()
     except BrokenProcessPool as exc:

@@ -8,7 +8,7 @@ before it in the same source (the first after it when none is before), marked
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -18,25 +18,16 @@ from logwatch.alerts import AlertEvent, Status
 from logwatch.drivers.layout import PathIdentity, path_identity
 from logwatch.drivers.lineinfo import (
     CANDIDATE_COLUMNS,
-    FACT_SCHEMA,
     RECORD_SCHEMA,
+    WRITER_SCHEMA,
+    Fact,
+    Tapped,
     classed,
-    facts,
-    maybe_classed,
+    tapped,
 )
-from logwatch.parse.prefix import line_writer, with_prefixes
+from logwatch.parse.prefix import line_writer
 
 CANDIDATE_SCHEMA = {name: RECORD_SCHEMA[name] for name in CANDIDATE_COLUMNS}
-WRITER_SCHEMA: dict[str, pl.DataType] = {
-    "source": pl.String(),
-    "p_rank": pl.Int64(),
-    "p_local": pl.Int64(),
-    "lines": pl.UInt32(),
-    "last_line": pl.Int64(),
-    "first_ts": pl.Datetime("us"),
-    "last_ts": pl.Datetime("us"),
-}
-"""Per source and line prefix (one writer): how many lines, the last, the first and last time."""
 
 
 class SourceTap:
@@ -47,48 +38,30 @@ class SourceTap:
         self.identity = identity
         self._timed_lines: list[pl.Series] = []
         self._timed_ts: list[pl.Series] = []
-        self._carry: tuple[int, datetime] | None = None  # the last timed line so far
+        self._carry: datetime | None = None  # the time of the last timed line so far
         self.records: list[pl.DataFrame] = []
-        self.facts: list[pl.DataFrame] = []
+        self.facts: dict[Fact, None] = {}  # the distinct facts, in the order first seen
         self.writers: list[pl.DataFrame] = []
 
     def see(self, frame: pl.DataFrame) -> None:
         """Take one block (with `source`, `line`, `ts`, `text`) before the rules do."""
         if frame.is_empty():
             return
-        base = frame.select("source", "line", "ts", "text")
-        timed = base.filter(pl.col("ts").is_not_null())
-        if timed.height:
-            self._timed_lines.append(timed.get_column("line"))
-            self._timed_ts.append(timed.get_column("ts"))
-        carry_line = self._carry[0] if self._carry else None
-        carry_ts = self._carry[1] if self._carry else None
-        base = base.with_columns(
-            pl.col("ts").is_not_null().alias("timed"),
-            pl.col("ts").forward_fill().fill_null(pl.lit(carry_ts, dtype=pl.Datetime("us"))),
-            pl.when(pl.col("ts").is_not_null())
-            .then(pl.col("line"))
-            .forward_fill()
-            .fill_null(pl.lit(carry_line, dtype=pl.Int64))
-            .alias("_from"),
-        )
-        base = with_prefixes(base)
-        if timed.height:
-            last = timed.row(timed.height - 1)
-            self._carry = (last[1], last[2])
-        self.records.append(maybe_classed(base))
-        self.facts.append(facts(base))
-        self.writers.append(
-            base.group_by("p_rank", "p_local")
-            .agg(
-                pl.len().cast(pl.UInt32).alias("lines"),
-                pl.col("line").max().alias("last_line"),
-                pl.col("ts").filter(pl.col("timed")).min().alias("first_ts"),
-                pl.col("ts").filter(pl.col("timed")).max().alias("last_ts"),
-            )
-            .with_columns(pl.lit(self.source).alias("source"))
-            .select(list(WRITER_SCHEMA))
-        )
+        files = pl.repeat(0, frame.height, dtype=pl.UInt32, eager=True)
+        found = tapped(frame, files, self._carry)[0]
+        if found is not None:
+            self.take(found)
+
+    def take(self, found: Tapped) -> None:
+        """Take what `tapped` found in this source's next block (or its whole file, parsed
+        with its group's)."""
+        if found.timed_lines.len():
+            self._timed_lines.append(found.timed_lines)
+            self._timed_ts.append(found.timed_ts)
+            self._carry = found.timed_ts[-1]
+        self.records.append(found.records)
+        self.facts.update(dict.fromkeys(found.facts))
+        self.writers.append(found.writers)
 
     def time_of(self, line: int) -> tuple[int, datetime] | None:
         """The last timed line before `line` and its time (the first timed one when none is
@@ -107,21 +80,29 @@ class SourceTap:
         """Keep of the per-line index only what `time_of` answers for these lines (a file's
         untimed events: what travels back from a worker, `logwatch.drivers.parallel`)."""
         found = sorted({hit for line in set(lines) if (hit := self.time_of(line)) is not None})
-        self._timed_lines = [pl.Series("line", [a for a, _ in found], dtype=pl.Int64)]
-        self._timed_ts = [pl.Series("ts", [t for _, t in found], dtype=pl.Datetime("us"))]
-        if not found:
-            self._timed_lines, self._timed_ts = [], []
+        self._timed_lines, self._timed_ts = [], []
+        if found:
+            self._timed_lines = [pl.Series("line", [a for a, _ in found], dtype=pl.Int64)]
+            self._timed_ts = [pl.Series("ts", [t for _, t in found], dtype=pl.Datetime("us"))]
 
     def close(self) -> None:
         """Drop the per-line index once the file's events are placed (the rest is small)."""
         self._timed_lines, self._timed_ts = [], []
-        self.records = [_concat(self.records, CANDIDATE_SCHEMA)]
-        self.facts = [_concat(self.facts, FACT_SCHEMA)]
-        self.writers = [_concat(self.writers, WRITER_SCHEMA)]
+        self.records = _joined(self.records)
+        self.writers = _joined(self.writers)
+
+
+def _joined(frames: list[pl.DataFrame]) -> list[pl.DataFrame]:
+    """The frames with rows, as one (or none: an empty frame is not made, 100 000 cost
+    seconds)."""
+    kept = [frame for frame in frames if frame.height]
+    return [pl.concat(kept)] if len(kept) > 1 else kept
 
 
 def _concat(frames: list[pl.DataFrame], schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
     kept = [frame for frame in frames if frame.height]
+    if len(kept) == 1:
+        return kept[0]
     return pl.concat(kept) if kept else pl.DataFrame(schema=dict(schema))
 
 
@@ -212,6 +193,11 @@ class FleetFacts:
         self._groups: dict[str, list[SourceTap]] = {}
         self._who: Who | None = None
         self._live = Who()  # what the files so far said, for each file's labels
+        self._live_hosts: set[str] = set()  # its hosts (`Who.hosts`), kept as it grows
+        # the rows that taps adopted from workers sent apart, a task's at a time (`keep`)
+        self._kept: list[tuple[pl.DataFrame, pl.DataFrame]] = []
+        self._kept_at: dict[str, tuple[int, int]] = {}  # source: (task's frames, tap's place)
+        self._replaced = False  # a source adopted twice: only its last tap's rows count
 
     def tap(self, source: str, path: str) -> SourceTap:
         """The tap of one source (a new one; a source replayed twice starts over)."""
@@ -220,6 +206,7 @@ class FleetFacts:
     def adopt(self, tap: SourceTap) -> SourceTap:
         """Take a tap filled elsewhere (a worker process) as if this replay had tapped it."""
         source = tap.source
+        self._replaced = self._replaced or source in self.taps
         self.taps[source] = tap
         self._groups.setdefault(tap.identity.group, []).append(tap)
         self._who = None
@@ -229,8 +216,17 @@ class FleetFacts:
         """One file's events with their line's time and their writer's rank and host."""
         # this file's process (its sibling files too) against what the files before it said
         group = {t.source: t for t in self._groups.get(tap.identity.group, [tap])}
-        self._live.merge(resolve(group, known=self._live, gpus_per_node=self.gpus_per_node))
+        said = resolve(
+            group,
+            known=self._live,
+            known_hosts=self._live_hosts,
+            gpus_per_node=self.gpus_per_node,
+        )
         who = self._live
+        who.merge(said)
+        # what `said` named is now in `who` (its own or what `who` held already)
+        self._live_hosts.update(who.source_host[source] for source in said.source_host)
+        self._live_hosts.update(who.rank_host[rank] for rank in said.rank_host)
         out: list[AlertEvent] = []
         given: dict[str, dict[str, str]] = {}  # an alert's firing labels, for its resolve
         for event in events:
@@ -251,14 +247,48 @@ class FleetFacts:
             self._who = resolve(self.taps, gpus_per_node=self.gpus_per_node)
         return self._who
 
+    def keep(self, taps: list[SourceTap], records: pl.DataFrame, writers: pl.DataFrame) -> None:
+        """The records (classed) and writers of `taps` (a task's, adopted in this order), sent
+        as one frame each (a frame per file costs the client more than its rows): each row's
+        `_tap` is its tap's place in `taps`."""
+        self._kept.append((records, writers))
+        for place, tap in enumerate(taps):
+            self._kept_at[tap.source] = (len(self._kept) - 1, place)
+
     def records(self) -> pl.DataFrame:
         """Every fleet-relevant line of every source (`RECORD_SCHEMA`), classed."""
-        candidates = [r for tap in self.taps.values() for r in tap.records]
-        return classed(_concat(candidates, CANDIDATE_SCHEMA))
+        own = classed(
+            _concat([r for tap in self.taps.values() for r in tap.records], CANDIDATE_SCHEMA)
+        )
+        return _concat([own, *self._kept_rows(0, RECORD_SCHEMA)], RECORD_SCHEMA)
 
     def writers(self) -> pl.DataFrame:
         """Every source's writers (`WRITER_SCHEMA`)."""
-        return _concat([w for tap in self.taps.values() for w in tap.writers], WRITER_SCHEMA)
+        own = [w for tap in self.taps.values() for w in tap.writers]
+        return _concat(own + self._kept_rows(1, WRITER_SCHEMA), WRITER_SCHEMA)
+
+    def _kept_rows(self, part: int, schema: Mapping[str, pl.DataType]) -> list[pl.DataFrame]:
+        """The rows `keep` took (`part` 0: records, 1: writers), as `taps` orders them."""
+        if not self._kept:
+            return []
+        tapped = {**schema, "_tap": pl.UInt32()}
+        rows = _concat([kept[part] for kept in self._kept], tapped)
+        if not self._replaced:
+            return [rows.drop("_tap")]
+        # a source replayed twice: its last tap's rows, in its first tap's place (as `taps`)
+        chunks = [
+            pl.repeat(i, kept[part].height, dtype=pl.UInt32, eager=True)
+            for i, kept in enumerate(self._kept)
+        ]
+        place = {source: i for i, source in enumerate(self.taps)}
+        keys = pl.DataFrame(
+            [(chunk, at, place[source]) for source, (chunk, at) in self._kept_at.items()],
+            schema={"_chunk": pl.UInt32, "_tap": pl.UInt32, "_place": pl.Int64},
+            orient="row",
+        )
+        rows = rows.hstack([pl.concat(chunks).alias("_chunk")])
+        rows = rows.join(keys, on=["_chunk", "_tap"], how="inner", maintain_order="left")
+        return [rows.sort("_place", maintain_order=True).drop("_chunk", "_tap", "_place")]
 
 
 def writer_labels(source: str, identity: PathIdentity, who: Who, text: str) -> dict[str, str]:
@@ -302,15 +332,21 @@ def placed(
 
 
 def resolve(
-    taps: Mapping[str, SourceTap], known: Who | None = None, *, gpus_per_node: int | None = None
+    taps: Mapping[str, SourceTap],
+    known: Who | None = None,
+    known_hosts: Set[str] | None = None,
+    *,
+    gpus_per_node: int | None = None,
 ) -> Who:
     """Ranks and hosts: from paths first, then from the lines that name their writer
-    (`known`: what other files said, for these files' labels; `gpus_per_node`: a local rank on
-    the node a path's `{node}` names is that node's index times it plus the local rank)."""
+    (`known`: what other files said, for these files' labels; `known_hosts`: its hosts, when
+    the caller keeps them; `gpus_per_node`: a local rank on the node a path's `{node}` names
+    is that node's index times it plus the local rank). A loop over each source's distinct
+    facts (a few), not its lines."""
     who = Who(gpus_per_node=gpus_per_node)
-    all_facts = _concat([f for tap in taps.values() for f in tap.facts], FACT_SCHEMA)
-    worlds = [w for w in all_facts.get_column("cworld").to_list() if w is not None]
-    worlds += [w for w in all_facts.get_column("sworld").to_list() if w is not None]
+    rows = [(tap.source, fact) for tap in taps.values() for fact in tap.facts]
+    worlds = [f.cworld for _, f in rows if f.cworld is not None]
+    worlds += [f.sworld for _, f in rows if f.sworld is not None]
     if known is not None and known.world:
         worlds.append(known.world)
     who.world = max(worlds) if worlds else None
@@ -325,29 +361,26 @@ def resolve(
             who.source_rank[tap.source] = tap.identity.rank
         if tap.identity.node is not None:
             who.source_node[tap.source] = tap.identity.node
-    world_level = pl.col("cworld") == pl.lit(who.world) if who.world is not None else pl.lit(True)
-    rows = all_facts.with_columns(
-        pl.when(world_level).then(pl.col("crank")).otherwise(pl.col("srank")).alias("global"),
-        pl.when(pl.col("bus").str.len_chars() == 5)
-        .then(pl.col("bus").str.slice(0, 4))
-        .otherwise(pl.col("bus"))
-        .alias("bus4"),
-    )
-    for row in rows.iter_rows(named=True):
-        _learn(who, row)
-    by_source = rows.partition_by("source", as_dict=True, maintain_order=True)
+    by_source: dict[str, list[tuple[Fact, int | None]]] = {}
+    for source, fact in rows:
+        # a comm of the whole world names the global rank; a smaller one, its own
+        world_level = who.world is None or fact.cworld == who.world
+        rank = fact.crank if world_level else fact.srank
+        _learn(who, fact, rank)
+        by_source.setdefault(source, []).append((fact, rank))
     for group in groups.values():
-        own = [by_source[(tap.source,)] for tap in group if (tap.source,) in by_source]
-        _group_rank(who, group, _concat(own, rows.schema))
-    hosts = set(who.source_host.values()) | set(who.rank_host.values())
-    if known is not None:
-        hosts |= known.hosts()
-    for tap in taps.values():
-        if tap.source not in who.source_host:
-            parts = re.split(r"[/\\]", tap.source)
-            named = [part for part in parts if part in hosts]
+        own = [row for tap in group for row in by_source.get(tap.source, ())]
+        if own:
+            _group_rank(who, group, own)
+    lacking = [source for source in taps if source not in who.source_host]
+    if lacking:  # a host named anywhere that is a folder of the path
+        hosts = set(who.source_host.values()) | set(who.rank_host.values())
+        if known is not None:
+            hosts |= known.hosts() if known_hosts is None else known_hosts
+        for source in lacking:
+            named = [part for part in re.split(r"[/\\]", source) if part in hosts]
             if named:
-                who.source_host[tap.source] = named[-1]
+                who.source_host[source] = named[-1]
     # a torchrun file's rank from its host and local rank, once the host's map is known
     for source, local in who.source_local.items():
         host = who.source_host.get(source)
@@ -371,34 +404,33 @@ def resolve(
     return who
 
 
-def _learn(who: Who, row: Mapping[str, object]) -> None:
-    """One fact row: a global rank's host, local rank and GPU bus."""
-    rank = row["p_rank"] if row["p_rank"] is not None else row["global"]
-    host = row["nhost"] or row["p_host"]
-    if not isinstance(rank, int) or not isinstance(host, str):
+def _learn(who: Who, fact: Fact, global_rank: int | None) -> None:
+    """One fact: a global rank's host, local rank and GPU bus."""
+    rank = fact.p_rank if fact.p_rank is not None else global_rank
+    host = fact.nhost or fact.p_host
+    if rank is None or host is None:
         return
     who.rank_host.setdefault(rank, host)
-    local = row["ndev"] if row["ndev"] is not None else row["p_local"]
-    if isinstance(local, int) and row["global"] is not None:
+    local = fact.ndev if fact.ndev is not None else fact.p_local
+    if local is not None and global_rank is not None:
         who.host_local.setdefault((host, local), rank)
-    if isinstance(row["bus4"], str):
-        who.bus_rank.setdefault((host, row["bus4"]), rank)
+    if fact.bus4 is not None:
+        who.bus_rank.setdefault((host, fact.bus4), rank)
 
 
-def _group_rank(who: Who, group: list[SourceTap], rows: pl.DataFrame) -> None:
+def _group_rank(who: Who, group: list[SourceTap], rows: list[tuple[Fact, int | None]]) -> None:
     """The rank and host of the files one process wrote, from their unprefixed facts."""
-    sources = [tap.source for tap in group]
-    own = rows.filter(pl.col("p_local").is_null())
-    unprefixed = own.filter(pl.col("p_rank").is_null())
-    ranks = {r for r in unprefixed.get_column("global").to_list() if r is not None}
+    own = [(fact, rank) for fact, rank in rows if fact.p_local is None]
+    unprefixed = [(fact, rank) for fact, rank in own if fact.p_rank is None]
+    ranks = {rank for _, rank in unprefixed if rank is not None}
     if not ranks:
-        ranks = {r for r in own.get_column("p_rank").to_list() if r is not None}
-    named = unprefixed.get_column("nhost").to_list() + unprefixed.get_column("khost").to_list()
+        ranks = {fact.p_rank for fact, _ in own if fact.p_rank is not None}
+    named = [fact.nhost for fact, _ in unprefixed] + [fact.khost for fact, _ in unprefixed]
     hosts = {h for h in named if h is not None}
     rank = next(iter(ranks)) if len(ranks) == 1 else None  # several: a file of several writers
     host = next(iter(hosts)) if len(hosts) == 1 else None
-    for source in sources:
+    for tap in group:
         if rank is not None:
-            who.source_rank.setdefault(source, rank)
+            who.source_rank.setdefault(tap.source, rank)
         if host is not None:
-            who.source_host.setdefault(source, host)
+            who.source_host.setdefault(tap.source, host)

@@ -4,30 +4,20 @@ same blocks as frames for library use (`scan_log`, `read_log`)."""
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 import polars as pl
 
 from logwatch.alerts import AlertEvent, Severity, json_number, still_firing
+from logwatch.drivers.ahead import ordered_map as _ordered_map
+from logwatch.drivers.ahead import prefetch as _prefetch
 from logwatch.drivers.placing import fleet_facts
 from logwatch.drivers.ranks import FleetFacts, SourceTap
-from logwatch.drivers.replay_many import (
-    GROUP_BYTES,
-    SMALL_FILE_BYTES,
-    Ends,
-    ManyOptions,
-    Prepare,
-    _File,
-    groups,
-    parse_group,
-    replay_group,
-)
+from logwatch.drivers.replay_many import SMALL_FILE_BYTES, ManyOptions, Prepare, replay_all
 from logwatch.drivers.verdict import Fleet, analyse
 from logwatch.drivers.window import Window
 from logwatch.engine import (
@@ -51,8 +41,6 @@ from logwatch.sources.framing import (
 )
 from logwatch.sources.streams import check_readable, close_stream, open_log
 
-T = TypeVar("T")
-U = TypeVar("U")
 PathArg = str | os.PathLike[str]
 
 Progress = Callable[[str, int, int], None]
@@ -199,62 +187,6 @@ def _stats_columns(options: ReplayOptions) -> frozenset[str]:
     return frozenset({"throughput"}) if options.stats else frozenset()
 
 
-def _ordered_map(
-    fn: Callable[[T], U], items: Iterator[T], *, workers: int, depth: int = 2
-) -> Iterator[U]:
-    """`map(fn, items)` on `workers` threads, results in input order, `depth` items ahead.
-
-    Parsing is polars work that releases the GIL: blocks parse in parallel on the machine's
-    cores while the engine, which must see blocks in order, works on the current one.
-    """
-    if workers <= 1:
-        yield from map(fn, items)
-        return
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="logwatch-parse") as pool:
-        pending: deque[Future[U]] = deque()
-        try:
-            try:
-                for item in items:
-                    pending.append(pool.submit(fn, item))
-                    if len(pending) > depth:
-                        yield pending.popleft().result()
-            except Exception:
-                # What was read before a read error still goes through, in order, first.
-                while pending:
-                    yield pending.popleft().result()
-                raise
-            while pending:
-                yield pending.popleft().result()
-        finally:
-            for future in pending:
-                future.cancel()
-
-
-def _prefetch(items: Iterator[T], depth: int = 1) -> Iterator[T]:
-    """Run a producer on a worker thread, `depth` items ahead of the consumer.
-
-    Reading and parsing the next block overlaps with the engine's work on this one (polars
-    releases the GIL), which keeps both cores of a small machine busy.
-    """
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="logwatch-read") as pool:
-        pending: deque[Future[T | None]] = deque()
-        sentinel = None
-
-        def step() -> T | None:
-            return next(items, sentinel)
-
-        for _ in range(depth):
-            pending.append(pool.submit(step))
-        while pending:
-            item = pending.popleft().result()
-            if item is None:
-                break
-            pending.append(pool.submit(step))
-            yield item
-        for future in pending:
-            future.cancel()
-
-
 @dataclass(frozen=True, slots=True)
 class ReplayResult:
     """Everything replay found: the events in order, and per-source stats."""
@@ -398,11 +330,21 @@ def replay(
             progress=progress,
             window=window,
             on_frame=on_frame,
-            tap=tap,
+            tap=tap.see,
         )
 
     try:
-        for event in _replay_all(paths, engine, options, one, progress, window, on_frame, placer):
+        found = replay_all(
+            paths,
+            engine,
+            many_options(options),
+            one=one,
+            start=placer.start,
+            progress=progress,
+            window=window,
+            on_frame=on_frame,
+        )
+        for event in found:
             if on_found is not None:
                 on_found(event)
             placer.hold(event)
@@ -427,11 +369,11 @@ class _Placer:
         self._tap: SourceTap | None = None
         self._held: list[AlertEvent] = []
 
-    def start(self, path: str) -> FrameHook:
+    def start(self, path: str) -> SourceTap:
         """A file's turn: the one before it is placed, and this one's tap sees its blocks."""
         self.flush()
         self._tap = self._facts.tap(path, path)
-        return self._tap.see
+        return self._tap
 
     def hold(self, event: AlertEvent) -> None:
         self._held.append(event)
@@ -445,54 +387,14 @@ class _Placer:
                 self._emit(event)
 
 
-def _replay_all(
-    paths: Sequence[str],
-    engine: Engine,
-    options: ReplayOptions,
-    one: Callable[[str], Iterator[AlertEvent]],
-    progress: Progress | None,
-    window: Window | None,
-    on_frame: FrameHook | None,
-    placer: _Placer,
-) -> Iterator[AlertEvent]:
-    """Every file's events in order: a large file block by block (`replay_file`), runs of
-    small ones parsed a group at a time on the parse threads (`replay_many`)."""
-    columns = None if on_frame is not None else engine.columns | _stats_columns(options)
-    many = ManyOptions(
+def many_options(options: ReplayOptions) -> ManyOptions:
+    """What the grouped path (`replay_many.replay_all`) needs of `options`."""
+    return ManyOptions(
         options.block_bytes,
         options.max_line_bytes,
         options.workers,
         options.metrics,
         options.stats,
         options.shapes,
+        options.small_file_bytes,
     )
-    small = min(options.small_file_bytes, options.block_bytes)
-    runs = list(
-        groups(paths, small, min(GROUP_BYTES, options.block_bytes))
-    )  # (paths, parsed together)
-    # as `replay_file`: what no engine state changes is computed on the parse threads
-    prepare = partial(engine.prepare, computed=columns) if window is None else None
-    # and so are the last lines the end-of-input rules read (a window's cut is the driver's)
-    done = frozenset(SCHEMA) if columns is None else columns
-    ends = Ends(engine.last_lines, engine.end_columns - done) if window is None else None
-    parse = partial(parse_group, options=many, columns=columns, prepare=prepare, ends=ends)
-
-    def parsed(run: tuple[list[str], bool]) -> list[_File] | None:
-        return parse(run[0]) if run[1] else None
-
-    ahead = _ordered_map(parsed, iter(runs), workers=options.workers)
-    for (run, _), files in zip(runs, ahead, strict=True):
-        if files is None:
-            yield from one(run[0])
-            continue
-        yield from replay_group(
-            files,
-            engine,
-            options=many,
-            columns=columns,
-            replay_one=one,
-            progress=progress,
-            window=window,
-            on_frame=on_frame,
-            tap=placer.start,
-        )

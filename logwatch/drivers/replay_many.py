@@ -15,11 +15,15 @@ import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 import polars as pl
 
 from logwatch.alerts import AlertEvent
+from logwatch.drivers.ahead import ordered_map
+from logwatch.drivers.lineinfo import TAPPED_COLUMNS, Tapped, tapped
+from logwatch.drivers.ranks import SourceTap
 from logwatch.drivers.window import Window
 from logwatch.engine import Engine, Prepared, kept_last
 from logwatch.parse import SCHEMA, complete, parse_block
@@ -47,6 +51,7 @@ class ManyOptions:
     metrics: bool
     stats: bool
     shapes: bool
+    small_file_bytes: int  # files up to this size are parsed with their neighbours (0: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +65,7 @@ class _File:
     size: int
     prepared: Prepared | None = None  # `Engine.prepare` of `frame`, done on a parse thread
     last: pl.DataFrame | None = None  # its last lines for `Engine.finish` (`Ends`), if asked
+    tapped: Tapped | None = None  # what its fleet tap takes of `frame` (`SourceTap.take`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,9 +119,11 @@ def parse_group(
     columns: frozenset[str] | None,
     prepare: Prepare | None = None,
     ends: Ends | None = None,
+    taps: bool = False,
 ) -> list[_File]:
     """Read and parse a group of small files as one block; each file's frame (and what
-    `prepare` makes of it, and its last lines as `ends` says), in order."""
+    `prepare` makes of it, its last lines as `ends` says, what its fleet tap takes when
+    `taps`), in order."""
     read: list[tuple[str, list[pl.Series], int, int]] = []  # path, texts, year, size
     out: list[_File] = []
     for path in paths:
@@ -139,13 +147,13 @@ def parse_group(
             close_stream(stream)
         read.append((path, texts, year, total))
         out.append(_File(path, pl.DataFrame(schema=SCHEMA), total))
-    parsed = iter(_parsed(read, options, columns, ends))
+    parsed = iter(_parsed(read, options, columns, ends, taps))
     files = []
     for file in out:
         if file.frame is not None:
-            frame, shapes, last = next(parsed)
+            frame, shapes, last, found = next(parsed)
             ready = None if prepare is None else prepare(frame, shapes=shapes)
-            file = _File(file.path, frame, file.size, ready, last)
+            file = _File(file.path, frame, file.size, ready, last, found)
         files.append(file)
     return files
 
@@ -155,12 +163,13 @@ def _parsed(
     options: ManyOptions,
     columns: frozenset[str] | None,
     ends: Ends | None = None,
-) -> list[tuple[pl.DataFrame, pl.Series | None, pl.DataFrame | None]]:
-    """Each read file's frame, its lines' shapes (`ParsedBlock.shapes`) and its last lines
-    (`ends`), from one `parse_block` over all their lines."""
+    taps: bool = False,
+) -> list[tuple[pl.DataFrame, pl.Series | None, pl.DataFrame | None, Tapped | None]]:
+    """Each read file's frame, its lines' shapes (`ParsedBlock.shapes`), its last lines
+    (`ends`) and what its tap takes (`taps`), from one `parse_block` over all their lines."""
     counts = [sum(text.len() for text in texts) for _, texts, _, _ in read]
     if not any(counts):
-        return [(pl.DataFrame(schema=SCHEMA), None, None) for _ in read]
+        return [(pl.DataFrame(schema=SCHEMA), None, None, None) for _ in read]
     texts = [text for _, file_texts, _, _ in read for text in file_texts]
     # one chunk, as `catchup.parsed_together` makes it (a polars 2.1 panic on many chunks)
     text = pl.concat(texts, rechunk=True) if len(texts) > 1 else texts[0]
@@ -174,34 +183,45 @@ def _parsed(
         shapes=options.shapes,
         segments=[(n, year) for (_, _, year, _), n in zip(read, counts, strict=True)],
     )
-    sources = [
-        pl.repeat(path, n, dtype=pl.String, eager=True)
-        for (path, _, _, _), n in zip(read, counts, strict=True)
-    ]
-    numbers = [pl.int_range(1, n + 1, eager=True, dtype=pl.Int64) for n in counts]
+    # each row's file, its path and its line number: a few polars calls, whatever the files
+    number = file_of_rows(counts)
+    starts = pl.Series(counts, dtype=pl.Int64).cum_sum() - pl.Series(counts, dtype=pl.Int64)
     frame = block.frame.with_columns(
-        pl.concat(sources).cast(SCHEMA["source"]).alias("source"),
-        pl.concat(numbers).cast(SCHEMA["line"]).alias("line"),
+        pl.Series([path for path, _, _, _ in read], dtype=pl.String)
+        .gather(number)
+        .cast(SCHEMA["source"])
+        .alias("source"),
+        (pl.int_range(1, number.len() + 1, eager=True) - starts.gather(number))
+        .cast(SCHEMA["line"])
+        .alias("line"),
     )
     shapes = block.shapes
-    lasts = _group_lasts(frame, counts, ends)
+    lasts = _group_lasts(frame, number, counts, ends)
+    found = tapped(frame, number) if taps else []
     frames, offset = [], 0
-    for n, last in zip(counts, lasts, strict=True):
+    for i, (n, last) in enumerate(zip(counts, lasts, strict=True)):
         cut = None if shapes is None else shapes.slice(offset, n)
-        frames.append((frame.slice(offset, n), cut, last))
+        frames.append((frame.slice(offset, n), cut, last, found[i] if i < len(found) else None))
         offset += n
     return frames
 
 
+def file_of_rows(counts: list[int]) -> pl.Series:
+    """Each row's file (0, 1, ...) for files of `counts` rows one after another."""
+    sizes = pl.Series(counts, dtype=pl.UInt32)
+    files = pl.Series(range(len(counts)), dtype=pl.UInt32).filter(sizes > 0)
+    repeated = pl.lit(files).repeat_by(pl.lit(sizes.filter(sizes > 0))).explode()
+    return pl.select(repeated.alias("_file")).to_series()
+
+
 def _group_lasts(
-    frame: pl.DataFrame, counts: list[int], ends: Ends | None
+    frame: pl.DataFrame, number: pl.Series, counts: list[int], ends: Ends | None
 ) -> list[pl.DataFrame | None]:
     """Each file's last `ends.lines` non-blank lines, as `kept_last` keeps them, in one query
     over the group's frame (files of `counts` lines one after another), their `ends.wanted`
     columns computed in one parse: None for a file without lines, or when not asked."""
     if ends is None or not ends.lines:
         return [None] * len(counts)
-    number = pl.concat([pl.repeat(i, n, dtype=pl.UInt32, eager=True) for i, n in enumerate(counts)])
     kept = (
         frame.with_columns(number.alias("_file"))
         .filter(pl.col("text").str.strip_chars() != "")
@@ -244,37 +264,40 @@ def replay_group(
     progress: Progress | None = None,
     window: Window | None = None,
     on_frame: FrameHook | None = None,
-    tap: Callable[[str], FrameHook] | None = None,
+    tap: Callable[[str], SourceTap] | None = None,
 ) -> Iterator[AlertEvent]:
     """The alert events of a parsed group, file after file in order, as `replay_file` gives
     them; a file the group did not read goes to `replay_one` in its turn. The last lines that
     the rules deciding at a file's end read are completed for the whole group at once. `tap`,
-    called as a file's turn comes, gives what sees its frame as the engine gets it (as
-    `replay_file`'s `tap`: the fleet's ranks and times)."""
+    called as a file's turn comes, gives the tap that takes its frame as the engine gets it
+    (the fleet's ranks and times), tapped for the whole group in one pass."""
     done = frozenset(SCHEMA) if columns is None else columns
     frames = [
         None if f.frame is None else f.frame if window is None else window.select(f.frame)
         for f in files
     ]
+    taps: list[Tapped | None] = [None] * len(frames)
+    if tap is not None:  # tapped on the parse thread, unless a window cut the frames since
+        taps = [f.tapped for f in files] if window is None else _tapped(frames)
     if window is None and engine.last_lines:  # computed on the parse thread (`Ends`)
         lasts: list[pl.DataFrame | None] = [file.last for file in files]
         wanted = engine.end_columns - done
     else:
         lasts, wanted = _lasts(engine, frames, done)
-    for file, frame, last in zip(files, frames, lasts, strict=True):
+    for file, frame, last, found in zip(files, frames, lasts, taps, strict=True):
         if frame is None:
             yield from replay_one(file.path)
             continue
         engine.state_of(file.path)  # a source from its first line on, as `replay_file` does
-        see = tap(file.path) if tap is not None else None
+        source_tap = tap(file.path) if tap is not None else None
         rates = None
         if frame.height:
             if options.stats:
                 rates = frame.get_column("throughput").drop_nulls()
             if on_frame is not None:
                 on_frame(frame)
-            if see is not None:
-                see(frame)
+            if source_tap is not None and found is not None:
+                source_tap.take(found)
             yield from engine.process(frame, columns, file.prepared)
         if progress is not None:
             progress(file.path, file.size, file.size)
@@ -282,6 +305,23 @@ def replay_group(
         if rates is not None:
             stats = engine.state_of(file.path).stats
             stats.throughput_median = rates.median()  # type: ignore[assignment]  # Float64: a float or None
+
+
+def _tapped(frames: Sequence[pl.DataFrame | None]) -> list[Tapped | None]:
+    """What each file's tap takes of its frame (`SourceTap.take`), in one pass for the group:
+    as many polars calls for 64 files as for one."""
+    present = [(i, frame) for i, frame in enumerate(frames) if frame is not None and frame.height]
+    out: list[Tapped | None] = [None] * len(frames)
+    if not present:
+        return out
+    lines = pl.concat([frame.select(TAPPED_COLUMNS) for _, frame in present], rechunk=True)
+    files = [
+        pl.repeat(k, frame.height, dtype=pl.UInt32, eager=True)
+        for k, (_, frame) in enumerate(present)
+    ]
+    for (i, _), found in zip(present, tapped(lines, pl.concat(files)), strict=True):
+        out[i] = found
+    return out
 
 
 def _lasts(
@@ -309,3 +349,52 @@ def _lasts(
             offset += last.height
         out.append(last)
     return out, wanted
+
+
+def replay_all(
+    paths: Sequence[str],
+    engine: Engine,
+    options: ManyOptions,
+    *,
+    one: ReplayOne,
+    start: Callable[[str], SourceTap] | None = None,
+    progress: Progress | None = None,
+    window: Window | None = None,
+    on_frame: FrameHook | None = None,
+) -> Iterator[AlertEvent]:
+    """Every file's events in order: a large file by `one` (`replay_file`, block by block),
+    runs of small ones parsed a group at a time on the parse threads. `start(path)`, as a
+    grouped file's turn comes, gives its tap (`one` starts its own files' taps)."""
+    stats = frozenset({"throughput"}) if options.stats else frozenset()
+    columns = None if on_frame is not None else engine.columns | stats
+    small = min(options.small_file_bytes, options.block_bytes)
+    runs = list(groups(paths, small, min(GROUP_BYTES, options.block_bytes)))
+    # as `replay_file`: what no engine state changes is computed on the parse threads
+    prepare = partial(engine.prepare, computed=columns) if window is None else None
+    # and so are the last lines the end-of-input rules read (a window's cut is the driver's)
+    done = frozenset(SCHEMA) if columns is None else columns
+    ends = Ends(engine.last_lines, engine.end_columns - done) if window is None else None
+    taps = start is not None and window is None
+    parse = partial(
+        parse_group, options=options, columns=columns, prepare=prepare, ends=ends, taps=taps
+    )
+
+    def parsed(run: tuple[list[str], bool]) -> list[_File] | None:
+        return parse(run[0]) if run[1] else None
+
+    ahead = ordered_map(parsed, iter(runs), workers=options.workers)
+    for (run, _), files in zip(runs, ahead, strict=True):
+        if files is None:
+            yield from one(run[0])
+            continue
+        yield from replay_group(
+            files,
+            engine,
+            options=options,
+            columns=columns,
+            replay_one=one,
+            progress=progress,
+            window=window,
+            on_frame=on_frame,
+            tap=start,
+        )

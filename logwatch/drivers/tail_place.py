@@ -20,7 +20,7 @@ import polars as pl
 
 from logwatch.alerts import AlertEvent, Status
 from logwatch.drivers.layout import path_identity
-from logwatch.drivers.lineinfo import FACT_SCHEMA, IDENTITY_WORDS, facts
+from logwatch.drivers.lineinfo import FACT_SCHEMA, IDENTITY_WORDS, distinct_facts, facts
 from logwatch.drivers.plugins import DriverView, Plugin
 from logwatch.drivers.ranks import SourceTap, Who, placed, resolve, writer_labels
 from logwatch.parse.prefix import prefixes
@@ -105,6 +105,7 @@ class LivePlacement(Plugin):
         self.gpus_per_node = gpus_per_node
         self._retell = retell
         self._taps: dict[str, SourceTap] = {}  # each source's identity and facts
+        self._facts: dict[str, pl.DataFrame] = {}  # its facts' rows, as the checkpoint keeps them
         self._times: dict[str, LineTimes] = {}
         self._who: Who | None = None  # None: the facts changed since it was resolved
         # each source's firing alerts' labels, by fingerprint: what their resolves carry
@@ -139,10 +140,11 @@ class LivePlacement(Plugin):
                 self._add_facts(tap, found)
 
     def _add_facts(self, tap: SourceTap, found: pl.DataFrame) -> None:
-        known = tap.facts[0] if tap.facts else pl.DataFrame(schema=FACT_SCHEMA)
+        known = self._facts.get(tap.source, pl.DataFrame(schema=FACT_SCHEMA))
         merged = pl.concat([known, found]).unique(maintain_order=True)
         if merged.height != known.height:
-            tap.facts = [merged]
+            self._facts[tap.source] = merged
+            tap.facts = distinct_facts(merged)
             self._who = None
 
     def who(self) -> Who:
@@ -173,6 +175,7 @@ class LivePlacement(Plugin):
         for source in [source for source in self._taps if source not in followed]:
             del self._taps[source], self._times[source]
             self._given.pop(source, None)
+            self._facts.pop(source, None)
             self._who = None
         for times in self._times.values():
             times.trim()
@@ -182,11 +185,11 @@ class LivePlacement(Plugin):
         """Each source's facts and last timed line, and the firing alerts' labels."""
         sources: dict[str, Any] = {}
         kept = {source for source, checkpointed in self._followed() if checkpointed}
-        for source, tap in self._taps.items():
+        for source in self._taps:
             if source not in kept:
                 continue
             last = self._times[source].last()
-            rows = tap.facts[0].rows() if tap.facts else []
+            rows = self._facts[source].rows() if source in self._facts else []
             sources[source] = {
                 "facts": [list(row) for row in rows],
                 "last_timed": None if last is None else [last[0], last[1].isoformat()],
@@ -219,7 +222,9 @@ class LivePlacement(Plugin):
                     self._times[source].restore(line, stamp)
             except (TypeError, ValueError, IndexError, pl.exceptions.PolarsError) as exc:
                 raise ValueError(f"placement: source {source!r}: {exc}") from None
-            tap.facts = [frame] if frame.height else []
+            if frame.height:
+                self._facts[source] = frame
+                tap.facts = distinct_facts(frame)
         self._given = given_by_source
         self._who = None
 
@@ -233,6 +238,8 @@ class LivePlacement(Plugin):
         moved.facts = tap.facts
         self._taps[new] = moved
         self._times[new] = self._times.pop(old)
+        if old in self._facts:
+            self._facts[new] = self._facts.pop(old)
         # its firing alerts' keys named the old source; their resolves are placed afresh, from
         # the same facts (a resolve that ends a run carries its firing's line, so its labels)
         self._given.pop(old, None)

@@ -18,7 +18,7 @@ import pytest
 
 from logwatch.cli.options import config_and_rules
 from logwatch.drivers.cluster import DaskRunner
-from logwatch.drivers.parallel import FileOutcome, Task, replay_parallel
+from logwatch.drivers.parallel import Task, TaskResult, replay_parallel
 from logwatch.drivers.replay import replay
 from logwatch.sources.expand import expand_inputs
 from tests.drivers.test_parallel import gen, in_process, spawned
@@ -101,7 +101,7 @@ class KillOneWorker:
         self.runner = runner
         self.killed: list[int] = []
 
-    def run(self, tasks: Sequence[Task]) -> Iterator[tuple[int, list[FileOutcome]]]:
+    def run(self, tasks: Sequence[Task]) -> Iterator[TaskResult]:
         for result in self.runner.run(tasks):
             if not self.killed:
                 pids = self.runner.client.run(os.getpid)

@@ -3,15 +3,21 @@ byte (events in the same order, the same verdict, the same stats)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from logwatch.cli import cli
-from logwatch.drivers.parallel import batches
+from logwatch.cli.options import config_and_rules
+from logwatch.drivers.parallel import Task, TaskResult, batches, replay_parallel, replay_task
+from logwatch.drivers.replay import ReplayResult, replay
+from logwatch.drivers.window import Window, parse_bound
+from logwatch.sources.expand import expand_inputs
 from tests.support.paths import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,22 +40,84 @@ def spawned(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(
-    "fmt", ["json", "text"]
+    ("fmt", "jobs"), [("json", "2"), ("text", "2"), ("json", "1")]
 )  # apart: among the suite's longest, split for xdist
 @pytest.mark.parametrize("layout", ["torchrun", "slurm-default"])
-def test_jobs_2_is_byte_identical_to_one_process(tmp_path: Path, layout: str, fmt: str) -> None:
+def test_jobs_2_is_byte_identical_to_one_process(
+    tmp_path: Path, layout: str, fmt: str, jobs: str
+) -> None:
     """16 ranks (torchrun: 34 files, untimed tracebacks placed by their file's times; SLURM: a
-    file per node, ranks from `[defaultL]:`): `--jobs 2` prints the JSON document (events in
-    order, stats, the fleet object with the verdict) and the text of one process, byte for
-    byte; the text begins with the verdict naming the culprit."""
+    file per node, ranks from `[defaultL]:`): `--jobs 2` (and `--jobs 1`: tasks through the
+    grouped path too) prints the JSON document (events in order, stats, the fleet object with
+    the verdict) and the text of one process, byte for byte; the text begins with the verdict
+    naming the culprit."""
     fleet = gen.generate(tmp_path / "run", gen.FleetSpec(ranks=16, steps=4, layout=layout))
     root = str(fleet.root)
     expected = in_process("replay", "--format", fmt, root)
-    done = spawned("replay", "--format", fmt, "--jobs", "2", root)
+    done = spawned("replay", "--format", fmt, "--jobs", jobs, root)
     assert done.returncode == 0, done.stderr
     assert done.stdout == expected
     if fmt == "text":
         assert f"rank {fleet.culprit_rank} ({fleet.culprit_host})" in expected.splitlines()[0]
+
+
+class InThisProcess:
+    """A runner that runs the tasks here, last first (the client must put them in order)."""
+
+    def run(self, tasks: Sequence[Task]) -> Iterator[TaskResult]:
+        for task in reversed(tasks):
+            yield replay_task(task)
+
+
+def _same(got: ReplayResult, expected: ReplayResult) -> None:
+    assert json.dumps(got.to_json()) == json.dumps(expected.to_json())
+    assert got.fleet is not None and expected.fleet is not None
+    assert got.fleet.records.equals(expected.fleet.records)
+    assert [e.to_json() for e in got.fleet.verdicts] == [
+        e.to_json() for e in expected.fleet.verdicts
+    ]
+
+
+@pytest.mark.parametrize("task_files", [1, 5, 64])
+def test_tasks_of_grouped_files_merge_to_the_replay_of_one_process(
+    tmp_path: Path, task_files: int
+) -> None:
+    """Tasks of 1, 5 or 64 files, each replayed through the grouped path (a parse and a fleet
+    tap per group), their records and writers sent as one frame per task, merged out of order:
+    the events, stats, fleet records and verdict of `replay` in one process; with a `--since`
+    window too (each file's tap then sees its own cut frame)."""
+    fleet = gen.generate(tmp_path / "run", gen.FleetSpec(ranks=16, steps=4))
+    _, specs = config_and_rules(None, (), False)
+    files = expand_inputs([str(fleet.root)]).files
+    got = replay_parallel(files, specs, InThisProcess(), workers=2, task_files=task_files)
+    _same(got, replay(files, specs))
+    since = "2026-12-07 02:00:34"
+    windowed = replay_parallel(
+        files,
+        specs,
+        InThisProcess(),
+        workers=2,
+        task_files=task_files,
+        window=Window(parse_bound(since), None),
+    )
+    _same(windowed, replay(files, specs, window=Window(parse_bound(since), None)))
+
+
+def test_a_file_given_twice_counts_once_as_in_one_process(tmp_path: Path) -> None:
+    """Two files given again after the others: their fleet lines count once, in their first
+    place, as a replay in one process has them, whether the second time is in the same task
+    (then the whole output is the same) or in another (whose engine starts afresh, so the
+    file's alerts fire again there)."""
+    fleet = gen.generate(tmp_path / "run", gen.FleetSpec(ranks=16, steps=4))
+    _, specs = config_and_rules(None, (), False)
+    files = expand_inputs([str(fleet.root)]).files
+    twice = [*files, files[3], files[0]]
+    expected = replay(twice, specs)
+    _same(replay_parallel(twice, specs, InThisProcess(), workers=2, task_files=64), expected)
+    apart = replay_parallel(twice, specs, InThisProcess(), workers=2, task_files=1)
+    assert apart.fleet is not None and expected.fleet is not None
+    assert apart.fleet.records.equals(expected.fleet.records)
+    assert apart.fleet.verdicts == expected.fleet.verdicts
 
 
 def test_batches_keep_file_order_small_files_together_a_large_one_alone(tmp_path: Path) -> None:

@@ -1,0 +1,103 @@
+"""The fleet tap of a parse group (`lineinfo.tapped` over many files' lines at once, cut per
+file) keeps for each file what a tap of that file alone keeps (`SourceTap.see`): its timed
+lines, its classed fleet records, its writer facts and its writers."""
+
+from __future__ import annotations
+
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from logwatch.drivers.layout import path_identity
+from logwatch.drivers.lineinfo import tapped
+from logwatch.drivers.ranks import FleetFacts, SourceTap
+from logwatch.parse import parse_lines
+from tests.support.properties import examples
+
+LINES = [
+    "2026-11-01 00:05:27,034 INFO [train] step 661/200000 | loss 2.8729 | grad_norm 1.83",
+    "2026-11-01 00:05:28,034 INFO [train] step 662/200000 | loss nan | grad_norm inf",
+    "node-001:4242:4242 [3] NCCL INFO comm 0x55d1 rank 11 nranks 16 cudaDev 3 nvmlDev 3 "
+    "busId 3b000 commId 0x9f1 - Init COMPLETE",
+    "node-001:4242:4242 [3] NCCL INFO Bootstrap : Using eth0:10.1.1.3<0>",
+    "node-002:77:77 [0] NCCL WARN NET/IB : Got completion with error 12",
+    "[default3]:[rank11]:[E1107 02:50:13.123456 ProcessGroupNCCL.cpp:616] [Rank 11] Watchdog "
+    "caught collective operation timeout: WorkNCCL(SeqNum=88811, OpType=ALLREDUCE, NumelIn=1, "
+    "NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before timing out.",
+    "3: [rank3]:[E1107 02:50:14.000000 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID 0(default_pg) "
+    "Rank 3] Process group watchdog thread terminated with exception: CUDA error: an illegal "
+    "memory access was encountered",
+    "Traceback (most recent call last):",
+    "RuntimeError: CUDA error: an illegal memory access was encountered",
+    "[2026-11-01 00:00:01,100] torch.distributed.elastic.agent.server.api: [INFO] [default] "
+    "Starting worker group on node-001",
+    "Dec  7 02:50:13 node-017 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen "
+    "off the bus.",
+    "[rank5]: I1107 02:40:00.000 Setting up process group [rank=5, world_size=16]",
+    "",
+    "   ",
+    "some plain text with no time",
+]
+
+
+def _frame(source: str, lines: list[str]) -> pl.DataFrame:
+    text = pl.Series("text", lines, dtype=pl.String)
+    return parse_lines(text, source=source, first_line=1, default_year=2026)
+
+
+def _same(alone: SourceTap, grouped: SourceTap) -> None:
+    assert alone.facts == grouped.facts
+    assert alone.time_of(10**9) == grouped.time_of(10**9)
+    for line in range(1, 80):
+        assert alone.time_of(line) == grouped.time_of(line)
+    alone.close()
+    grouped.close()
+    assert len(alone.records) == len(grouped.records)
+    for a, b in zip(alone.records + alone.writers, grouped.records + grouped.writers, strict=True):
+        assert a.equals(b), (a, b)
+        assert a.schema == b.schema
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(range(len(LINES))), min_size=0, max_size=25),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_a_group_tap_keeps_what_each_file_alone_keeps(files: list[list[int]]) -> None:
+    """Any files (empty ones too) of any fleet lines, tapped together in one pass and cut per
+    file: each file's timed lines, classed records, facts and writers are those of its own tap."""
+    frames = [_frame(f"host-a/run/attempt_0/{i}/stderr.log", [LINES[k] for k in picks])
+              for i, picks in enumerate(files)]  # fmt: skip
+    numbers = pl.concat(
+        [pl.repeat(i, frame.height, dtype=pl.UInt32, eager=True) for i, frame in enumerate(frames)]
+    )
+    found = tapped(pl.concat(frames), numbers)
+    assert len(found) <= len(frames)  # a trailing empty file has no row to count it by
+    for i, frame in enumerate(frames):
+        source = str(frame.item(0, "source")) if frame.height else f"empty-{i}"
+        alone = SourceTap(source, path_identity(source))
+        alone.see(frame)
+        grouped = SourceTap(source, path_identity(source))
+        part = found[i] if i < len(found) else None
+        assert (part is None) == (frame.height == 0)
+        if part is not None:
+            grouped.take(part)
+        _same(alone, grouped)
+
+
+def test_the_facts_a_tap_keeps_are_distinct_and_in_first_seen_order() -> None:
+    """A fact line said again (each communicator's init repeats it) adds nothing; the rank,
+    host and GPU bus it names are resolved as from the first."""
+    repeated = [LINES[3], LINES[2], LINES[3], LINES[2], LINES[2]]
+    tap = SourceTap("job.out", path_identity("job.out"))
+    tap.see(_frame("job.out", repeated))
+    assert [(f.nhost, f.crank) for f in tap.facts] == [("node-001", None), ("node-001", 11)]
+    facts = FleetFacts()
+    facts.adopt(tap)
+    who = facts.who()
+    assert who.rank_host[11] == "node-001"
+    assert who.bus_rank[("node-001", "3b00")] == 11
+    assert who.host_local[("node-001", 3)] == 11
