@@ -15,7 +15,7 @@ import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import polars as pl
 
@@ -261,11 +261,12 @@ def replay_group(
         wanted = engine.end_columns - done
     else:
         lasts, wanted = _lasts(engine, frames, done)
-    for file, frame, last in zip(files, frames, lasts, strict=True):
+    found = _Found(engine, files, frames, columns)
+    for index, (file, frame, last) in enumerate(zip(files, frames, lasts, strict=True)):
         if frame is None:
             yield from replay_one(file.path)
             continue
-        engine.state_of(file.path)  # a source from its first line on, as `replay_file` does
+        events = found.events(index)
         see = tap(file.path) if tap is not None else None
         rates = None
         if frame.height:
@@ -275,13 +276,50 @@ def replay_group(
                 on_frame(frame)
             if see is not None:
                 see(frame)
-            yield from engine.process(frame, columns, file.prepared)
+            yield from events
         if progress is not None:
             progress(file.path, file.size, file.size)
         yield from engine.finish(file.path, last, computed=done | wanted)
         if rates is not None:
             stats = engine.state_of(file.path).stats
             stats.throughput_median = rates.median()  # type: ignore[assignment]  # Float64: a float or None
+
+
+class _Found:
+    """The engine's events of a group's files, a run of them (the files up to the next one the
+    group did not read) at a time, in one `Engine.process_many` call."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        files: Sequence[_File],
+        frames: Sequence[pl.DataFrame | None],
+        columns: frozenset[str] | None,
+    ) -> None:
+        self._engine, self._files, self._frames, self._columns = engine, files, frames, columns
+        self._events: dict[int, list[AlertEvent]] = {}
+        self._end = 0  # the files before it are in a run evaluated already
+
+    def events(self, index: int) -> list[AlertEvent]:
+        """File `index`'s events (its frame's, a source from its first line on, as
+        `replay_file` makes it)."""
+        if index >= self._end:
+            run = []
+            for at in range(index, len(self._files)):
+                frame = self._frames[at]
+                if frame is None:
+                    break
+                self._engine.state_of(self._files[at].path)
+                self._end = at + 1
+                if frame.height:
+                    run.append(at)
+            found = self._engine.process_many(
+                [cast(pl.DataFrame, self._frames[at]) for at in run],
+                self._columns,
+                [self._files[at].prepared for at in run],
+            )
+            self._events = dict(zip(run, found, strict=True))
+        return self._events.pop(index, [])
 
 
 def _lasts(

@@ -12,7 +12,7 @@ import polars as pl
 
 from logwatch.alerts import AlertEvent
 from logwatch.engine.batch import _last_of
-from logwatch.engine.evaluate import _Evaluator
+from logwatch.engine.many import _Many
 from logwatch.engine.state import (
     _STATE_FIELDS,
     _STATS_FIELDS,
@@ -35,7 +35,7 @@ from logwatch.statecheck import (
 )
 
 
-class Engine(_Evaluator):
+class Engine(_Many):
     """Runs rules over parsed frames of any number of sources, one batch at a time.
 
     Rules declare the columns they read: `columns` is what replay parses for every block

@@ -44,7 +44,7 @@ from logwatch.gpu.log_rows import DroppedPair, read_telemetry_rows
 from logwatch.parse import ALWAYS, SCHEMA, complete
 from logwatch.parse.shapes import PLAIN_PAIRS_SHAPES
 from logwatch.redact import redact
-from logwatch.rules.base import Transition
+from logwatch.rules.base import Outcome, Transition
 from logwatch.rules.gpu import LogGpuRows
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import StreakRule
@@ -134,7 +134,11 @@ class _Evaluator(_Planned):
         source = frame.get_column("source")[0]
         state = self.state_of(source)
         if self._stats:
-            state.stats.update(frame)
+            aggs = self._ready_stats.pop(source, None)
+            if aggs is not None and aggs[0] == frame.height:  # `process_many` computed them
+                state.stats.fold(aggs[1])
+            else:
+                state.stats.update(frame)
         else:
             state.stats.count(frame)
         events: list[AlertEvent] = []
@@ -223,6 +227,14 @@ class _Evaluator(_Planned):
             if order in live.calm:
                 # no streak carried in and none starts here: what its step returns (exact)
                 state.rule_states[spec.id] = self._rule_state(spec, state)
+                continue
+            ready = self._ready.pop((order, source), None)
+            if ready is not None and ready[0] == frame.height:
+                # `process_many` stepped it on this source's lines, with many sources' (exact)
+                taken = partial(_taken, ready[1])
+                for transition in self._guarded(spec, source, state, taken):
+                    line = transition.fields.get("line", frame.item(transition.row, "line"))
+                    found.append((line, order, spec, transition))
                 continue
             missing = needs.columns - done
             if missing and order in quiet and self._gpu[order] is None:
@@ -439,3 +451,8 @@ class _Evaluator(_Planned):
             self._on_error(spec.id, source, exc)
             return []
         return transitions
+
+
+def _taken(outcome: Outcome, state: dict[str, Any]) -> Outcome:
+    """A step whose outcome `process_many` computed (`state` is the one it stepped from)."""
+    return outcome

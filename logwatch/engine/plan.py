@@ -16,7 +16,14 @@ from logwatch.engine.state import (
     WarningHandler,
 )
 from logwatch.parse import ALWAYS, SCHEMA, shapes_giving
-from logwatch.rules.base import Needs, WallClockRule, ahead_expr, gate_rows
+from logwatch.rules.base import (
+    BatchedRule,
+    Needs,
+    Outcome,
+    WallClockRule,
+    ahead_expr,
+    gate_rows,
+)
 from logwatch.rules.gpu import GpuRule, HoldRule, log_gpu_metrics
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import StreakRule, streak_starts
@@ -165,6 +172,21 @@ class _Planned:
             gate: gate_rows(Needs(frozenset(), gate)).any().alias(f"_g{i}")
             for i, gate in enumerate(self._gate_rows)
         }
+        # The rules that take many sources' batches in one frame (`process_many`): not GPU
+        # rules (their step reads the batch's GPU frame), nor rules reading the step (filled in
+        # per source) or a column a gated step computes on pieces (`_gated`).
+        self._batched: dict[int, BatchedRule] = {
+            order: spec.rule
+            for order, (spec, needs) in enumerate(zip(self.rules, self._needs, strict=True))
+            if isinstance(spec.rule, BatchedRule)
+            and self._gpu[order] is None
+            and "step" not in needs.columns
+            and (needs.gate is None or needs.columns <= ALWAYS)
+        }
+        # what `process_many` computed ahead for the source being processed: (rule order,
+        # source) -> (rows, outcome), and source -> (rows, its stats aggregates)
+        self._ready: dict[tuple[int, str], tuple[int, Outcome]] = {}
+        self._ready_stats: dict[str, tuple[int, dict[str, Any]]] = {}
         # On a live batch, each streak rule's first check (whether a streak can start in it)
         # joins the gate checks' select (`_live_checks`).
         self._streak_checks = {
