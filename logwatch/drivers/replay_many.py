@@ -261,12 +261,12 @@ def replay_group(
         wanted = engine.end_columns - done
     else:
         lasts, wanted = _lasts(engine, frames, done)
-    found = _Found(engine, files, frames, columns)
-    for index, (file, frame, last) in enumerate(zip(files, frames, lasts, strict=True)):
+    found = _Found(engine, files, frames, columns, (lasts, done | wanted))
+    for index, (file, frame) in enumerate(zip(files, frames, strict=True)):
         if frame is None:
             yield from replay_one(file.path)
             continue
-        events = found.events(index)
+        events, ended = found.events(index)
         see = tap(file.path) if tap is not None else None
         rates = None
         if frame.height:
@@ -279,7 +279,7 @@ def replay_group(
             yield from events
         if progress is not None:
             progress(file.path, file.size, file.size)
-        yield from engine.finish(file.path, last, computed=done | wanted)
+        yield from ended
         if rates is not None:
             stats = engine.state_of(file.path).stats
             stats.throughput_median = rates.median()  # type: ignore[assignment]  # Float64: a float or None
@@ -287,7 +287,9 @@ def replay_group(
 
 class _Found:
     """The engine's events of a group's files, a run of them (the files up to the next one the
-    group did not read) at a time, in one `Engine.process_many` call."""
+    group did not read) at a time: their batches in one `Engine.process_many` call, then
+    their ends (`ends`: each file's last lines, and the columns computed in them) in one
+    `Engine.finish_many` call."""
 
     def __init__(
         self,
@@ -295,31 +297,38 @@ class _Found:
         files: Sequence[_File],
         frames: Sequence[pl.DataFrame | None],
         columns: frozenset[str] | None,
+        ends: tuple[Sequence[pl.DataFrame | None], frozenset[str]],
     ) -> None:
         self._engine, self._files, self._frames, self._columns = engine, files, frames, columns
-        self._events: dict[int, list[AlertEvent]] = {}
+        self._ends = ends
+        self._events: dict[int, tuple[list[AlertEvent], list[AlertEvent]]] = {}
         self._end = 0  # the files before it are in a run evaluated already
 
-    def events(self, index: int) -> list[AlertEvent]:
-        """File `index`'s events (its frame's, a source from its first line on, as
-        `replay_file` makes it)."""
+    def events(self, index: int) -> tuple[list[AlertEvent], list[AlertEvent]]:
+        """File `index`'s events: its frame's, then its end's (a source from its first line
+        on, as `replay_file` makes it)."""
         if index >= self._end:
             run = []
             for at in range(index, len(self._files)):
-                frame = self._frames[at]
-                if frame is None:
+                if self._frames[at] is None:
                     break
                 self._engine.state_of(self._files[at].path)
                 self._end = at + 1
-                if frame.height:
-                    run.append(at)
+                run.append(at)
+            lined = [at for at in run if cast(pl.DataFrame, self._frames[at]).height]
             found = self._engine.process_many(
-                [cast(pl.DataFrame, self._frames[at]) for at in run],
+                [cast(pl.DataFrame, self._frames[at]) for at in lined],
                 self._columns,
-                [self._files[at].prepared for at in run],
+                [self._files[at].prepared for at in lined],
             )
-            self._events = dict(zip(run, found, strict=True))
-        return self._events.pop(index, [])
+            by_file = dict(zip(lined, found, strict=True))
+            lasts, computed = self._ends
+            ended = self._engine.finish_many(
+                [self._files[at].path for at in run], [lasts[at] for at in run], computed=computed
+            )
+            for at, end in zip(run, ended, strict=True):
+                self._events[at] = (by_file.get(at, []), end)
+        return self._events.pop(index)
 
 
 def _lasts(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -17,7 +17,9 @@ from logwatch.engine.state import (
 )
 from logwatch.parse import ALWAYS, SCHEMA, shapes_giving
 from logwatch.rules.base import (
+    BatchedEnd,
     BatchedRule,
+    EndOfInputRule,
     Needs,
     Outcome,
     WallClockRule,
@@ -182,6 +184,16 @@ class _Planned:
             and self._gpu[order] is None
             and "step" not in needs.columns
             and (needs.gate is None or needs.columns <= ALWAYS)
+        }
+        # Protocol isinstance checks are slow: the rules that decide at the end of input
+        # (`finish`, per source) and those of them that decide for many sources at once.
+        self._end_rules = [
+            o for o, s in enumerate(self.rules) if isinstance(s.rule, EndOfInputRule)
+        ]
+        self._batched_ends = {
+            order: cast(BatchedEnd, self.rules[order].rule)
+            for order in self._end_rules
+            if isinstance(self.rules[order].rule, BatchedEnd)
         }
         # what `process_many` computed ahead for the source being processed: (rule order,
         # source) -> (rows, outcome), and source -> (rows, its stats aggregates)

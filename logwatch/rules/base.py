@@ -169,6 +169,16 @@ class BatchedRule(Rule, Protocol):
         ...
 
 
+@runtime_checkable
+class BatchedEnd(Protocol):
+    """An end-of-input rule that can decide for many sources at once (`Engine.finish_many`)."""
+
+    def finish_many(self, last: pl.DataFrame, parts: Sequence[Part]) -> list[Outcome | None]:
+        """For each part (its rows of `last`: that source's last lines), what `finish(state,
+        last[begin:end])` returns, or None where it does not say. Parts may be empty."""
+        ...
+
+
 def part_of(rows: pl.Series, parts: Sequence[Part]) -> pl.Series:
     """The index of the part each of `rows` (sorted, of a frame the parts cover) is in."""
     begins = pl.Series([part.begin for part in parts], dtype=rows.dtype)
