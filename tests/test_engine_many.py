@@ -81,15 +81,18 @@ def _sources(seed: int, count: int) -> dict[str, list[str]]:
     return out
 
 
-def _rounds(seed: int, sources: dict[str, list[str]], rounds: int) -> list[list[pl.DataFrame]]:
-    """Each source's lines cut into `rounds` batches at random (some empty), parsed."""
+def _rounds(
+    seed: int, sources: dict[str, list[str]], rounds: int, columns: frozenset[str] | None = None
+) -> list[list[pl.DataFrame]]:
+    """Each source's lines cut into `rounds` batches at random (some empty), parsed (for
+    `columns` only, where given)."""
     rng = random.Random(seed)
     out: list[list[pl.DataFrame]] = [[] for _ in range(rounds)]
     for name, lines in sources.items():
         cuts = sorted(rng.randint(0, len(lines)) for _ in range(rounds - 1))
         for n, (begin, end) in enumerate(zip([0, *cuts], [*cuts, len(lines)], strict=True)):
             text = pl.Series(lines[begin:end], dtype=pl.String)
-            out[n].append(parse_lines(text, source=name, first_line=begin + 1))
+            out[n].append(parse_lines(text, source=name, first_line=begin + 1, columns=columns))
     for frames in out:
         rng.shuffle(frames)
     return out
@@ -112,24 +115,28 @@ def _engine(errors: list[tuple[str, str, str]]) -> Engine:
     st.integers(1, 8),
     st.integers(1, 3),
     st.booleans(),
+    st.booleans(),
 )
 def test_many_sources_at_once_are_the_sources_one_by_one(
-    seed: int, count: int, rounds: int, parsed_for_rules: bool
+    seed: int, count: int, rounds: int, parsed_for_rules: bool, prepare: bool
 ) -> None:
     """Random mixes of the corpus in a few rounds: `process_many` per round, then
     `finish_many`, give the events, rule errors, states and stats of `process` and `finish`
     source by source, in the same order."""
-    batches = _rounds(seed, _sources(seed, count), rounds)
     many_errors: list[tuple[str, str, str]] = []
     one_errors: list[tuple[str, str, str]] = []
     many, one = _engine(many_errors), _engine(one_errors)
     computed = many.columns if parsed_for_rules else None
+    batches = _rounds(seed, _sources(seed, count), rounds, computed)
     lasts: dict[str, pl.DataFrame | None] = {}
     for frames in batches:
-        if parsed_for_rules:
-            frames = [frame.select(frame.columns) for frame in frames]
-        got = many.process_many(frames, computed)
-        want = [one.process(frame, computed) for frame in frames]
+        if prepare:  # what replay's parse threads compute ahead (gate hits, `ahead` columns)
+            ready = [many.prepare(frame, computed) for frame in frames]
+            got = many.process_many(frames, computed, ready)
+            want = [one.process(f, computed, one.prepare(f, computed)) for f in frames]
+        else:
+            got = many.process_many(frames, computed)
+            want = [one.process(frame, computed) for frame in frames]
         assert _said(got) == _said(want)
         for frame in frames:
             if frame.height:

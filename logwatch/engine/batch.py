@@ -4,7 +4,7 @@ the step filled in from the lines before, and the rows an event reads."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -229,6 +229,28 @@ class _LiveChecks:
     calm: frozenset[int] = frozenset()
     gpu_empty: bool | None = None
     ahead: pl.DataFrame | None = None  # the rules' `Needs.ahead` columns (as `prepare` gives)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadyChecks:
+    """What `_live_checks` would find on one source's small batch, computed for many sources
+    at once (`Engine.process_many`): every gate's check, the streak checks (rule order ->
+    whether a streak can start), the GPU keys' (None: not checked) and the `ahead` columns."""
+
+    rows: int
+    gates: dict[str, bool]
+    streaks: dict[int, bool]
+    gpu: bool | None
+    ahead: pl.DataFrame | None
+
+    def checks(self, gates: Iterable[str], streaks: Iterable[int]) -> _LiveChecks:
+        """The live checks of `gates` and `streaks` (those the batch's rules are quiet in)."""
+        return _LiveChecks(
+            {gate: self.gates[gate] for gate in gates},
+            frozenset(order for order in streaks if not self.streaks[order]),
+            None if self.gpu is None else not self.gpu,
+            self.ahead,
+        )
 
 
 def _step_filled(frame: pl.DataFrame) -> bool:

@@ -186,7 +186,7 @@ class _Evaluator(_Planned):
         prior = state.last_step
         if "step" in done:
             if not _step_filled(frame):
-                frame = _filled_step(frame, prior)
+                frame = self._filled(source, frame, prior)
             last_step = frame.get_column("step")[-1]
         elif prepared is not None and prepared.stepped:
             last_step = prepared.last_step
@@ -302,6 +302,9 @@ class _Evaluator(_Planned):
             exprs.append(_gpu_keys_present(frame).alias("_gpu"))
         if not exprs and not self._ahead:
             return _LiveChecks({})
+        ready = self._ready_live.pop(source, None)
+        if ready is not None and ready.rows == frame.height:  # `process_many` checked them
+            return ready.checks(gates, streaks)
         try:
             # the checks are aggregates: polars repeats them along the per-line columns
             selected = frame.select(*exprs, *self._ahead)
@@ -313,6 +316,15 @@ class _Evaluator(_Planned):
         calm = {o for o, hit in zip(streaks, found[len(gates) :], strict=False) if not hit}
         gpu_empty = not found[-1] if self._log_gpu else None
         return _LiveChecks(opened, frozenset(calm), gpu_empty, ahead)
+
+    def _filled(self, source: str, frame: pl.DataFrame, prior: int | None) -> pl.DataFrame:
+        """`_filled_step`, or the step `process_many` filled in for this source's batch."""
+        ready = self._ready_fill.pop(source, None)
+        if ready is None or ready.len() != frame.height:
+            return _filled_step(frame, prior)
+        filled = frame.clone()
+        filled.replace_column(filled.get_column_index("step"), ready)
+        return filled
 
     def _warn_dropped(
         self, source: str, frame: pl.DataFrame, dropped: Sequence[DroppedPair]

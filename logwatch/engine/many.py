@@ -13,14 +13,16 @@ the batch would not be the state they step from.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from typing import cast
 
 import polars as pl
 
 from logwatch.alerts import AlertEvent
-from logwatch.engine.batch import Prepared
+from logwatch.engine.batch import _SMALL_BATCH, Prepared, ReadyChecks
 from logwatch.engine.evaluate import _Evaluator
+from logwatch.engine.gpu_rows import _gpu_keys_present
 from logwatch.engine.state import STATS_AGG, STATS_COLUMNS
 from logwatch.parse import ALWAYS, SCHEMA, complete
 from logwatch.rules.base import Part
@@ -43,7 +45,7 @@ class _Many(_Evaluator):
         chosen = self._batchable(frames)
         try:
             if chosen:
-                self._ready_many(frames, chosen, given)
+                self._ready_many(frames, chosen, given, ready)
             out = []
             for frame, ahead in zip(frames, ready, strict=True):
                 out.append(self.process(frame, given, ahead))
@@ -53,6 +55,8 @@ class _Many(_Evaluator):
         finally:
             self._ready.clear()
             self._ready_stats.clear()
+            self._ready_fill.clear()
+            self._ready_live.clear()
 
     def _batchable(self, frames: Sequence[pl.DataFrame]) -> list[int]:
         """The frames whose source's state before them is what its rules step from: a source
@@ -78,36 +82,103 @@ class _Many(_Evaluator):
         return chosen
 
     def _ready_many(
-        self, frames: Sequence[pl.DataFrame], chosen: list[int], computed: list[str] | None
+        self,
+        frames: Sequence[pl.DataFrame],
+        chosen: list[int],
+        computed: list[str] | None,
+        prepared: Sequence[Prepared | None],
     ) -> None:
-        """The stats and the batched rules' steps of the `chosen` frames, for their turns."""
-        done = frozenset(SCHEMA) if computed is None else frozenset(computed) | ALWAYS
+        """What the `chosen` frames' turns take: their stats, their steps filled in, the small
+        batches' live checks, the batched rules' steps (with the rules' `Needs.ahead` columns
+        as `prepare` gave them, where it did for every frame)."""
+        parsed = frozenset(SCHEMA) if computed is None else frozenset(computed) | ALWAYS
+        stats = STATS_COLUMNS if self._stats else frozenset()
+        done = parsed | stats  # `process` computes the stats' columns first
         wanted = set(ALWAYS)
         for order in self._batched:
             wanted |= self._needs[order].columns
+        streaks = [o for o in self._streak_checks if self._needs[o].columns <= done]
+        given = {name for o in streaks for name in self._needs[o].columns} | {"gpu_keys", "step"}
+        names = [name for name in SCHEMA if name in wanted | STATS_COLUMNS | (given & done)]
+        names += ["gpu_keys"] if self._log_gpu and "gpu_keys" not in names else []
+        picked = [frames[i] for i in chosen]
+        if all(frame.columns == picked[0].columns for frame in picked):
+            whole = pl.concat(picked, rechunk=True).select(names)
+        else:
+            whole = pl.concat([frame.select(names) for frame in picked], rechunk=True)
+        whole = complete(whole, (wanted | stats) - parsed)
+        usable = [prepared[i] for i in chosen]
+        usable = [
+            p if p is not None and p.frame is frames[i] else None
+            for i, p in zip(chosen, usable, strict=True)
+        ]
+        if all(p is not None and p.ahead is not None for p in usable):
+            ahead = pl.concat([cast(pl.DataFrame, cast(Prepared, p).ahead) for p in usable])
+            whole = whole.hstack(ahead.get_columns())
+        sources = [cast(str, frame.get_column("source")[0]) for frame in picked]
+        heights = [frame.height for frame in picked]
+        part = pl.concat(
+            [pl.repeat(n, h, dtype=pl.UInt32, eager=True) for n, h in enumerate(heights)]
+        )
+        keyed = whole.with_columns(part.alias("_part"))
         if self._stats:
-            wanted |= STATS_COLUMNS
-        names = [name for name in SCHEMA if name in wanted]
-        whole = pl.concat([frames[i].select(names) for i in chosen], rechunk=True)
-        whole = complete(whole, wanted - done)
-        sources = [cast(str, frames[i].get_column("source")[0]) for i in chosen]
-        bounds = []
-        begin = 0
-        for i in chosen:
-            bounds.append((begin, begin + frames[i].height))
-            begin += frames[i].height
-        if self._stats:
-            part = pl.concat(
-                [
-                    pl.repeat(n, e - b, dtype=pl.UInt32, eager=True)
-                    for n, (b, e) in enumerate(bounds)
-                ]
-            )
-            aggs = whole.with_columns(part.alias("_part")).group_by("_part", maintain_order=True)
-            for source, (b, e), row in zip(
-                sources, bounds, aggs.agg(STATS_AGG).iter_rows(named=True), strict=True
+            aggs = keyed.group_by("_part", maintain_order=True).agg(STATS_AGG)
+            for source, height, row in zip(
+                sources, heights, aggs.iter_rows(named=True), strict=True
             ):
-                self._ready_stats[source] = (e - b, row)
+                self._ready_stats[source] = (height, row)
+        if "step" in done:
+            self._ready_filled(keyed, sources, heights)
+        if any(height <= _SMALL_BATCH for height in heights):
+            self._ready_checks(keyed, sources, heights, streaks, all(p is not None for p in usable))
+        self._ready_steps(whole, sources, heights)
+
+    def _ready_filled(self, keyed: pl.DataFrame, sources: list[str], heights: list[int]) -> None:
+        """Each source's step forward-filled from the step before its batch (`_filled_step`)."""
+        priors = pl.Series([self.state_of(s).last_step for s in sources], dtype=pl.Int64)
+        prior = priors.gather(keyed.get_column("_part"))
+        filled = keyed.select(pl.col("step").forward_fill().over("_part").fill_null(prior))
+        begin = 0
+        for source, height in zip(sources, heights, strict=True):
+            self._ready_fill[source] = filled.to_series().slice(begin, height)
+            begin += height
+
+    def _ready_checks(
+        self,
+        keyed: pl.DataFrame,
+        sources: list[str],
+        heights: list[int],
+        streaks: list[int],
+        prepared: bool,
+    ) -> None:
+        """The small batches' live checks (`_live_checks`: every gate, streak start and GPU
+        check, per source in one query; the `ahead` columns unless `prepared` gave them)."""
+        exprs = [
+            *self._small_gate_checks.values(),
+            *(self._streak_checks[o].alias(f"_s{o}") for o in streaks),
+            *([_gpu_keys_present(keyed).alias("_gpu")] if self._log_gpu else []),
+        ]
+        try:
+            found = keyed.group_by("_part", maintain_order=True).agg(exprs) if exprs else None
+            ahead = keyed.select(self._ahead) if self._ahead and not prepared else None
+        except Exception:  # each source's own checks say which rule fails, and where
+            return
+        gates = list(self._small_gate_checks)
+        begin = 0
+        for n, (source, height) in enumerate(zip(sources, heights, strict=True)):
+            row = found.row(n) if found is not None else ()
+            self._ready_live[source] = ReadyChecks(
+                height,
+                dict(zip(gates, map(bool, row[1 : 1 + len(gates)]), strict=True)),
+                dict(zip(streaks, map(bool, row[1 + len(gates) :]), strict=False)),
+                bool(row[-1]) if self._log_gpu else None,
+                None if ahead is None else ahead.slice(begin, height),
+            )
+            begin += height
+
+    def _ready_steps(self, whole: pl.DataFrame, sources: list[str], heights: list[int]) -> None:
+        """The batched rules' steps of each source (`BatchedRule.evaluate_many`)."""
+        bounds = list(itertools.pairwise(itertools.accumulate(heights, initial=0)))
         for order, rule in self._batched.items():
             spec = self.rules[order]
             parts = [
@@ -127,3 +198,5 @@ class _Many(_Evaluator):
         for order in self._batched:
             self._ready.pop((order, source), None)
         self._ready_stats.pop(source, None)
+        self._ready_fill.pop(source, None)
+        self._ready_live.pop(source, None)

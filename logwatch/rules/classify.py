@@ -174,16 +174,20 @@ class ClassifyRule:
         index = part_of(pl.int_range(frame.height, dtype=pl.UInt32, eager=True), parts)
         begins = pl.Series([part.begin for part in parts], dtype=pl.UInt32)
         texts = frame.select("text").with_row_index("_row")
+        ahead = _holds_column(gate)  # computed ahead (`Engine.prepare`) where it was
+        holds = pl.col(ahead) if ahead in frame.columns else pl.col("text").str.contains(gate)
+        if ahead in frame.columns:
+            texts = texts.with_columns(frame.get_column(ahead))
         rows = texts.with_columns(
             index.alias("_part"),
             (pl.col("_row") == begins.gather(index)).alias("_first"),
             tails.gather(index).alias("_tail"),
             pl.Series([bool(p.state["tail_hit"]) for p in parts]).gather(index).alias("_tail_hit"),
             pl.col("text").shift(1).alias("_prev"),
-            pl.col("text").str.contains(gate).fill_null(False).alias("_holds"),
+            holds.fill_null(False).alias("_holds"),
+            tails.str.contains(gate).gather(index).alias("_tail_gated"),
         )
-        tail_gated = pl.col("_tail").str.contains(gate)
-        near = pl.col("_holds") | pl.when("_first").then(tail_gated).otherwise(
+        near = pl.col("_holds") | pl.when("_first").then("_tail_gated").otherwise(
             pl.col("_holds").shift(1)
         )
         candidates = self._paired(rows.filter(near.fill_null(False)))

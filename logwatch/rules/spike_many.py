@@ -50,26 +50,28 @@ def spike_many(rule: Spiky, frame: pl.DataFrame, parts: Sequence[Part]) -> list[
     """`rule.evaluate` on each part of one history whose batch has two lines or more (None for
     the others: a part with ranks, a one-line live batch)."""
     initial = _initial()
-    ranks_null = frame.get_column("rank").is_null().cast(pl.UInt32).cum_sum()
+    ranks_null = _counts(frame.get_column("rank").is_null(), parts)
+    valued = _counts(frame.get_column(rule.column).is_not_null(), parts)
     histories: dict[int, dict[str, Any]] = {}
+    bare: dict[int, Outcome] = {}  # the parts without a value: no history moves
     for number, part in enumerate(parts):
         ranks = rank_states(part.state)
-        nulls = int(ranks_null[part.end - 1]) - (
-            int(ranks_null[part.begin - 1]) if part.begin else 0
-        )
-        if part.end - part.begin < 2 or nulls != part.end - part.begin or set(ranks) - {UNRANKED}:
+        if not valued[number]:
+            bare[number] = ([], {"ranks": dict(ranks)})
+            continue
+        if part.end - part.begin < 2 or ranks_null[number] != part.end - part.begin:
+            continue
+        if set(ranks) - {UNRANKED}:
             continue
         history = ranks.get(UNRANKED, initial)
         if len(history["values"]) != len(history["deviations"]):
             continue
         histories[number] = history
-    if not histories:
-        return [None] * len(parts)
-    moved = _stepped(rule, frame, parts, histories)
+    moved = _stepped(rule, frame, parts, histories) if histories else {}
     out: list[Outcome | None] = []
     for number, part in enumerate(parts):
         if number not in moved:
-            out.append(None)
+            out.append(bare.get(number))
             continue
         found, after = moved[number]
         ranks = dict(rank_states(part.state))
@@ -77,6 +79,17 @@ def spike_many(rule: Spiky, frame: pl.DataFrame, parts: Sequence[Part]) -> list[
             ranks[UNRANKED] = after
         out.append((found, {"ranks": ranks}))
     return out
+
+
+def _counts(flags: pl.Series, parts: Sequence[Part]) -> list[int]:
+    """How many of each part's rows are flagged."""
+    total = flags.cast(pl.UInt32).cum_sum()
+    return [
+        int(total[p.end - 1]) - (int(total[p.begin - 1]) if p.begin else 0)
+        if p.end > p.begin
+        else 0
+        for p in parts
+    ]
 
 
 def _initial() -> dict[str, Any]:
