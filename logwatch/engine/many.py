@@ -117,31 +117,40 @@ class _Many(_Evaluator):
             whole = whole.hstack(ahead.get_columns())
         sources = [cast(str, frame.get_column("source")[0]) for frame in picked]
         heights = [frame.height for frame in picked]
-        part = pl.concat(
-            [pl.repeat(n, h, dtype=pl.UInt32, eager=True) for n, h in enumerate(heights)]
+        # (a list, not `pl.repeat`: each of those is a query)
+        part = pl.Series(
+            "_part", [n for n, h in enumerate(heights) for _ in range(h)], dtype=pl.UInt32
         )
-        keyed = whole.with_columns(part.alias("_part"))
-        if self._stats:
+        keyed = whole.hstack([part])
+        if self._stats:  # of the steps the lines say, before they are filled in
             aggs = keyed.group_by("_part", maintain_order=True).agg(STATS_AGG)
             for source, height, row in zip(
                 sources, heights, aggs.iter_rows(named=True), strict=True
             ):
                 self._ready_stats[source] = (height, row)
-        if "step" in done:
-            self._ready_filled(keyed, sources, heights)
+        if "step" in whole.columns:  # rules see it filled in from the step before the batch
+            filled = self._ready_filled(keyed, sources, heights, cache="step" in done)
+            whole.replace_column(whole.get_column_index("step"), filled)
+            keyed.replace_column(keyed.get_column_index("step"), filled)
         if any(height <= _SMALL_BATCH for height in heights):
             self._ready_checks(keyed, sources, heights, streaks, all(p is not None for p in usable))
         self._ready_steps(whole, sources, heights)
 
-    def _ready_filled(self, keyed: pl.DataFrame, sources: list[str], heights: list[int]) -> None:
-        """Each source's step forward-filled from the step before its batch (`_filled_step`)."""
+    def _ready_filled(
+        self, keyed: pl.DataFrame, sources: list[str], heights: list[int], *, cache: bool
+    ) -> pl.Series:
+        """Each source's step forward-filled from the step before its batch (`_filled_step`),
+        kept for its turn where `cache`."""
         priors = pl.Series([self.state_of(s).last_step for s in sources], dtype=pl.Int64)
         prior = priors.gather(keyed.get_column("_part"))
         filled = keyed.select(pl.col("step").forward_fill().over("_part").fill_null(prior))
+        step = filled.to_series()
         begin = 0
         for source, height in zip(sources, heights, strict=True):
-            self._ready_fill[source] = filled.to_series().slice(begin, height)
+            if cache:
+                self._ready_fill[source] = step.slice(begin, height)
             begin += height
+        return step
 
     def _ready_checks(
         self,

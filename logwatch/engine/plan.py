@@ -176,15 +176,11 @@ class _Planned:
             for i, gate in enumerate(self._gate_rows)
         }
         # The rules that take many sources' batches in one frame (`process_many`): not GPU
-        # rules (their step reads the batch's GPU frame), nor rules reading the step (filled in
-        # per source) or a column a gated step computes on pieces (`_gated`).
+        # rules (their step reads the batch's GPU frame).
         self._batched: dict[int, BatchedRule] = {
             order: spec.rule
-            for order, (spec, needs) in enumerate(zip(self.rules, self._needs, strict=True))
-            if isinstance(spec.rule, BatchedRule)
-            and self._gpu[order] is None
-            and "step" not in needs.columns
-            and (needs.gate is None or needs.columns <= ALWAYS)
+            for order, spec in enumerate(self.rules)
+            if isinstance(spec.rule, BatchedRule) and self._gpu[order] is None
         }
         # Protocol isinstance checks are slow: the rules that decide at the end of input
         # (`finish`, per source) and those of them that decide for many sources at once.
