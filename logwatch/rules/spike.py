@@ -14,7 +14,7 @@ import polars as pl
 from logwatch.alerts import FIRING
 from logwatch.rules.base import Needs, Outcome, Override, Part, Transition
 from logwatch.rules.ranked import after_tail, by_rank, quiet_ranks
-from logwatch.rules.spike_many import HIGH, MIN_SAMPLES, spike_many
+from logwatch.rules.spike_many import HIGH, MIN_SAMPLES, judged, spike_many
 
 
 def _bound(x: pl.Series, window: int, *, low: bool) -> pl.Series:
@@ -115,35 +115,17 @@ class SpikeRule:
         fresh = (pl.col("_x") - pl.col("_median")).abs()
         carried = pl.Series(state["deviations"], dtype=pl.Float64)
         deviation = pl.concat([carried, history.select(fresh).to_series().slice(len(tail))])
-        band = pl.col("_median") + pl.max_horizontal(
-            self.k * pl.col("_mad"), self.min_rise * pl.col("_median").abs()
-        )
-        full = pl.col("_i") >= self.window
-        # the extreme limit, where there is one: a positive median of enough values
-        limit = pl.when((pl.col("_base") > 0) & (self.extreme > 0)).then(
-            self.extreme * pl.col("_base")
-        )
         scored = (  # one query
-            history.lazy()
-            .with_columns(deviation.alias("_dev"))
-            .with_columns(
-                pl.col("_dev")
-                .rolling_median(self.window, min_samples=MIN_SAMPLES)
-                .shift(1)
-                .alias("_mad")
-            )
-            .with_columns(band.alias("_band"), limit.alias("_limit"))
-            .with_columns(
-                (full & (pl.col("_x") > pl.col("_band"))).fill_null(False).alias("_banded"),
-                (pl.col("_x") >= pl.col("_limit")).fill_null(False).alias("_extreme"),
-            )
-            .with_columns(
-                (pl.col("_banded") | pl.col("_extreme")).alias("_high"),
-                pl.when(full).then("_median").otherwise("_base").alias("median"),
-                pl.when(full)
-                .then(pl.min_horizontal("_band", "_limit"))
-                .otherwise("_limit")
-                .alias("band"),
+            judged(
+                self,
+                history.lazy()
+                .with_columns(deviation.alias("_dev"))
+                .with_columns(
+                    pl.col("_dev")
+                    .rolling_median(self.window, min_samples=MIN_SAMPLES)
+                    .shift(1)
+                    .alias("_mad")
+                ),
             )
             .slice(len(tail))
             .collect()

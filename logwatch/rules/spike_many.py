@@ -178,13 +178,8 @@ def _scored(rule: Spiky, history: pl.DataFrame) -> pl.DataFrame:
     g, after, w = "_g", rule.extreme_after, rule.window
     i = pl.int_range(0, pl.len()).over(g)
     before = pl.col("_x").rolling_median(w, min_samples=min(after, MIN_SAMPLES)).shift(1).over(g)
-    band = pl.col("_median") + pl.max_horizontal(
-        rule.k * pl.col("_mad"), rule.min_rise * pl.col("_median").abs()
-    )
-    full = pl.col("_i") >= w
-    limit = pl.when((pl.col("_base") > 0) & (rule.extreme > 0)).then(rule.extreme * pl.col("_base"))
     mad = pl.col("_dev").rolling_median(w, min_samples=MIN_SAMPLES).shift(1).over(g)
-    return (
+    scored = (
         history.lazy()
         .with_columns(
             pl.when(i >= MIN_SAMPLES).then(before).alias("_median"),
@@ -198,7 +193,23 @@ def _scored(rule: Spiky, history: pl.DataFrame) -> pl.DataFrame:
             .alias("_dev")
         )
         .with_columns(mad.alias("_mad"))
-        .with_columns(band.alias("_band"), limit.alias("_limit"))
+    )
+    return judged(rule, scored).collect()
+
+
+def judged(rule: Spiky, scored: pl.LazyFrame) -> pl.LazyFrame:
+    """Each value (`_x`) judged against its band, from the median of the window before it
+    (`_median`; `_base` from `extreme_after` values on), its position (`_i`) and the MAD
+    (`_mad`): whether it is high (`_high`, `_banded`: above the band, not only the extreme
+    limit) and the `median` and `band` its summary shows."""
+    band = pl.col("_median") + pl.max_horizontal(
+        rule.k * pl.col("_mad"), rule.min_rise * pl.col("_median").abs()
+    )
+    full = pl.col("_i") >= rule.window
+    # the extreme limit, where there is one: a positive median of enough values
+    limit = pl.when((pl.col("_base") > 0) & (rule.extreme > 0)).then(rule.extreme * pl.col("_base"))
+    return (
+        scored.with_columns(band.alias("_band"), limit.alias("_limit"))
         .with_columns(
             (full & (pl.col("_x") > pl.col("_band"))).fill_null(False).alias("_banded"),
             (pl.col("_x") >= pl.col("_limit")).fill_null(False).alias("_extreme"),
@@ -211,5 +222,4 @@ def _scored(rule: Spiky, history: pl.DataFrame) -> pl.DataFrame:
             .otherwise("_limit")
             .alias("band"),
         )
-        .collect()
     )
