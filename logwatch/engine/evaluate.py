@@ -41,7 +41,7 @@ from logwatch.engine.state import (
     run_id,
 )
 from logwatch.gpu.log_rows import DroppedPair, read_telemetry_rows
-from logwatch.parse import ALWAYS, SCHEMA, complete
+from logwatch.parse import ALWAYS, SCHEMA, complete, completed_columns
 from logwatch.parse.shapes import PLAIN_PAIRS_SHAPES
 from logwatch.redact import redact
 from logwatch.rules.base import Outcome, Transition
@@ -269,7 +269,8 @@ class _Evaluator(_Planned):
             shown.add("step")  # every event says its step
         # what the summaries of this batch's events show (a rule's own columns, computed on its
         # gated rows only, are shown where its summary says them)
-        rows = _EventRows(frame, shown - done, prior, [t.row for *_, t in found])
+        group = partial(self._group_columns, source) if self._ready_group is not None else None
+        rows = _EventRows(frame, shown - done, prior, [t.row for *_, t in found], group)
         events = [self._event(spec, source, rows.row(t.row), t, state) for _, _, spec, t in found]
         return [event for event in events if event is not None]
 
@@ -316,6 +317,21 @@ class _Evaluator(_Planned):
         calm = {o for o, hit in zip(streaks, found[len(gates) :], strict=False) if not hit}
         gpu_empty = not found[-1] if self._log_gpu else None
         return _LiveChecks(opened, frozenset(calm), gpu_empty, ahead)
+
+    def _group_columns(
+        self, source: str, columns: frozenset[str], rows: int
+    ) -> pl.DataFrame | None:
+        """`source`'s batch with `columns` completed, cut from its `process_many` group's
+        frame completed once for all its sources (`GroupColumns`)."""
+        group = self._ready_group
+        begin, height = group.rows.get(source, (0, -1)) if group is not None else (0, -1)
+        if group is None or height != rows:
+            return None
+        key = completed_columns(columns)
+        if key not in group.completed:
+            completed = complete(group.frame, columns)
+            group.completed[key] = completed.select(n for n in SCHEMA if n in key)
+        return group.completed[key].slice(begin, height)
 
     def _filled(self, source: str, frame: pl.DataFrame, prior: int | None) -> pl.DataFrame:
         """`_filled_step`, or the step `process_many` filled in for this source's batch."""

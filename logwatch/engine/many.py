@@ -20,7 +20,7 @@ from typing import cast
 import polars as pl
 
 from logwatch.alerts import AlertEvent
-from logwatch.engine.batch import _SMALL_BATCH, Prepared, ReadyChecks
+from logwatch.engine.batch import _SMALL_BATCH, Group, Prepared, ReadyChecks
 from logwatch.engine.evaluate import _Evaluator
 from logwatch.engine.gpu_rows import _gpu_keys_present
 from logwatch.engine.state import STATS_AGG, STATS_COLUMNS
@@ -57,6 +57,7 @@ class _Many(_Evaluator):
             self._ready_stats.clear()
             self._ready_fill.clear()
             self._ready_live.clear()
+            self._ready_group = None
 
     def _batchable(self, frames: Sequence[pl.DataFrame]) -> list[int]:
         """The frames whose source's state before them is what its rules step from: a source
@@ -103,7 +104,14 @@ class _Many(_Evaluator):
         names += ["gpu_keys"] if self._log_gpu and "gpu_keys" not in names else []
         picked = [frames[i] for i in chosen]
         if all(frame.columns == picked[0].columns for frame in picked):
-            whole = pl.concat(picked, rechunk=True).select(names)
+            together = pl.concat(picked, rechunk=True)
+            whole = together.select(names)
+            starts = itertools.accumulate((frame.height for frame in picked), initial=0)
+            rows = {
+                cast(str, frame.get_column("source")[0]): (begin, frame.height)
+                for frame, begin in zip(picked, starts, strict=False)
+            }
+            self._ready_group = Group(together, rows)
         else:
             whole = pl.concat([frame.select(names) for frame in picked], rechunk=True)
         whole = complete(whole, (wanted | stats) - parsed)

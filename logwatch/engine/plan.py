@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import polars as pl
 
-from logwatch.engine.batch import ReadyChecks
+from logwatch.engine.batch import Group, ReadyChecks
 from logwatch.engine.state import (
     STATS_COLUMNS,
     ErrorHandler,
@@ -198,6 +198,7 @@ class _Planned:
         self._ready_stats: dict[str, tuple[int, dict[str, Any]]] = {}
         self._ready_fill: dict[str, pl.Series] = {}  # source -> its step filled in
         self._ready_live: dict[str, ReadyChecks] = {}  # source -> its live checks
+        self._ready_group: Group | None = None  # the frames of the `process_many` call
         # On a live batch, each streak rule's first check (whether a streak can start in it)
         # joins the gate checks' select (`_live_checks`).
         self._streak_checks = {
