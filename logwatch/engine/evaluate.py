@@ -218,7 +218,11 @@ class _Evaluator(_Planned):
             scanned = self._gate_scan.hits(frame, gates)
             opened |= {gate: not lines.is_empty() for gate, lines in scanned.items()}
         warn = partial(self._warn_dropped, source, frame)
-        gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics, live.gpu_empty, warn)
+        empty = live.gpu_empty
+        checked = self._ready_live.get(source) if empty is None else None
+        if checked is not None and checked.rows == frame.height and checked.gpu is not None:
+            empty = not checked.gpu  # `process_many` checked a long batch's GPU keys too
+        gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics, empty, warn)
         pieces: _Pieces | None = None  # of `frame` as it is, for the quiet gated rules
         for order, spec in enumerate(self.rules):
             needs = self._needs[order]

@@ -140,8 +140,10 @@ class _Many(_Evaluator):
             filled = self._ready_filled(keyed, sources, heights, cache="step" in done)
             whole.replace_column(whole.get_column_index("step"), filled)
             keyed.replace_column(keyed.get_column_index("step"), filled)
-        if any(height <= _SMALL_BATCH for height in heights):
-            self._ready_checks(keyed, sources, heights, streaks, all(p is not None for p in usable))
+        small = any(height <= _SMALL_BATCH for height in heights)
+        if small or self._log_gpu:
+            prepared_all = all(p is not None for p in usable)
+            self._ready_checks(keyed, sources, heights, streaks if small else None, prepared_all)
         self._ready_steps(whole, sources, heights)
 
     def _ready_filled(
@@ -165,22 +167,26 @@ class _Many(_Evaluator):
         keyed: pl.DataFrame,
         sources: list[str],
         heights: list[int],
-        streaks: list[int],
+        streaks: list[int] | None,
         prepared: bool,
     ) -> None:
-        """The small batches' live checks (`_live_checks`: every gate, streak start and GPU
-        check, per source in one query; the `ahead` columns unless `prepared` gave them)."""
+        """The batches' live checks (`_live_checks`: every gate, streak start and GPU check,
+        per source in one query; the `ahead` columns unless `prepared` gave them); with
+        `streaks` None (no small batch), only the GPU check (which long batches make too)."""
+        checks = self._small_gate_checks if streaks is not None else {}
+        streaks = streaks or []
         exprs = [
-            *self._small_gate_checks.values(),
+            *checks.values(),
             *(self._streak_checks[o].alias(f"_s{o}") for o in streaks),
             *([_gpu_keys_present(keyed).alias("_gpu")] if self._log_gpu else []),
         ]
         try:
             found = keyed.group_by("_part", maintain_order=True).agg(exprs) if exprs else None
-            ahead = keyed.select(self._ahead) if self._ahead and not prepared else None
+            wanted = self._ahead and not prepared and checks
+            ahead = keyed.select(self._ahead) if wanted else None
         except Exception:  # each source's own checks say which rule fails, and where
             return
-        gates = list(self._small_gate_checks)
+        gates = list(checks)
         begin = 0
         for n, (source, height) in enumerate(zip(sources, heights, strict=True)):
             row = found.row(n) if found is not None else ()
