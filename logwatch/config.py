@@ -36,7 +36,8 @@ _TOP_KEYS = {"slack", "alertmanager", "prometheus", "rules", "alerts", "gpu"} | 
     "action",
     "webhook",
 }
-_SLACK_KEYS = {"channel", "base_url", "token_file", "webhook_url_env", "timeout"} | BUTTON_KEYS
+_SLACK_KEYS = {"channel", "base_url", "token_file", "webhook_url_env", "timeout", "pace"}
+_SLACK_KEYS |= BUTTON_KEYS
 _ALERT_KEYS = {"group_wait", "repeat_interval", "inhibit", "notify_on_resolve"}
 _GPU_KEYS = {"mode", "interval", "notify_unavailable", "export"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -49,6 +50,7 @@ class SlackConfig:
     channel: str
     base_url: str
     timeout_s: float = 10.0
+    pace_s: float = 1.0  # at most one request per channel per pace (Slack allows about 1/s)
     token: str | None = field(default=None, repr=False)
     webhook_url: str | None = field(default=None, repr=False)
     buttons: ButtonsConfig | None = None  # [slack] app_token_file: buttons over Socket Mode
@@ -288,6 +290,7 @@ class _Reader(TableReader):
             channel=channel or "webhook",
             base_url=base_url if base_url.endswith("/") else base_url + "/",
             timeout_s=self.duration("slack", data, "timeout", 10.0),
+            pace_s=self.duration("slack", data, "pace", 1.0),
             token=token,
             webhook_url=webhook,
         )

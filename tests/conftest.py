@@ -17,14 +17,30 @@ properties.register()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Load the Hypothesis profile `HYPOTHESIS_PROFILE` names (dev when unset), before any test
-    module computes its `examples(N)`; `--hypothesis-profile` on the command line wins."""
+    """Byte-compile logwatch once (the first process of the run), then load the Hypothesis
+    profile `HYPOTHESIS_PROFILE` names (dev when unset), before any test module computes its
+    `examples(N)`; `--hypothesis-profile` on the command line wins."""
+    if not hasattr(config, "workerinput"):  # xdist's controller, or a run without xdist
+        _compiled()
     if config.getoption("hypothesis_profile", None):
         return
     try:
         settings.load_profile(properties.chosen())
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def _compiled() -> None:
+    """The editable install runs logwatch from source, and machines that set
+    PYTHONDONTWRITEBYTECODE (CI's does) never cache its bytecode: every `logwatch` process the
+    tests start (tail, top, the --jobs pool, Dask workers: hundreds) would compile the package
+    again, about 0.15 s of CPU each. Written once here, read by all of them, as an installed
+    copy is."""
+    import compileall
+
+    import logwatch
+
+    compileall.compile_dir(Path(logwatch.__file__).parent, quiet=1)
 
 
 @pytest.fixture
@@ -57,6 +73,8 @@ def fake_nvml_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
 SLOW_MODULES = (
     "tests/cluster/",  # a real Alertmanager and Prometheus
     "tests/report/test_report_browser.py",  # headless Chromium
+    "tests/report/test_fleet_browser.py",
+    "tests/report/test_fleet_report.py",  # spawned --jobs processes
     "tests/top/test_top_tmux.py",  # top in tmux
     "tests/top/test_top_plain.py",
     "tests/top/test_top_gpu.py",

@@ -28,6 +28,7 @@ rule_packs = []
 channel = "C0ALERTS01"
 base_url = "https://slack.example/api"
 timeout = "5s"
+pace = "250ms"
 
 [rules.nan-grad]
 enabled = false
@@ -55,6 +56,7 @@ def test_full_config_is_read(tmp_path: Path) -> None:
         "https://slack.example/api/",
         5.0,
     )
+    assert config.slack.pace_s == 0.25
     assert config.slack.mode == "bot" and TOKEN not in repr(config)
     assert (config.alerts.group_wait_s, config.alerts.repeat_interval_s) == (15.0, 1800.0)
     assert config.alerts.inhibit[1] == ("gpu-lost", "nccl-timeout")
@@ -114,6 +116,11 @@ def test_token_file_is_read_relative_to_config(tmp_path: Path) -> None:
         ("[slack\n", {}, ":1: invalid TOML"),
         ('[alerts]\n\nrepeat_interval = "0s"\n', {}, ":3: 'repeat_interval' must be more than 0s"),
         ('[alerts]\ngroup_wait = "-1s"\n', {}, ":2: 'group_wait': invalid duration '-1s'"),
+        (
+            '[slack]\nchannel = "C1"\npace = "fast"\n',
+            {"SLACK_BOT_TOKEN": TOKEN},
+            ":3: 'pace': invalid duration 'fast'",
+        ),
         (
             'builtin_rules = true\nrule_packs = ["nope.toml"]\n',
             {},
@@ -199,3 +206,9 @@ def test_notify_on_resolve_defaults_off_and_reads_true(tmp_path: Path) -> None:
     assert not load_config(write(tmp_path, "[alerts]\n"), {}).alerts.notify_on_resolve
     config = load_config(write(tmp_path, "[alerts]\nnotify_on_resolve = true\n"), {})
     assert config.alerts.notify_on_resolve
+
+
+def test_slack_pace_defaults_to_one_second(tmp_path: Path) -> None:
+    """[slack] pace is 1 s unless set (Slack's own limit: about one message a second per channel)."""
+    config = load_config(write(tmp_path, '[slack]\nchannel = "C1"\n'), {"SLACK_BOT_TOKEN": TOKEN})
+    assert config.slack is not None and config.slack.pace_s == 1.0

@@ -45,10 +45,13 @@ def follow_setup(
     *,
     adjust: Callable[[Config], Config] = lambda config: config,
     max_batch_delay: float = 1.0,
+    layout: str | None = None,
+    gpus_per_node: int | None = None,
 ) -> Follow:
     """Config, rules, a secured state directory, tail options and the GPU side, from `tail`'s
     option values (the same checks and errors, in the same order); `adjust` applies options to
     the config before anything starts (tail's --alertmanager / --metrics)."""
+    from logwatch.drivers.layout import layout_pattern
     from logwatch.drivers.runner import check_patterns
     from logwatch.drivers.statesafe import secure_state_dir
     from logwatch.drivers.tail_options import StartMode, TailOptions
@@ -65,11 +68,15 @@ def follow_setup(
     start = (
         StartMode.BEGINNING if from_beginning else StartMode.END if from_end else StartMode.CATCH_UP
     )
+    if layout is not None:
+        layout_pattern(layout)  # InputError for a pattern it cannot read, before anything starts
     options = TailOptions(
         start=start,
         poll_interval_s=poll_interval,
         max_batch_delay_s=max_batch_delay,
         follow=FollowOptions(partial_flush_s=partial_flush, max_line_bytes=max_line_bytes),
+        layout=layout,
+        gpus_per_node=gpus_per_node,
     )
     check_patterns(patterns)
     gpu_line: list[str] = []  # said last in the startup block, once the sinks are open too

@@ -88,6 +88,8 @@ def replay_where(
         finally:
             runner.close()
     count = jobs if jobs is not None else _default_jobs(files, hooks)
+    if hooks:
+        count = None  # `--jobs 1` with a hook: the one process is this one, which sees every line
     if count is None or len(files) < 2 or STDIN in files:  # standard input: read here, once
         return replay(
             files,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,21 @@ from logwatch.rules.loader import RuleSpec, describe_origin
 from logwatch.sources.framing import DEFAULT_MAX_LINE_BYTES
 from logwatch.statekey import default_state_dir
 
+SKEW_OPTION = click.option(
+    "--skew",
+    default="30s",
+    show_default=True,
+    metavar="DURATION",
+    help="How far the hosts' clocks may differ: a rank's error beats another's timeout "
+    "within this window (fleet post-mortems).",
+)
+LAYOUT_OPTION = click.option(
+    "--layout",
+    default=None,
+    metavar="PATTERN",
+    help="Rank and host from paths no built-in layout knows, e.g. "
+    "'{host}/{*}/attempt_{*}/{local_rank}/{*}.log' ({host}, {rank}, {local_rank}, {*}, {**}).",
+)
 SEVERITIES = click.Choice([s.label for s in Severity], case_sensitive=False)
 
 CONFIG_OPTION = click.option(
@@ -79,6 +95,22 @@ UNTIL_OPTION = click.option(
     metavar="T",
     default=None,
     help="Only the lines up to this step or time [default: the last line].",
+)
+LAYOUT_OPTION = click.option(
+    "--layout",
+    default=None,
+    metavar="PATTERN",
+    help="Rank and host from paths no built-in layout knows, e.g. "
+    "'{host}/{*}/attempt_{*}/{local_rank}/{*}.log' ({host}, {rank}, {local_rank}, {node}, {*}, "
+    "{**}).",
+)
+GPUS_PER_NODE_OPTION = click.option(
+    "--gpus-per-node",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Ranks per node: a local rank on the node a path's {node} (--layout) numbers is "
+    "rank node x N + local [default: global ranks only from the logs].",
 )
 
 
@@ -150,3 +182,11 @@ def logging_to_stderr(verbose: bool) -> Iterator[None]:
         yield
     finally:
         remove_log_handler(handler)
+
+
+def fleet_skew(text: str) -> timedelta:
+    """`--skew` as a duration."""
+    try:
+        return timedelta(seconds=parse_duration(text))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--skew") from None

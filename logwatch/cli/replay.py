@@ -6,7 +6,6 @@ import json
 import sys
 from collections.abc import Callable
 from contextlib import suppress
-from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,15 +17,19 @@ from logwatch.cli.help import HelpCommand
 from logwatch.cli.jobs import DASK_OPTION, JOBS_OPTION, replay_where, unread_line
 from logwatch.cli.options import (
     CONFIG_OPTION,
+    GPUS_PER_NODE_OPTION,
+    LAYOUT_OPTION,
     MAX_LINE_OPTION,
     NO_BUILTIN_OPTION,
     RULES_OPTION,
     SEVERITIES,
     SINCE_OPTION,
+    SKEW_OPTION,
     STATE_DIR_OPTION,
     UNTIL_OPTION,
     VERBOSE_OPTION,
     config_and_rules,
+    fleet_skew,
     logging_to_stderr,
     state_dir_path,
     window,
@@ -34,7 +37,6 @@ from logwatch.cli.options import (
 from logwatch.cli.progress import ReplayProgress
 from logwatch.drivers.replay import ReplayOptions, ReplayResult
 from logwatch.drivers.verdict import Fleet
-from logwatch.durations import parse_duration
 from logwatch.fleet.render import fleet_json, host_rows
 from logwatch.fleet.render import timeline as fleet_timeline
 from logwatch.sinks.base import StreamSink
@@ -108,21 +110,9 @@ if TYPE_CHECKING:
     help="Write the parsed frames (logwatch.SCHEMA) as Parquet: one file, or one per source "
     "when PATH is a folder or ends with /.",
 )
-@click.option(
-    "--skew",
-    default="30s",
-    show_default=True,
-    metavar="DURATION",
-    help="How far the hosts' clocks may differ: a rank's error beats another's timeout "
-    "within this window (fleet post-mortems).",
-)
-@click.option(
-    "--layout",
-    default=None,
-    metavar="PATTERN",
-    help="Rank and host from paths no built-in layout knows, e.g. "
-    "'{host}/{*}/attempt_{*}/{local_rank}/{*}.log' ({host}, {rank}, {local_rank}, {*}, {**}).",
-)
+@SKEW_OPTION
+@LAYOUT_OPTION
+@GPUS_PER_NODE_OPTION
 @click.option(
     "--export-events",
     "events_path",
@@ -151,6 +141,7 @@ def replay_cmd(
     events_path: str | None,
     skew: str,
     layout: str | None,
+    gpus_per_node: int | None,
     jobs: int | None,
     dask_address: str | None,
 ) -> None:
@@ -199,6 +190,7 @@ def replay_cmd(
                 stats=fmt != "jsonl",
                 layout=layout,
                 skew_s=skew_window.total_seconds(),
+                gpus_per_node=gpus_per_node,
             ),
             on_event=on_event,
             window=lines_window,
@@ -291,14 +283,6 @@ def _print_text(
     click.echo("")
     for line in summary_lines(result.stats, result.events):
         click.echo(line)
-
-
-def fleet_skew(text: str) -> timedelta:
-    """`--skew` as a duration."""
-    try:
-        return timedelta(seconds=parse_duration(text))
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--skew") from None
 
 
 def _run_pids(config: Any, actions_mode: str | None) -> Any:

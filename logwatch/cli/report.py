@@ -4,25 +4,32 @@ from __future__ import annotations
 
 import sys
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from logwatch.cli.errors import warn_data, warn_rule_error
+from logwatch.cli.errors import mark_finished, status_line, warn_data, warn_rule_error
 from logwatch.cli.help import HelpCommand
+from logwatch.cli.jobs import DASK_OPTION, JOBS_OPTION, replay_where, unread_line
 from logwatch.cli.options import (
     CONFIG_OPTION,
+    LAYOUT_OPTION,
     MAX_LINE_OPTION,
     NO_BUILTIN_OPTION,
     RULES_OPTION,
     SINCE_OPTION,
+    SKEW_OPTION,
     UNTIL_OPTION,
     config_and_rules,
+    fleet_skew,
     window,
 )
-from logwatch.drivers.replay import ReplayOptions
+from logwatch.drivers.replay import ReplayOptions, ReplayResult
 from logwatch.sources.expand import expand_inputs, skipped_line
 from logwatch.words import counted
+
+if TYPE_CHECKING:
+    from logwatch.report.build import ReplayAsk
 
 
 @click.command(
@@ -31,6 +38,7 @@ from logwatch.words import counted
     examples=(
         "logwatch report train.log -o report.html",
         "logwatch report a.log b.log -o runs.html --png charts/",
+        "logwatch report /logs/run-1234/ -o run.html --jobs 8  # every rank's log",
     ),
 )
 @click.argument("paths", nargs=-1, required=True)
@@ -55,6 +63,10 @@ from logwatch.words import counted
     help="Also write each chart as a PNG (needs Chromium).",
 )
 @MAX_LINE_OPTION
+@SKEW_OPTION
+@LAYOUT_OPTION
+@JOBS_OPTION
+@DASK_OPTION
 @CONFIG_OPTION
 def report_cmd(
     paths: tuple[str, ...],
@@ -66,12 +78,19 @@ def report_cmd(
     until: str | None,
     png_dir: str | None,
     max_line_bytes: int,
+    skew: str,
+    layout: str | None,
+    jobs: int | None,
+    dask_address: str | None,
     config_path: str | None,
 ) -> None:
     """Write a post-mortem report: one self-contained HTML file with a header per file, plots
     with each run (a file, each `run start:` restart) its own series (NaN and Inf marked), and
-    the alert table. On a terminal, progress goes to stderr."""
+    the alert table; for every rank's log of a run (a folder, a glob), the verdict, the ranks x
+    time strip and the charts of the culprit's and the lowest rank's files. On a terminal,
+    progress goes to stderr."""
     from logwatch.report.build import build_report
+    from logwatch.report.fleet import by_path
     from logwatch.report.png import find_browser, write_pngs
 
     config, specs = config_and_rules(config_path, rule_paths, no_builtin_rules)
@@ -81,11 +100,26 @@ def report_cmd(
     if skipped is not None:
         click.echo(skipped, err=True)
     browser = find_browser() if png_dir is not None else None  # before the work, not after
+    spread = dask_address is not None or (jobs or 1) > 1
+    if spread and not by_path(inputs.files, layout):
+        raise click.UsageError(
+            "--jobs/--dask: the charts of files that are not one run's ranks need every line in "
+            "this process; drop --jobs/--dask (a run's folder of rank logs uses them)"
+        )
+    if spread and config.actions:
+        raise click.UsageError(
+            "--jobs/--dask: the report lists what the config's [[action]] commands would have "
+            "run, which needs every line in this process; drop --jobs/--dask"
+        )
     with _Progress(enabled=sys.stderr.isatty()) as progress:
         report = build_report(
             inputs.files,
             specs,
-            options=ReplayOptions(max_line_bytes=max_line_bytes),
+            options=ReplayOptions(
+                max_line_bytes=max_line_bytes,
+                layout=layout,
+                skew_s=fleet_skew(skew).total_seconds(),
+            ),
             window=lines_window,
             on_error=warn_rule_error,
             on_warning=warn_data,
@@ -93,6 +127,7 @@ def report_cmd(
             progress=progress.read,
             on_stage=progress.stage,
             actions=config.actions,  # what they would have done: listed, never run
+            replayer=_Where(jobs, dask_address),
         )
         progress.stage("writing " + output)
         size = report.write(output)
@@ -104,6 +139,31 @@ def report_cmd(
     if png_dir is not None and browser is not None:
         pngs = write_pngs(report.charts, png_dir, browser)
         click.echo(f"wrote {counted(len(pngs), 'PNG file')} to {png_dir}")
+    unread = unread_line(report.result, inputs.files)
+    if unread is not None:
+        status_line(unread)
+        sys.exit(2)
+    mark_finished()
+
+
+class _Where:
+    """A fleet report's replay where `replay` would run it: here, `--jobs N`, `--dask`."""
+
+    def __init__(self, jobs: int | None, dask_address: str | None) -> None:
+        self.jobs = jobs
+        self.dask_address = dask_address
+
+    def __call__(self, ask: ReplayAsk) -> ReplayResult:
+        return replay_where(
+            ask.paths,
+            ask.rules,
+            jobs=None if ask.on_frame is not None else self.jobs,  # the hook runs here (refused
+            dask_address=self.dask_address,  # with --jobs N > 1 and --dask before the work)
+            options=ask.options,
+            window=ask.window,
+            on_event=lambda _: None,
+            in_process={"progress": ask.progress, "on_frame": ask.on_frame},
+        )
 
 
 class _Progress:

@@ -14,6 +14,8 @@ from logwatch.cli.help import HelpCommand
 from logwatch.cli.options import (
     CONFIG_OPTION,
     FORMAT_OPTION,
+    GPUS_PER_NODE_OPTION,
+    LAYOUT_OPTION,
     MAX_LINE_OPTION,
     NO_BUILTIN_OPTION,
     RULES_OPTION,
@@ -66,6 +68,8 @@ from logwatch.cli.options import (
     help="Evaluate a last line without newline once the file stopped growing this long.",
 )
 @MAX_LINE_OPTION
+@LAYOUT_OPTION
+@GPUS_PER_NODE_OPTION
 @click.option(
     "--max-batch-delay",
     type=Duration(),
@@ -134,6 +138,8 @@ def tail_cmd(
     poll_interval: float,
     partial_flush: float,
     max_line_bytes: int,
+    layout: str | None,
+    gpus_per_node: int | None,
     max_batch_delay: float,
     gpu_mode: str | None,
     gpu_interval: float | None,
@@ -175,6 +181,8 @@ def tail_cmd(
         config_path,
         adjust=lambda c: with_cluster_options(c, alertmanager_urls, metrics, metrics_textfile),
         max_batch_delay=max_batch_delay,
+        layout=layout,
+        gpus_per_node=gpus_per_node,
     )
     try:
         condition = exit_condition(exit_on, (spec.id for spec in setup.specs)) if exit_on else None

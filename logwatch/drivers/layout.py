@@ -4,7 +4,7 @@ names, DeepSpeed's and NeMo's per-rank files, or a `--layout` pattern."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 
 from logwatch.errors import InputError
@@ -20,6 +20,7 @@ class PathIdentity:
     local: int | None = None
     attempt: str | None = None
     group: str = ""
+    node: int | None = None  # the node's index in the job (`{node}`), for `--gpus-per-node`
 
 
 _HOST = r"[A-Za-z][\w.-]*"
@@ -71,17 +72,32 @@ def layout_pattern(layout: str) -> re.Pattern[str]:
 
 
 def path_identity(path: str, layout: re.Pattern[str] | None = None) -> PathIdentity:
-    """What `path` says of who wrote it (nothing for a path no layout knows)."""
+    """What `path` says of who wrote it (nothing for a path no layout knows); a `--layout`
+    first, what it leaves out (the host of `slurm-{*}-node{node}.out`) from the built-ins."""
+    own = _identity(path, (layout,)) if layout is not None else None
+    built_in = _identity(path, _BUILT_IN)
+    if own is None:
+        return built_in or PathIdentity(group=PurePath(path).as_posix())
+    if built_in is None:
+        return own
+    return replace(
+        own,
+        host=own.host if own.host is not None else built_in.host,
+        rank=own.rank if own.rank is not None else built_in.rank,
+        local=own.local if own.local is not None else built_in.local,
+    )
+
+
+def _identity(path: str, patterns: tuple[re.Pattern[str], ...]) -> PathIdentity | None:
+    """What the first of `patterns` that matches `path` says; None when none does."""
     posix = PurePath(path).as_posix()
-    for pattern in (layout, *_BUILT_IN) if layout is not None else _BUILT_IN:
-        if pattern is None:
-            continue
+    for pattern in patterns:
         found = pattern.search(posix)
         if found is None:
             continue
         named = found.groupdict()
         host, rank, local = named.get("host"), named.get("rank"), named.get("local")
-        attempt = named.get("attempt")
+        attempt, node = named.get("attempt"), named.get("node")
         # the files of one process: its folder when the file name is only the stream's
         folder = str(PurePath(posix).parent)
         group = folder if local is not None and rank is None else posix
@@ -91,5 +107,6 @@ def path_identity(path: str, layout: re.Pattern[str] | None = None) -> PathIdent
             local=int(local) if local is not None else None,
             attempt=attempt,
             group=group,
+            node=int(node) if node is not None else None,
         )
-    return PathIdentity(group=posix)
+    return None

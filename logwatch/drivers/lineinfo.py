@@ -11,20 +11,12 @@ import re
 
 import polars as pl
 
-from logwatch.parse.dialects.darknet import DARKNET_PATTERN
+from logwatch.parse.prefix import PREFIX
+from logwatch.parse.prefix import prefixes as prefixes  # re-exported: its home was here
 
 PRIMARY = "primary"
 SYMPTOM = "symptom"
 
-# Nested launcher prefixes, outermost first: `0: [rank3]:[E...`, `[default3]:[rank139]:[E...`.
-PREFIX = (
-    r"^(?:(?P<pdsh>[A-Za-z][\w-]*\d[\w.-]*): )?"
-    r"(?:\s*(?P<srun>\d+): )?"
-    r"(?:[^\[\n]{0,30}\[1,(?:mpirank:)?(?P<mpi>\d+)[^\]]*\]<std(?:out|err)>:)?"
-    r"(?:\[(?:default|[\w.-]+:)(?P<local>\d+)\]:)?"
-    r"(?:\[rank(?P<rank>\d+)\]:)?"
-)
-_PREFIX_FIELDS = ("pdsh", "srun", "mpi", "local", "rank")
 
 # Lines that say who wrote them (kept per source to resolve ranks and hosts): NCCL's INFO lines
 # (`host:pid:tid [dev] NCCL INFO comm 0x.. rank R nRanks W ... busId B`), torch's process group
@@ -111,7 +103,7 @@ CLASS_WORDS = [
     *("timeout", "taking the entire", "dump", "NCCL", "nccl", "Dist", "signal", "Signal"),
     *("sigkill", "srun:", "CANCELLED", "ChildFailed", "Error", "Exception"),
 ]
-_IDENTITY_WORDS = ["NCCL INFO", "Setting up process group", " kernel:"]
+IDENTITY_WORDS = ["NCCL INFO", "Setting up process group", " kernel:"]
 CAUSE_TEXT = {
     "gpu-lost": "GPU fell off the bus (Xid 79)",
     "xid": "Xid error",
@@ -178,22 +170,6 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
 """One line that names its writer (rank, host, GPU, world size)."""
 
 
-def prefixes(text: pl.Expr) -> list[pl.Expr]:
-    """`p_rank` (a global rank: `[rankN]:`, `N: `, MPI's `[1,N]`), `p_local` (`[defaultL]:`) and
-    `p_host` (pdsh's `host: `) of each line."""
-    groups = text.str.extract_groups(PREFIX)
-    field = groups.struct.field
-    # darknet's ` 74: ` is its batch number, not `srun -l`'s task
-    srun = pl.when(field("srun").is_not_null() & ~text.str.contains(DARKNET_PATTERN))
-    rank = pl.coalesce(field("rank"), field("mpi"), srun.then(field("srun")))
-    rank = rank.cast(pl.Int64, strict=False)
-    return [
-        rank.alias("p_rank"),
-        field("local").cast(pl.Int64, strict=False).alias("p_local"),
-        field("pdsh").alias("p_host"),
-    ]
-
-
 def maybe_classed(frame: pl.DataFrame) -> pl.DataFrame:
     """The rows of a block that may be fleet-relevant (one literal pass; `classed` decides,
     once for every source, as its regexes cost more per call than per line)."""
@@ -238,7 +214,7 @@ def _first_number(text: pl.Expr, pattern: str) -> pl.Expr:
 
 def facts(frame: pl.DataFrame) -> pl.DataFrame:
     """The rows of a block that name their writer, as `FACT_SCHEMA` rows."""
-    rows = frame.filter(pl.col("text").str.contains_any(_IDENTITY_WORDS))
+    rows = frame.filter(pl.col("text").str.contains_any(IDENTITY_WORDS))
     if rows.is_empty():
         return pl.DataFrame(schema=FACT_SCHEMA)
     # The identity patterns read the line after its launcher prefixes.

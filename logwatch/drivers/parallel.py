@@ -21,6 +21,7 @@ from typing import Protocol
 
 from logwatch.alerts import AlertEvent
 from logwatch.drivers.layout import layout_pattern, path_identity
+from logwatch.drivers.placing import fleet_facts
 from logwatch.drivers.ranks import FleetFacts, SourceTap
 from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay_file
 from logwatch.drivers.verdict import analyse
@@ -188,7 +189,7 @@ def replay_parallel(
         Task(i, batch, tuple(rules), task_options, window)
         for i, batch in enumerate(batches(paths, workers, task_files))
     ]
-    facts = FleetFacts(layout_pattern(options.layout) if options.layout else None)
+    facts = fleet_facts(options.layout, options.gpus_per_node, rules)
     result = ReplayResult([], {}, facts)
     unread: list[str] = []
     waiting: dict[int, list[FileOutcome]] = {}

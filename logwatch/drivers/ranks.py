@@ -8,7 +8,7 @@ before it in the same source (the first after it when none is before), marked
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -19,17 +19,13 @@ from logwatch.drivers.layout import PathIdentity, path_identity
 from logwatch.drivers.lineinfo import (
     CANDIDATE_COLUMNS,
     FACT_SCHEMA,
-    PREFIX,
     RECORD_SCHEMA,
     classed,
     facts,
     maybe_classed,
-    prefixes,
 )
-from logwatch.parse.dialects.darknet import DARKNET_PATTERN
+from logwatch.parse.prefix import line_writer, with_prefixes
 
-_PREFIX_RE = re.compile(PREFIX)
-_DARKNET = re.compile(DARKNET_PATTERN)
 CANDIDATE_SCHEMA = {name: RECORD_SCHEMA[name] for name in CANDIDATE_COLUMNS}
 WRITER_SCHEMA: dict[str, pl.DataType] = {
     "source": pl.String(),
@@ -75,8 +71,8 @@ class SourceTap:
             .forward_fill()
             .fill_null(pl.lit(carry_line, dtype=pl.Int64))
             .alias("_from"),
-            *prefixes(pl.col("text")),
         )
+        base = with_prefixes(base)
         if timed.height:
             last = timed.row(timed.height - 1)
             self._carry = (last[1], last[2])
@@ -140,6 +136,8 @@ class Who:
     host_local: dict[tuple[str, int], int] = field(default_factory=dict)  # (host, local): rank
     rank_host: dict[int, str] = field(default_factory=dict)
     bus_rank: dict[tuple[str, str], int] = field(default_factory=dict)  # (host, bus): rank
+    gpus_per_node: int | None = None  # `--gpus-per-node`: node index x it + local = rank
+    source_node: dict[str, int] = field(default_factory=dict)  # a path's `{node}` index
 
     def rank_of(self, source: str, p_rank: int | None, p_local: int | None) -> int | None:
         """A line's global rank, or None when it cannot be known."""
@@ -149,9 +147,21 @@ class Who:
         host = self.source_host.get(source)
         if local is not None and host is not None and (host, local) in self.host_local:
             return self.host_local[(host, local)]
+        if local is not None:
+            by_node = self.by_node(source, local)
+            if by_node is not None:
+                return by_node
         if p_local is not None:
             return None  # a node file's line of one local rank: not the file's rank
         return self.source_rank.get(source)
+
+    def by_node(self, source: str, local: int) -> int | None:
+        """The global rank of `local` on the node `source`'s path names (`{node}`), given
+        `--gpus-per-node`; None when either is not known."""
+        node = self.source_node.get(source)
+        if node is None or self.gpus_per_node is None:
+            return None
+        return node * self.gpus_per_node + local
 
     def hosts(self) -> set[str]:
         """Every host named so far."""
@@ -173,6 +183,9 @@ class Who:
             self.rank_host.setdefault(rank, host)
         for bus, rank in other.bus_rank.items():
             self.bus_rank.setdefault(bus, rank)
+        for source, node in other.source_node.items():
+            self.source_node.setdefault(source, node)
+        self.gpus_per_node = self.gpus_per_node or other.gpus_per_node
 
     def host_of(self, source: str, rank: int | None, p_host: str | None) -> str | None:
         if p_host is not None:
@@ -185,8 +198,16 @@ class Who:
 class FleetFacts:
     """What every source said of its writers, for labels and the fleet post-mortem."""
 
-    def __init__(self, layout: re.Pattern[str] | None = None) -> None:
+    def __init__(
+        self,
+        layout: re.Pattern[str] | None = None,
+        *,
+        gpus_per_node: int | None = None,
+        retell: Callable[[AlertEvent], AlertEvent] | None = None,
+    ) -> None:
         self.layout = layout
+        self.gpus_per_node = gpus_per_node
+        self._retell = retell  # summaries that name a placed label (`drivers.retell`)
         self.taps: dict[str, SourceTap] = {}
         self._groups: dict[str, list[SourceTap]] = {}
         self._who: Who | None = None
@@ -208,7 +229,7 @@ class FleetFacts:
         """One file's events with their line's time and their writer's rank and host."""
         # this file's process (its sibling files too) against what the files before it said
         group = {t.source: t for t in self._groups.get(tap.identity.group, [tap])}
-        self._live.merge(resolve(group, known=self._live))
+        self._live.merge(resolve(group, known=self._live, gpus_per_node=self.gpus_per_node))
         who = self._live
         out: list[AlertEvent] = []
         given: dict[str, dict[str, str]] = {}  # an alert's firing labels, for its resolve
@@ -216,51 +237,18 @@ class FleetFacts:
             key = event.fingerprint
             added = given.get(key) if event.status == Status.RESOLVED else None
             if added is None:
-                added = self._labels(tap, who, event)
+                added = writer_labels(tap.source, tap.identity, who, event.text)
                 if event.status == Status.FIRING:
                     given[key] = added
-            ts = event.ts
-            if ts is None:
-                found = tap.time_of(event.line)
-                if found is not None:
-                    ts = found[1]
-                    added = {**added, "ts_from_line": str(found[0])}
-            if added or ts is not event.ts:
-                kept = dict(event.labels)
-                if "local_rank" in added and "rank" not in added:
-                    kept.pop("rank", None)  # a rule's rank from `[defaultL]:` is a local one
-                event = replace(event, ts=ts, labels={**kept, **added})
-            out.append(event)
+            event = placed(event, added, tap.time_of)
+            out.append(self._retell(event) if self._retell is not None else event)
         tap.close()
         return out
-
-    def _labels(self, tap: SourceTap, who: Who, event: AlertEvent) -> dict[str, str]:
-        found = _PREFIX_RE.match(event.text)
-        p_rank = p_local = None
-        p_host = None
-        if found is not None:
-            named = found.groupdict()
-            srun = named["srun"] if not _DARKNET.match(event.text) else None
-            digits = named["rank"] or named["mpi"] or srun
-            p_rank = int(digits) if digits else None
-            p_local = int(named["local"]) if named["local"] else None
-            p_host = named["pdsh"]
-        rank = who.rank_of(tap.source, p_rank, p_local)
-        host = who.host_of(tap.source, rank, p_host)
-        labels: dict[str, str] = {}
-        if rank is not None:
-            labels["rank"] = str(rank)
-        local = p_local if p_local is not None else tap.identity.local
-        if local is not None:
-            labels["local_rank"] = str(local)
-        if host is not None:
-            labels["host"] = host
-        return labels
 
     def who(self) -> Who:
         """Ranks and hosts from the paths and every fact so far."""
         if self._who is None:
-            self._who = resolve(self.taps)
+            self._who = resolve(self.taps, gpus_per_node=self.gpus_per_node)
         return self._who
 
     def records(self) -> pl.DataFrame:
@@ -273,10 +261,53 @@ class FleetFacts:
         return _concat([w for tap in self.taps.values() for w in tap.writers], WRITER_SCHEMA)
 
 
-def resolve(taps: Mapping[str, SourceTap], known: Who | None = None) -> Who:
+def writer_labels(source: str, identity: PathIdentity, who: Who, text: str) -> dict[str, str]:
+    """`rank`, `local_rank` and `host` of the writer of a line of `source` (from its prefixes,
+    its path and what `who` knows), each where known."""
+    p_rank, p_local, p_host = line_writer(text)
+    rank = who.rank_of(source, p_rank, p_local)
+    host = who.host_of(source, rank, p_host)
+    labels: dict[str, str] = {}
+    if rank is not None:
+        labels["rank"] = str(rank)
+    local = p_local if p_local is not None else identity.local
+    if local is not None:
+        labels["local_rank"] = str(local)
+    if host is not None:
+        labels["host"] = host
+    return labels
+
+
+def placed(
+    event: AlertEvent,
+    added: Mapping[str, str],
+    time_of: Callable[[int], tuple[int, datetime] | None],
+) -> AlertEvent:
+    """`event` with its writer's labels `added` and, when its line has no time of its own,
+    the time `time_of` gives its line (the last timed line before it), marked `ts_from_line`."""
+    ts = event.ts
+    if ts is None:
+        found = time_of(event.line)
+        if found is not None:
+            ts = found[1]
+            added = {**added, "ts_from_line": str(found[0])}
+    if not added and ts is event.ts:
+        return event
+    kept = dict(event.labels)
+    if "rank" in kept:  # the rule's own rank (global): the rank it is about (`run-crashed`'s)
+        added = {name: value for name, value in added.items() if name != "rank"}
+    elif "rank" in added:
+        kept.pop("local_rank", None)  # the rule's local rank: placed after the global one
+    return replace(event, ts=ts, labels={**kept, **added})
+
+
+def resolve(
+    taps: Mapping[str, SourceTap], known: Who | None = None, *, gpus_per_node: int | None = None
+) -> Who:
     """Ranks and hosts: from paths first, then from the lines that name their writer
-    (`known`: what other files said, for these files' labels)."""
-    who = Who()
+    (`known`: what other files said, for these files' labels; `gpus_per_node`: a local rank on
+    the node a path's `{node}` names is that node's index times it plus the local rank)."""
+    who = Who(gpus_per_node=gpus_per_node)
     all_facts = _concat([f for tap in taps.values() for f in tap.facts], FACT_SCHEMA)
     worlds = [w for w in all_facts.get_column("cworld").to_list() if w is not None]
     worlds += [w for w in all_facts.get_column("sworld").to_list() if w is not None]
@@ -292,6 +323,8 @@ def resolve(taps: Mapping[str, SourceTap], known: Who | None = None) -> Who:
             who.source_local[tap.source] = tap.identity.local
         if tap.identity.rank is not None:
             who.source_rank[tap.source] = tap.identity.rank
+        if tap.identity.node is not None:
+            who.source_node[tap.source] = tap.identity.node
     world_level = pl.col("cworld") == pl.lit(who.world) if who.world is not None else pl.lit(True)
     rows = all_facts.with_columns(
         pl.when(world_level).then(pl.col("crank")).otherwise(pl.col("srank")).alias("global"),
@@ -324,6 +357,10 @@ def resolve(taps: Mapping[str, SourceTap], known: Who | None = None) -> Who:
             who.source_rank[source] = who.host_local[(host, local)]
         elif known is not None and (host, local) in known.host_local:
             who.source_rank[source] = known.host_local[(host, local)]
+    for source, local in who.source_local.items():
+        by_node = who.by_node(source, local)
+        if source not in who.source_rank and by_node is not None:
+            who.source_rank[source] = by_node
     for source, rank in who.source_rank.items():
         host = who.source_host.get(source)
         if host is not None:

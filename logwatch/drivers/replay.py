@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import polars as pl
 
 from logwatch.alerts import AlertEvent, Severity, json_number, still_firing
-from logwatch.drivers.layout import layout_pattern
+from logwatch.drivers.placing import fleet_facts
 from logwatch.drivers.ranks import FleetFacts, SourceTap
 from logwatch.drivers.replay_many import (
     GROUP_BYTES,
@@ -71,6 +71,7 @@ class ReplayOptions:
     shapes: bool = True  # False: every line by the general parse path (the shapes' reference)
     layout: str | None = None  # `--layout`: rank and host from paths no built-in layout knows
     skew_s: float = 30.0  # `--skew`: how far the hosts' clocks may differ (the fleet's verdict)
+    gpus_per_node: int | None = None  # `--gpus-per-node`: a local rank and its node's index
     # files up to this size (and one block) are parsed together with the small files next to
     # them in the list (`replay_many`); 0: every file on its own
     small_file_bytes: int = SMALL_FILE_BYTES
@@ -290,7 +291,9 @@ class ReplayResult:
                     },
                     "restarts": max(stats.runs - 1, 0),
                     "fired": dict(sorted(stats.fired.items())),
-                    "still_firing": [e.rule for e in firing if e.source == source],
+                    "still_firing": list(
+                        dict.fromkeys(e.rule for e in firing if e.source == source)
+                    ),
                 }
                 for source, stats in self.stats.items()
             },
@@ -376,7 +379,7 @@ def replay(
     verdicts aside), each found event becoming the placed one at its index."""
     check_readable(paths, not_text=_not_text_warning(on_warning))
     engine = Engine(rules, on_error=on_error, stats=options.stats, on_warning=on_warning)
-    facts = FleetFacts(layout_pattern(options.layout) if options.layout else None)
+    facts = fleet_facts(options.layout, options.gpus_per_node, rules)
     events: list[AlertEvent] = []
 
     def emit(event: AlertEvent) -> None:

@@ -37,6 +37,8 @@ class TailOptions:
     max_batch_delay_s: float = 1.0
     follow: FollowOptions = field(default_factory=FollowOptions)
     warm_up: bool = True  # run the rules once over typical lines at start (`drivers.warmup`)
+    layout: str | None = None  # `--layout`: rank and host from paths no built-in layout knows
+    gpus_per_node: int | None = None  # `--gpus-per-node`: a local rank and its node's index
 
     def __post_init__(self) -> None:
         if not self.max_batch_delay_s >= 0:

@@ -22,6 +22,7 @@ from logwatch.alerts import AlertEvent, Sink
 from logwatch.clock import Clock
 from logwatch.drivers.catchup import catch_up, parsed_together
 from logwatch.drivers.checkpoint import StateDir
+from logwatch.drivers.placing import live_placement
 from logwatch.drivers.plugins import TailPlugin, parse_columns, plugin_view
 from logwatch.drivers.startup import still_firing_line
 from logwatch.drivers.tail_options import StartMode, Status, TailOptions
@@ -58,7 +59,15 @@ class TailRounds:
         state: StateDir | None,
         status: Status,
     ) -> None:
-        self.engine, self.sink, self.plugins = engine, sink, list(plugins)
+        # first: every event is placed (rank, host, line time) before another plugin sees it
+        self.placement = live_placement(
+            options.layout,
+            options.gpus_per_node,
+            engine.rules,
+            lambda: ((f.source, f.checkpointed) for f in files.followers.values()),
+        )
+        self.engine, self.sink = engine, sink
+        self.plugins: list[TailPlugin] = [self.placement, *plugins]
         # What batches are parsed for: the rules' columns and the plugins' (None: all).
         self.columns = parse_columns(engine.every_column, self.plugins)
         # A plugin is shown only the columns it says it reads (None: all): one that reads

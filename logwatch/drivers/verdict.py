@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 import polars as pl
 
 from logwatch.alerts import AlertEvent, Severity, Status
-from logwatch.drivers.lineinfo import CAUSE_TEXT, PRIMARY, SYMPTOM
+from logwatch.drivers.lineinfo import CAUSE_TEXT, PRIMARY, RECORD_SCHEMA, SYMPTOM
 from logwatch.drivers.ranks import FleetFacts, Who
 from logwatch.redact import redact
 
@@ -53,7 +53,7 @@ class Fleet:
     ranks: frozenset[int]
     hosts: frozenset[str]
     world: int
-    records: pl.DataFrame  # RECORD_SCHEMA plus the resolved `rank` and `host`
+    records: pl.DataFrame  # RECORD_SCHEMA plus the resolved `rank` and `host`; empty: no fleet
     last_seen: dict[int, datetime | None]
     cascades: list[Cascade]
     verdicts: list[AlertEvent] = field(default_factory=list)
@@ -72,8 +72,12 @@ class Fleet:
 def analyse(facts: FleetFacts, *, skew: timedelta = DEFAULT_SKEW) -> Fleet:
     """The fleet's ranks, cascades and verdict from what the replay's taps kept."""
     who = facts.who()
-    records = _resolved(facts.records(), who)
     writers = _resolved(facts.writers(), who)
+    if not who.bus_rank and writers.get_column("rank").drop_nulls().n_unique() < 2:
+        # one writer or none: no fleet (a record's rank is its writer's, or from a kernel
+        # line's GPU bus, and no bus is known), so its lines need no classing
+        return _fleet(_resolved(pl.DataFrame(schema=RECORD_SCHEMA), who), writers, who, skew)
+    records = _resolved(facts.records(), who)
     attempts = {s: t.identity.attempt for s, t in facts.taps.items() if t.identity.attempt}
     if len(set(attempts.values())) > 1:
         # torchrun restarted: each attempt is its own failure, with its own verdict
@@ -127,23 +131,25 @@ def _fleet(
 
 
 def _resolved(frame: pl.DataFrame, who: Who) -> pl.DataFrame:
-    """`frame` with each row's global `rank` and `host` (None where it cannot be known)."""
+    """`frame` with each row's global `rank` and `host` (None where it cannot be known),
+    decided once per distinct writer (source, prefixes, bus), not per row: a NaN stretch is
+    thousands of rows of one writer."""
+    keys = [name for name in ("source", "p_rank", "p_local", "p_host", "bus") if name in frame]
+    writers = frame.select(keys).unique(maintain_order=True)
     ranks: list[int | None] = []
     hosts: list[str | None] = []
-    p_host = frame.get_column("p_host") if "p_host" in frame.columns else None
-    bus = frame.get_column("bus") if "bus" in frame.columns else None
-    for i, (source, p_rank, p_local) in enumerate(
-        frame.select("source", "p_rank", "p_local").iter_rows()
-    ):
-        rank = who.rank_of(source, p_rank, p_local)
-        host = who.host_of(source, rank, p_host[i] if p_host is not None else None)
-        if rank is None and host is not None and bus is not None and bus[i] is not None:
-            rank = who.bus_rank.get((host, bus[i]))  # a kernel's Xid names the GPU's bus
+    for row in writers.iter_rows(named=True):
+        rank = who.rank_of(row["source"], row["p_rank"], row["p_local"])
+        host = who.host_of(row["source"], rank, row.get("p_host"))
+        bus = row.get("bus")
+        if rank is None and host is not None and bus is not None:
+            rank = who.bus_rank.get((host, bus))  # a kernel's Xid names the GPU's bus
         ranks.append(rank)
         hosts.append(host)
-    return frame.with_columns(
+    named = writers.with_columns(
         pl.Series("rank", ranks, dtype=pl.Int64), pl.Series("host", hosts, dtype=pl.String)
     )
+    return frame.join(named, on=keys, how="left", nulls_equal=True, maintain_order="left")
 
 
 def _cascades(records: pl.DataFrame) -> list[Cascade]:

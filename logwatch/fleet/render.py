@@ -4,6 +4,7 @@ entry, the rest in time order across sources, and one summary row per host."""
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -33,11 +34,21 @@ def _seconds(ms: int | None) -> str:
     return f"{ms // 1000} s" if ms else ""
 
 
-def timeline(result: ReplayResult, fleet: Fleet, *, colour: bool = False) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One entry of a fleet's timeline: a verdict, an incident (the events of one line), or a
+    symptom many ranks printed, folded (`folded`: its text, `cascade_text`'s for a cascade)."""
+
+    ts: datetime | None
+    events: list[AlertEvent]
+    folded: str | None = None
+
+
+def entries(result: ReplayResult, fleet: Fleet) -> list[Entry]:
     """The verdicts, then every event in time order with the symptoms of many ranks folded
     into one entry per kind (each cascade one); the events of one line (`same_incident`) are
     one entry, as in a single file's timeline."""
-    out = [timeline_entry([event], colour=colour) for event in fleet.verdicts]
+    out = [Entry(event.ts, [event]) for event in fleet.verdicts]
     symptom_lines = _symptom_lines(fleet.records)
     incidents: list[tuple[int, list[AlertEvent]]] = []
     folded: dict[str, list[AlertEvent]] = defaultdict(list)
@@ -52,13 +63,27 @@ def timeline(result: ReplayResult, fleet: Fleet, *, colour: bool = False) -> lis
             incidents[-1][1].append(event)
         else:
             incidents.append((order, [event]))
-    rows: list[tuple[datetime | None, int, str]] = [
-        (events[0].ts, order, timeline_entry(events, colour=colour)) for order, events in incidents
+    rows: list[tuple[datetime | None, int, Entry]] = [
+        (events[0].ts, order, Entry(events[0].ts, events)) for order, events in incidents
     ]
     for kind, events in folded.items():
-        rows.append((_first_ts(events), -1, _fold(kind, events, fleet)))
+        first, text = _fold(kind, events, fleet)
+        rows.append((_first_ts(events), -1, Entry(first, events, text)))
     rows.sort(key=lambda row: (row[0] is None, row[0] or datetime.min, row[1]))
-    return out + [text for _, _, text in rows]
+    return out + [entry for _, _, entry in rows]
+
+
+def timeline(result: ReplayResult, fleet: Fleet, *, colour: bool = False) -> list[str]:
+    """`entries` as the terminal's timeline lines."""
+    return [_line(entry, colour=colour) for entry in entries(result, fleet)]
+
+
+def _line(entry: Entry, *, colour: bool) -> str:
+    if entry.folded is None:
+        return timeline_entry(entry.events, colour=colour)
+    when = entry.ts.isoformat(sep=" ", timespec="seconds") if entry.ts else "-" * 19
+    n = counted(len(entry.events), "alert")
+    return f"{when}  CRIT  {visible(entry.folded)} ({n}, per rank in --format jsonl)"
 
 
 def _symptom_lines(records: pl.DataFrame) -> dict[tuple[str, int], str]:
@@ -71,21 +96,15 @@ def _first_ts(events: list[AlertEvent]) -> datetime | None:
     return min(stamps) if stamps else None
 
 
-def _fold(kind: str, events: list[AlertEvent], fleet: Fleet) -> str:
-    """One timeline row for a symptom many ranks printed."""
+def _fold(kind: str, events: list[AlertEvent], fleet: Fleet) -> tuple[datetime | None, str]:
+    """When a symptom many ranks printed began, and its one-line text."""
     if kind == "nccl-timeout" and fleet.cascades:
-        text = cascade_text(fleet.cascades[0], fleet.world)
-        first = fleet.cascades[0].first
-    else:
-        rows = fleet.records.filter(pl.col("kind") == kind)
-        ranks = rows.get_column("rank").drop_nulls().n_unique()
-        stamps = [e.ts for e in events if e.ts is not None]
-        first = min(stamps) if stamps else None
-        span = f", {min(stamps):%H:%M:%S}-{max(stamps):%H:%M:%S}" if stamps else ""
-        text = f"{kind} on {ranks}/{fleet.world} ranks{span}"
-    when = first.isoformat(sep=" ", timespec="seconds") if first else "-" * 19
-    n = counted(len(events), "alert")
-    return f"{when}  CRIT  {visible(text)} ({n}, per rank in --format jsonl)"
+        return fleet.cascades[0].first, cascade_text(fleet.cascades[0], fleet.world)
+    rows = fleet.records.filter(pl.col("kind") == kind)
+    ranks = rows.get_column("rank").drop_nulls().n_unique()
+    stamps = [e.ts for e in events if e.ts is not None]
+    span = f", {min(stamps):%H:%M:%S}-{max(stamps):%H:%M:%S}" if stamps else ""
+    return (min(stamps) if stamps else None), f"{kind} on {ranks}/{fleet.world} ranks{span}"
 
 
 def host_rows(result: ReplayResult, fleet: Fleet) -> list[str]:

@@ -88,14 +88,21 @@ class Placed:
         return float(self.offset) if self.view.kind == "line" else 0.0
 
 
-def place(ordered: Sequence[tuple[str, SourceData]], *, kind: Kind) -> list[Placed]:
+def place(
+    ordered: Sequence[tuple[str, SourceData]],
+    *,
+    kind: Kind,
+    labels: Mapping[str, str] | None = None,
+) -> list[Placed]:
     """Give every run its x (steps, epoch seconds, or its file's line numbers plus the lines
-    of the files before it), a label and a colour."""
+    of the files before it), a label and a colour; `labels`: a file's legend name, when not
+    its own (a fleet's `rank 15 on node-001 · stdout.log`)."""
     names = [Path(s).name for s, _ in ordered]
     out: list[Placed] = []
     offset = 0
     for source, data in ordered:
         name = Path(source).name if names.count(Path(source).name) == 1 else source
+        name = (labels or {}).get(source, name)
         keys = [k for k in sorted(data.runs) if data.runs[k].drawn]
         for n, key in enumerate(keys):
             run = data.runs[key]

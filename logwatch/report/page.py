@@ -59,6 +59,12 @@ table.alerts td,table.alerts th{border:1px solid #ddd;padding:3px 6px;vertical-a
 table.alerts td.text{font-family:ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}
 tr.critical td.sev{color:#d62728;font-weight:600} tr.warning td.sev{color:#c86400}
 tr.resolved td{color:#666} td.ts small{display:block;color:#777}
+.verdict-box{border:2px solid #d62728;border-radius:6px;padding:8px 12px;margin:8px 0;max-width:1076px}
+.verdict-box .root-cause{font-weight:600;margin:0 0 4px}
+.verdict-box dl{display:grid;grid-template-columns:150px 1fr;margin:4px 0;gap:2px 8px}
+.verdict-box dt{color:#666} tr.folded td{background:#fff4e5}
+svg .alive{stroke:#ccc} svg .culprit-row{fill:#d62728;opacity:.15}
+svg .culprit-label{font-size:12px;font-weight:600;fill:#d62728} svg .yr{font-size:11px;fill:#444}
 @media (prefers-color-scheme:dark){
 body{color:#ddd;background:#121212} .run{border-color:#444} .run dt{color:#999}
 svg.chart{background:#1b1b1b;border-color:#333}
@@ -67,6 +73,8 @@ svg .grid{stroke:#2e2e2e} svg .axis,svg .tickmark{stroke:#777} svg .divider{stro
 svg .nf{stroke:#121212} svg .band.restart{fill:#bbb;opacity:.3}
 table.alerts td,table.alerts th{border-color:#444} tr.resolved td{color:#999}
 tr.critical td.sev{color:#ff6b6b} tr.warning td.sev{color:#ffa94d} td.ts small{color:#999}
+.verdict-box dt{color:#999} tr.folded td{background:#2a2116} svg .alive{stroke:#444}
+svg .yr{fill:#bbb} svg .culprit-label{fill:#ff6b6b}
 }
 """
 TABLE_CAP = 2000
@@ -208,50 +216,61 @@ def when_cell(event: AlertEvent, where: Place | None) -> tuple[str, str]:
     return text, ("at end of file, " if at_end else "") + note
 
 
+TABLE_HEAD = ("time", "severity", "status", "rule", "where", "summary", "fix", "log line")
+_CELLS = ("ts", "sev", "status", "rule", "where", "summary", "fix", "text")
+
+
 def alert_table(events: Sequence[AlertEvent], places: Mapping[int, Place] | None = None) -> str:
     """Every alert event: when, severity, status, rule, where, summary, fix and the log line."""
     if not events:
         return '<p id="no-alerts">No alerts.</p>'
-    head = "".join(
-        f"<th>{c}</th>"
-        for c in ("time", "severity", "status", "rule", "where", "summary", "fix", "log line")
-    )
-    rows = []
-    for e in events[:TABLE_CAP]:
-        when, how = when_cell(e, (places or {}).get(id(e)))
-        status = f"{e.status} ({e.reason})" if e.reason else str(e.status)
-        cells = (
-            when,
-            e.severity.label,
-            status,
-            e.rule,
-            f"{e.source}:{e.line}",
-            e.summary,
-            e.fix or "",
-            e.text,
-        )
-        tds = "".join(
-            f'<td class="{c}">{escape(str(v))}'
-            + (f"<small>{escape(how)}</small>" if c == "ts" and how else "")
-            + "</td>"
-            for c, v in zip(
-                ("ts", "sev", "status", "rule", "where", "summary", "fix", "text"),
-                cells,
-                strict=True,
-            )
-        )
-        rows.append(
-            f'<tr class="alert {escape(e.severity.label)} {escape(str(e.status))}">{tds}</tr>'
-        )
+    rows = [alert_row(e, (places or {}).get(id(e))) for e in events[:TABLE_CAP]]
     more = ""
     if len(events) > TABLE_CAP:
-        more = (
-            f'<p id="more-alerts">{len(events) - TABLE_CAP:,} more alert events are not listed: '
-            "<code>logwatch replay --format jsonl</code> prints them all.</p>"
-        )
+        more = f"{len(events) - TABLE_CAP:,} more alert events are not listed"
+    return table(rows, more)
+
+
+def alert_row(event: AlertEvent, where: Place | None) -> str:
+    """One event's row of the alert table."""
+    when, how = when_cell(event, where)
+    status = f"{event.status} ({event.reason})" if event.reason else str(event.status)
+    cells = (
+        when,
+        event.severity.label,
+        status,
+        event.rule,
+        f"{event.source}:{event.line}",
+        event.summary,
+        event.fix or "",
+        event.text,
+    )
+    return row(cells, how, f"alert {event.severity.label} {event.status}")
+
+
+def row(cells: Sequence[str], how: str, classes: str, attrs: str = "") -> str:
+    """A table row of `cells` (in `TABLE_HEAD`'s order); `how`: the time cell's note."""
+    tds = "".join(
+        f'<td class="{c}">{escape(str(v))}'
+        + (f"<small>{escape(how)}</small>" if c == "ts" and how else "")
+        + "</td>"
+        for c, v in zip(_CELLS, cells, strict=True)
+    )
+    return f'<tr class="{escape(classes)}"{attrs}>{tds}</tr>'
+
+
+def table(rows: Sequence[str], more: str = "") -> str:
+    """The alert table of `rows`; `more`: what is left out, said under it."""
+    head = "".join(f"<th>{c}</th>" for c in TABLE_HEAD)
+    note = (
+        f'<p id="more-alerts">{escape(more)}: '
+        "<code>logwatch replay --format jsonl</code> prints them all.</p>"
+        if more
+        else ""
+    )
     return (
         f'<table class="alerts"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
-        + more
+        + note
     )
 
 
@@ -263,13 +282,18 @@ def page(
     note: str,
     places: Mapping[int, Place] | None = None,
     actions_html: str = "",
+    *,
+    top: str = "",
+    table_html: str | None = None,
 ) -> str:
-    """The whole report as one HTML document (`actions_html`: the action rows, if any)."""
+    """The whole report as one HTML document (`actions_html`: the action rows, if any; `top`:
+    what comes under the title, before the headers; `table_html`: the alert table, when not
+    one row per event)."""
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
-        f"<h1>{escape(title)}</h1><p>{escape(note)}</p>"
+        f"<h1>{escape(title)}</h1>{top}<p>{escape(note)}</p>"
         + "".join(header_html(h) for h in headers)
         + '<h2>Plots</h2><p class="controls"><label><input type="checkbox" id="logscale"> '
         "log scale (loss, gradient norm, learning rate, throughput)</label> · "
@@ -278,7 +302,7 @@ def page(
         "yellow: stalls · orange: queue starvation</p>"
         + "".join(charts)
         + "<h2>Alerts</h2>"
-        + alert_table(events, places)
+        + (alert_table(events, places) if table_html is None else table_html)
         + actions_html
         + f"<script>{SCRIPT}</script></body></html>"
     )

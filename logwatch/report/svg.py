@@ -74,7 +74,7 @@ class Line:
 
 
 @dataclass(frozen=True, slots=True)
-class _Geo:
+class Geo:
     """A chart's vertical layout: where the plot begins (under the legend) and its height."""
 
     top: int
@@ -82,7 +82,7 @@ class _Geo:
     height: int
 
 
-def _layout(title: str, lines: Sequence[Line], plot_h: int) -> tuple[_Geo, str]:
+def legend_layout(title: str, lines: Sequence[Line], plot_h: int) -> tuple[Geo, str]:
     """The legend after the title, wrapped onto rows within the chart's width; the layout
     that leaves room for it."""
     entries, x, row = [], LEFT + 12 + 8 * len(title), 0
@@ -100,7 +100,7 @@ def _layout(title: str, lines: Sequence[Line], plot_h: int) -> tuple[_Geo, str]:
         )
         x += width
     top = TOP + 15 * row
-    return _Geo(top, plot_h, top + plot_h + BOTTOM), "".join(entries)
+    return Geo(top, plot_h, top + plot_h + BOTTOM), "".join(entries)
 
 
 def line_chart(
@@ -114,10 +114,10 @@ def line_chart(
     height: int = 210,
 ) -> str:
     """One chart of lines against x, with markers for non-finite values."""
-    geo, legend = _layout(title, lines, height - TOP - BOTTOM)
+    geo, legend = legend_layout(title, lines, height - TOP - BOTTOM)
     ys = [p.finite.get_column("y") for line in lines for p in line.parts]
     values = pl.concat(ys) if ys else pl.Series("y", [], dtype=pl.Float64)
-    body = [_bands(bands, axis, geo), _x_ticks(axis, geo)]
+    body = [_bands(bands, axis, geo), x_ticks(axis, geo)]
     for scale in ("lin", "log") if log_toggle else ("lin",):
         y_of = _y_scale(values, scale, geo)
         group = [f'<g class="{scale}-y">' if log_toggle else "<g>", y_of.ticks]
@@ -126,7 +126,7 @@ def line_chart(
         body.append("".join(group) + "</g>")
     for line in lines:
         body.extend(_markers(line, p, axis, geo) for p in line.parts)
-    return _frame(chart_id, title, legend, geo, "".join(body))
+    return frame(chart_id, title, legend, geo, "".join(body))
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +136,7 @@ class _YScale:
     log: bool
 
 
-def _y_scale(values: pl.Series, scale: str, geo: _Geo) -> _YScale:
+def _y_scale(values: pl.Series, scale: str, geo: Geo) -> _YScale:
     """Where a y value goes in pixels on this scale, and its tick marks (1-2-5 values)."""
     if scale == "log":
         values = values.filter(values > 0).log10()
@@ -184,7 +184,7 @@ def _polyline(line: Line, points: Points, axis: XAxis, y: _YScale) -> str:
     )
 
 
-def _markers(line: Line, points: Points, axis: XAxis, geo: _Geo) -> str:
+def _markers(line: Line, points: Points, axis: XAxis, geo: Geo) -> str:
     """Each NaN / ±Inf as a marker on the axis, with its step and line in a tooltip."""
     out = []
     for row in points.nonfinite.iter_rows(named=True):
@@ -222,7 +222,7 @@ def _marker_tip(label: str, word: str, row: dict[str, Any]) -> str:
     )
 
 
-def _bands(bands: Sequence[Band], axis: XAxis, geo: _Geo) -> str:
+def _bands(bands: Sequence[Band], axis: XAxis, geo: Geo) -> str:
     out = []
     for band in bands:
         x0 = axis.px(band.x0)
@@ -234,7 +234,7 @@ def _bands(bands: Sequence[Band], axis: XAxis, geo: _Geo) -> str:
     return "".join(out)
 
 
-def _x_ticks(axis: XAxis, geo: _Geo) -> str:
+def x_ticks(axis: XAxis, geo: Geo) -> str:
     """The x axis line, its ticks and, on a line-number axis, each file's labelled divider."""
     base = geo.top + geo.plot_h
     out = [f'<line class="axis" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{base}" y2="{base}"/>']
@@ -256,7 +256,8 @@ def _x_ticks(axis: XAxis, geo: _Geo) -> str:
     return "".join(out)
 
 
-def _frame(chart_id: str, title: str, legend: str, geo: _Geo, body: str) -> str:
+def frame(chart_id: str, title: str, legend: str, geo: Geo, body: str) -> str:
+    """A chart's `svg` element: its title, legend and body."""
     return (
         f'<svg class="chart" id="{escape(chart_id)}" width="{WIDTH}" height="{geo.height}" '
         f'viewBox="0 0 {WIDTH} {geo.height}" role="img" aria-label="{escape(title)}">'
@@ -278,13 +279,13 @@ def stack_chart(
         {c for part in parts for c in part.columns if c != "x"}, key=lambda c: int(c[1:])
     )
     lines = [Line(f"bucket {i}", (), PALETTE[i % len(PALETTE)]) for i in range(len(names))]
-    geo, legend = _layout(title, lines, 170 - TOP - BOTTOM)
+    geo, legend = legend_layout(title, lines, 170 - TOP - BOTTOM)
     shapes = [_stack(part, names, axis, geo) for part in parts if part.height]
-    body = "".join(shapes) + _bands(bands, axis, geo) + _x_ticks(axis, geo)
-    return _frame(chart_id, title, legend, geo, body)
+    body = "".join(shapes) + _bands(bands, axis, geo) + x_ticks(axis, geo)
+    return frame(chart_id, title, legend, geo, body)
 
 
-def _stack(shares: pl.DataFrame, names: Sequence[str], axis: XAxis, geo: _Geo) -> str:
+def _stack(shares: pl.DataFrame, names: Sequence[str], axis: XAxis, geo: Geo) -> str:
     xs = [axis.px(float(v)) for v in shares.get_column("x")]
     tops = [0.0] * shares.height
     shapes = []
@@ -315,24 +316,50 @@ class Span:
     title: str
 
 
+def _bars(spans: Sequence[Span], axis: XAxis) -> list[tuple[str, str, float, float, int, str]]:
+    """Each rule's spans as drawn bars (rule, severity, x0, x1 in pixels, how many, the first's
+    title), in the spans' order: spans of one rule and severity whose bars overlap are one bar
+    (thousands of ranks' alerts of one cascade are one bar, not thousands on one spot); spans
+    off the axis are left out, those across its ends cut there."""
+    bars: list[list[Any]] = []
+    last: dict[tuple[str, str], list[Any]] = {}
+    for span in sorted(spans, key=lambda s: (s.rule, s.severity, s.x0)):
+        if span.x1 < axis.lo or span.x0 > axis.hi:
+            continue  # off this chart's axis (a file whose lines it does not draw)
+        x0 = axis.px(max(span.x0, axis.lo))
+        x1 = max(axis.px(min(span.x1, axis.hi)), x0 + 3)
+        key = (span.rule, span.severity)
+        bar = last.get(key)
+        if bar is not None and x0 <= bar[3]:
+            bar[3] = max(bar[3], x1)
+            bar[4] += 1
+            continue
+        bar = last[key] = [span.rule, span.severity, x0, x1, 1, span.title]
+        bars.append(bar)
+    order = {span.rule: i for i, span in reversed(list(enumerate(spans)))}
+    if not bars:
+        return []
+    bars.sort(key=lambda b: (order[b[0]], b[2]))
+    return [(r, s, x0, x1, n, t) for r, s, x0, x1, n, t in bars]
+
+
 def span_chart(chart_id: str, title: str, axis: XAxis, spans: Sequence[Span]) -> str:
     """One row per rule; a bar per firing-to-resolved span, coloured by severity."""
     rules = list(dict.fromkeys(span.rule for span in spans))
-    geo = _Geo(TOP, 22 * max(len(rules), 1), TOP + BOTTOM + 22 * max(len(rules), 1))
-    body = [_x_ticks(axis, geo)]
+    geo = Geo(TOP, 22 * max(len(rules), 1), TOP + BOTTOM + 22 * max(len(rules), 1))
+    body = [x_ticks(axis, geo)]
     for i, rule in enumerate(rules):
         y = TOP + 22 * i
         body.append(f'<text class="rule" x="{LEFT + 4}" y="{y + 15}">{escape(rule)}</text>')
-    for span in spans:
-        y = TOP + 22 * rules.index(span.rule) + 3
-        x0 = axis.px(span.x0)
-        x1 = max(axis.px(span.x1), x0 + 3)
-        colour = SEVERITY_COLOUR.get(span.severity, "#777")
+    for rule, severity, x0, x1, count, first in _bars(spans, axis):
+        y = TOP + 22 * rules.index(rule) + 3
+        colour = SEVERITY_COLOUR.get(severity, "#777")
+        said = first if count == 1 else f"{count} {rule} alerts here; the first: {first}"
         body.append(
-            f'<rect class="alert-span" data-rule="{escape(span.rule)}" x="{x0:.1f}" y="{y}" '
+            f'<rect class="alert-span" data-rule="{escape(rule)}" x="{x0:.1f}" y="{y}" '
             f'width="{x1 - x0:.1f}" height="16" fill="{colour}" fill-opacity="0.55">'
-            f"<title>{escape(span.title)}</title></rect>"
+            f"<title>{escape(said)}</title></rect>"
         )
     if not spans:
         body.append(f'<text class="tick" x="{LEFT + 4}" y="{TOP + 15}">no alerts</text>')
-    return _frame(chart_id, title, "", geo, "".join(body))
+    return frame(chart_id, title, "", geo, "".join(body))

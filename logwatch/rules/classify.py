@@ -39,6 +39,7 @@ from logwatch.rules.base import (
 )
 from logwatch.rules.gates import gate_for, gate_pairs
 from logwatch.rules.params import Kind, Param, ParamError
+from logwatch.rules.writers import WRITER_COLUMNS, with_writers, writer_labels
 
 TAIL_CHARS = 160
 """How much of the previous line a wrapped message is looked for in."""
@@ -75,8 +76,9 @@ class Case:
 
 @dataclass(frozen=True, slots=True)
 class ClassifyRule:
-    """Fires at the first line matching `pattern`, once per run and label set; never resolves
-    within the run. See the module docstring for details, cases and wrapped lines."""
+    """Fires at the first line matching `pattern`, once per run and label set (a prefixed line's
+    rank is one: `rules.writers`); never resolves within the run. See the module docstring for
+    details, cases and wrapped lines."""
 
     pattern: str
     label_names: tuple[str, ...] = ()
@@ -116,11 +118,9 @@ class ClassifyRule:
         hits, state = self._hits(frame, state)
         if hits.is_empty():
             return [], state
-        hits = self._classified(self._captured(hits))
-        label_columns = list(self.label_names)
-        firsts = hits.unique(subset=label_columns or None, keep="first", maintain_order=True)
-        if not label_columns:
-            firsts = hits.head(1)
+        hits = with_writers(self._classified(self._captured(hits)), frame)
+        identity = [*self.label_names, *WRITER_COLUMNS]  # one per rank of a prefixed line
+        firsts = hits.unique(subset=identity, keep="first", maintain_order=True)
         return self._fired(firsts.iter_rows(named=True), state, 0)
 
     def _fired(
@@ -130,7 +130,7 @@ class ClassifyRule:
         fired: list[str] = list(state["fired"])
         out: list[Transition] = []
         for hit in firsts:
-            labels = {name: hit[name] or "" for name in self.label_names}
+            labels = writer_labels(hit, {name: hit[name] or "" for name in self.label_names})
             key = repr(sorted(labels.items()))
             if key in fired:
                 continue
@@ -153,7 +153,8 @@ class ClassifyRule:
             return [([], state) for state in states]
         index = part_of(hits.get_column("_row"), parts)
         hits = self._classified(self._captured(hits.with_columns(index.alias("_part"))))
-        subset = ["_part", *self.label_names]
+        hits = with_writers(hits, frame)
+        subset = ["_part", *self.label_names, *WRITER_COLUMNS]  # one per rank of a prefixed line
         firsts = hits.unique(subset=subset, keep="first", maintain_order=True)
         by_part: dict[int, list[dict[str, Any]]] = {}
         for hit in firsts.iter_rows(named=True):

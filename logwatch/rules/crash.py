@@ -37,6 +37,7 @@ from typing import Any
 import polars as pl
 
 from logwatch.alerts import FIRING
+from logwatch.parse.prefix import line_writer
 from logwatch.redact import redact
 from logwatch.rules.base import (
     Needs,
@@ -51,6 +52,7 @@ from logwatch.rules.exits import (
     DECIDING,
     ENDED,
     LAST_LINES,
+    ROOT_CAUSE_RANK,
     died_at_prompt,
     ended_by,
     named_by_deciding,
@@ -404,14 +406,29 @@ def _labels(
     rank: str | None,
     fallback: str | None,
     ended: str | None = None,
+    *,
+    local: bool = False,
 ) -> dict[str, str]:
-    """The alert's labels: the failing rank where one is known, the exception where there is
-    one, and what ended the run where no exception says it."""
+    """The alert's labels: the failing rank where one is known (`local_rank` when only the
+    local one is: `local`, or a `[defaultL]:` prefix), the exception where there is one, and
+    what ended the run where no exception says it."""
+    rank_label = "local_rank" if local else "rank"
     if first is not None and first["rank"] != "-1":
-        rank = first["rank"]
+        rank_label, rank = _writer(first["text"], first["rank"])
     exception = first.get("exception") if first is not None else fallback
-    labels = {"rank": rank, "exception": exception, "ended": ended}
+    labels = {rank_label: rank, "exception": exception, "ended": ended}
     return {name: value for name, value in labels.items() if value is not None}
+
+
+def _writer(text: str, rank: str) -> tuple[str, str]:
+    """The label and value of the rank an exception line's prefix names: `rank` for a global
+    one (`[rank139]:`, `3: `), `local_rank` for torchrun's `[default3]:` alone."""
+    p_rank, p_local, _ = line_writer(text)
+    if p_rank is not None:
+        return "rank", str(p_rank)
+    if p_local is not None:
+        return "local_rank", str(p_local)
+    return "rank", rank
 
 
 def _fire(row: int, alive: list[dict[str, Any]], deciding: Mapping[str, Any]) -> Transition:
@@ -419,15 +436,17 @@ def _fire(row: int, alive: list[dict[str, Any]], deciding: Mapping[str, Any]) ->
     text = str(deciding["text"])
     unmarked = re.sub(r"[\s*_`]+$", "", re.sub(_MARKUP, "", str(deciding["_msg"])))
     rank, code, ended = ended_by(unmarked) if deciding["_ended"] else (None, None, None)
-    rank, code = named_by_deciding(text, rank, code)
+    rank, code, local = named_by_deciding(text, rank, code)
     first = min(alive, key=lambda p: p["line"]) if alive else None
     if ended is not None:
         fallback = None
     elif code is not None:
         fallback = f"exit code {code} (no traceback of it in this log)"
+    elif re.search(ROOT_CAUSE_RANK, text):
+        fallback = None  # the table's rank line: its exit code follows, no exception is in it
     else:
         fallback = _exception_text(str(deciding["_msg"]))
-    labels = _labels(first, rank, fallback, ended)
+    labels = _labels(first, rank, fallback, ended, local=local)
     value = None if code is None else float(code)
     return Transition(row=row, status=FIRING, value=value, labels=labels)
 

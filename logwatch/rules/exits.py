@@ -47,10 +47,13 @@ _SIGNALS = {
     "terminated": (143, "SIGTERM"),
 }
 _CODES = {code: name for code, name in _SIGNALS.values()} | {130: "SIGINT"}
+ROOT_CAUSE_RANK = r"^\s*rank\s*: (\d+) \(local_rank"
+"""The rank line of torch elastic's Root Cause table (`rank      : 136 (local_rank: 0)`): a
+global rank, and no exception."""
 # (pattern, capture of the rank or None, capture of the exit code or None)
 DECIDING: tuple[tuple[str, int | None, int | None], ...] = (
     (r"failed \(exitcode: (-?\d+)\) local_rank: (\d+)", 2, 1),  # torch elastic agent
-    (r"^\s*rank\s*: (\d+) \(local_rank", 1, None),  # elastic Root Cause block
+    (ROOT_CAUSE_RANK, 1, None),  # elastic Root Cause block
     (r"^\s*exitcode\s*: (-?\d+) \(pid", None, 1),
     (r"Signals\.SIGKILL|Signal 9 \(SIGKILL\) received", None, None),
     # DeepSpeed's launcher names the rank in the command it ran
@@ -167,17 +170,25 @@ def ended_by(message: str) -> tuple[str | None, int | None, str | None]:
     return None, None, None
 
 
+LOCAL_RANK_DECIDING = frozenset({DECIDING[0][0], DECIDING[4][0]})
+"""The `DECIDING` patterns whose rank is a local one (torch elastic's `local_rank: N`,
+DeepSpeed's `--local_rank=N`): never to be called a rank."""
+
+
 def named_by_deciding(
     text: str, rank: str | None, code: int | None
-) -> tuple[str | None, int | None]:
+) -> tuple[str | None, int | None, bool]:
     """The rank and the exit code the `DECIDING` patterns find in a line, where `rank` and
-    `code` (what its `ENDED` pattern said) are not known yet."""
+    `code` (what its `ENDED` pattern said) are not known yet, and whether that rank is a local
+    one."""
+    local = False
     for pattern, rank_group, code_group in DECIDING:
         found = pl.Series([text]).str.extract_groups(pattern)[0]
         if found is None or all(v is None for v in found.values()):
             continue
         if rank_group is not None and rank is None:
             rank = found[str(rank_group)]
+            local = pattern in LOCAL_RANK_DECIDING
         if code_group is not None and code is None:
             code = int(found[str(code_group)])
-    return rank, code
+    return rank, code, local

@@ -25,6 +25,7 @@ from logwatch.rules.base import (
 from logwatch.rules.gates import NEVER, gate_for
 from logwatch.rules.nonfinite import NonFiniteRule
 from logwatch.rules.params import Columns, Kind, Param
+from logwatch.rules.writers import WRITER_COLUMNS, with_writers, writer_labels
 
 
 def _transitions(events: pl.DataFrame, value_column: str | None) -> list[Transition]:
@@ -109,7 +110,8 @@ def streak_starts(rule: StreakRule) -> pl.Expr:
 @dataclass(frozen=True, slots=True)
 class MatchRule:
     """Fires at the first line matching `pattern`, once per run and per label set; never
-    resolves within the run. Named groups in the pattern become labels."""
+    resolves within the run. Named groups in the pattern become labels, and a prefixed line's
+    rank one more (`rules.writers`)."""
 
     pattern: str
     label_names: tuple[str, ...] = ()
@@ -141,6 +143,8 @@ class MatchRule:
             ]
         else:
             keys = [{} for _ in range(hits.height)]
+        writers = with_writers(hits, frame).select(WRITER_COLUMNS).iter_rows(named=True)
+        keys = [writer_labels(hit, labels) for hit, labels in zip(writers, keys, strict=True)]
         out: list[Transition] = []
         for row, labels in zip(hits.get_column("_row"), keys, strict=True):
             key = repr(sorted(labels.items()))

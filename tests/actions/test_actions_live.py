@@ -20,7 +20,7 @@ from tests.actions.actionkit import (
     tail,
     trainer,
 )
-from tests.support.slackhelp import TOKEN
+from tests.support.slackhelp import PACE, TOKEN
 from tests.support.tailkit import wait_until
 
 START = "2026-11-28 14:02:03,118 INFO [train] run start: run_id=slammed4 pid={pid} gpus=8\n"
@@ -211,7 +211,9 @@ def test_action_outcome_is_a_thread_reply_on_the_slack_message(
     config = action_config(
         tmp_path, f'name = "note"\non = ["nan-loss"]\n{python_argv(script, str(record))}'
     )
-    slack = f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake_slack.base_url}"\n'
+    slack = (
+        f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake_slack.base_url}"\npace = "{PACE}"\n'
+    )
     config.write_text(slack + '[alerts]\ngroup_wait = "0s"\n' + config.read_text(), "utf-8")
     log = tmp_path / "train.log"
     log.write_text(FINE, encoding="utf-8")

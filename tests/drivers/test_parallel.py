@@ -33,20 +33,23 @@ def spawned(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
 
 
+@pytest.mark.parametrize(
+    "fmt", ["json", "text"]
+)  # apart: among the suite's longest, split for xdist
 @pytest.mark.parametrize("layout", ["torchrun", "slurm-default"])
-def test_jobs_2_is_byte_identical_to_one_process(tmp_path: Path, layout: str) -> None:
+def test_jobs_2_is_byte_identical_to_one_process(tmp_path: Path, layout: str, fmt: str) -> None:
     """16 ranks (torchrun: 34 files, untimed tracebacks placed by their file's times; SLURM: a
     file per node, ranks from `[defaultL]:`): `--jobs 2` prints the JSON document (events in
     order, stats, the fleet object with the verdict) and the text of one process, byte for
-    byte."""
+    byte; the text begins with the verdict naming the culprit."""
     fleet = gen.generate(tmp_path / "run", gen.FleetSpec(ranks=16, steps=4, layout=layout))
     root = str(fleet.root)
-    for fmt in ("json", "text"):
-        expected = in_process("replay", "--format", fmt, root)
-        done = spawned("replay", "--format", fmt, "--jobs", "2", root)
-        assert done.returncode == 0, done.stderr
-        assert done.stdout == expected
-    assert f"rank {fleet.culprit_rank} ({fleet.culprit_host})" in expected.splitlines()[0]
+    expected = in_process("replay", "--format", fmt, root)
+    done = spawned("replay", "--format", fmt, "--jobs", "2", root)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == expected
+    if fmt == "text":
+        assert f"rank {fleet.culprit_rank} ({fleet.culprit_host})" in expected.splitlines()[0]
 
 
 def test_batches_keep_file_order_small_files_together_a_large_one_alone(tmp_path: Path) -> None:
@@ -61,6 +64,24 @@ def test_batches_keep_file_order_small_files_together_a_large_one_alone(tmp_path
     tasks = batches(paths, workers=2, max_files=3)
     assert [len(task) for task in tasks] == [3, 1, 3, 1]
     assert [p for task in tasks for p in task] == paths
+
+
+def test_jobs_1_with_export_replays_here_and_exports_every_line(tmp_path: Path) -> None:
+    """`--jobs 1 --export`: the one process is this one, so the export gets every file's
+    lines (a pool of one would have run the files where the export cannot see them)."""
+    import polars as pl
+
+    fleet = gen.generate(tmp_path / "run", gen.FleetSpec(ranks=16, steps=4))
+    out = tmp_path / "x.parquet"
+    result = CliRunner().invoke(
+        cli, ["replay", "--jobs", "1", "--format", "jsonl", "--export", str(out), str(fleet.root)]
+    )
+    assert result.exit_code == 0, result.stderr
+    files = [p for p in fleet.root.rglob("*") if p.is_file()]
+    lines = sum(len(p.read_bytes().splitlines()) for p in files)
+    frame = pl.read_parquet(out)
+    assert frame.height == lines
+    assert frame.get_column("source").n_unique() == len(files)
 
 
 def test_jobs_with_export_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -131,10 +131,10 @@ def test_text_summary_has_a_header_per_file_and_says_no_step_plainly(write_log) 
     assert tail == [
         f"== {RESTARTED} ==",
         f"{RESTARTED}: 23 lines, 14 step lines (10..50), last loss 2.75, q_hs 19..42; "
-        "alerts: cuda-oom x1, gpu-lost x1, nccl-timeout x1",
+        "alerts: cuda-oom x1, gpu-lost x1, nccl-timeout x2",
         "  2026-11-30 06:00:00 .. 2026-11-30 06:31:40 (31m40s), restarted once, "
         "throughput median 50,754/s",
-        "  still firing: nccl-timeout (line 21), gpu-lost (line 23)",
+        "  still firing: nccl-timeout (line 21), nccl-timeout (line 22), gpu-lost (line 23)",
         f"== {chatter} ==",
         f"{chatter}: 2 lines, no step lines, no loss; alerts: none",
         "  no timestamps, no restarts, no throughput",

@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from logwatch.api import load_rules
 from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay
@@ -60,19 +61,17 @@ def _same(a: ReplayResult, b: ReplayResult) -> None:
     assert list(a.stats) == list(b.stats)  # the summary's order: the files' order
 
 
-def test_many_small_files_give_what_each_file_gives_alone(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])  # apart: the longest test here, split for xdist
+def test_many_small_files_give_what_each_file_gives_alone(tmp_path: Path, workers: int) -> None:
     """Grouped (the default), every file's events come in file order with the same fields and
-    stats as with each file parsed alone, with one parse thread and two."""
+    stats as with each file parsed alone, with one parse thread and with two."""
     paths = _fleet(tmp_path)
     rules = load_rules()
     big = len((ROOT / "samples/dflash/train_healthy.log").read_bytes()) * 3
-    for workers in (1, 2):
-        alone = replay(paths, rules, options=ReplayOptions(workers=workers, small_file_bytes=0))
-        grouped = replay(
-            paths, rules, options=ReplayOptions(workers=workers, small_file_bytes=big - 1)
-        )
-        _same(alone, grouped)
-        assert len(alone.events) > 50
+    alone = replay(paths, rules, options=ReplayOptions(workers=workers, small_file_bytes=0))
+    grouped = replay(paths, rules, options=ReplayOptions(workers=workers, small_file_bytes=big - 1))
+    _same(alone, grouped)
+    assert len(alone.events) > 50
     years = {e.source: e.ts.year for e in alone.events if "syslog" in e.source and e.ts}
     assert years == {paths[7]: 2024, paths[-1]: 2025}
 

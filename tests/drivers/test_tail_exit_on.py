@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from logwatch.cli import cli
 from logwatch.testing import FakeSlack
 from tests.support.process import Collected
-from tests.support.slackhelp import TOKEN
+from tests.support.slackhelp import PACE, TOKEN
 from tests.support.tailkit import wait_until
 
 
@@ -81,7 +81,7 @@ def test_exit_on_waits_for_slack(tmp_path: Path) -> None:
     with FakeSlack(token=TOKEN, rate_per_s=None) as fake:
         config = tmp_path / "logwatch.toml"
         config.write_text(
-            f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake.base_url}"\n'
+            f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake.base_url}"\npace = "{PACE}"\n'
             '[alerts]\ngroup_wait = "1h"\n',
             encoding="utf-8",
         )

@@ -92,7 +92,8 @@ def test_plugin_state_is_checkpointed_under_its_name_and_restored(tmp_path: Path
     with running(tail.driver) as driver:
         driver.sync()
     extras = json.loads((tmp_path / "state" / "checkpoint.json").read_text())["extras"]
-    assert extras == {"rec": {"lines": 2}}
+    assert set(extras) == {"rec", "placement"}  # the driver's own placement, and the plugin's
+    assert extras["rec"] == {"lines": 2}
     again = Recorder("rec")
     with running(Tail(tmp_path, plugins=[again]).driver) as driver:
         driver.sync()

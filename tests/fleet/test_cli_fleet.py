@@ -294,7 +294,8 @@ def test_report_of_a_folder_titles_the_fleet_and_puts_the_verdict_first(
     html = out.read_text("utf-8")
     assert f"<h1>logwatch report: {fleet.root}: 16 ranks on 2 hosts</h1>" in html
     rank, host = fleet.culprit_rank, fleet.culprit_host
-    assert f"<p>Root cause: rank {rank} ({host}): GPU fell off the bus (Xid 79) at " in html
+    assert html.index("</h1>") == html.index('<section class="verdict-box"') - len("</h1>")
+    assert f"Root cause: rank {rank} ({host}): GPU fell off the bus (Xid 79) at " in html
     table = html[html.index("<h2>Alerts</h2>") :]
     assert table.index("root-cause") < table.index("gpu-lost") < table.index("nccl-timeout")
 

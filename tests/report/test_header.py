@@ -43,7 +43,7 @@ def test_verdict_says_restarts_and_what_is_left_firing() -> None:
         "still firing at the end: nccl-timeout, gpu-lost."
     )
     assert header.host == "not in the log"
-    assert header.firing == "nccl-timeout (line 21), gpu-lost (line 23)"
+    assert header.firing == "nccl-timeout (line 21), nccl-timeout (line 22), gpu-lost (line 23)"
 
 
 def test_healthy_run_says_no_alerts() -> None:

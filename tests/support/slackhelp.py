@@ -17,6 +17,11 @@ from tests.support.tailkit import wait_until
 
 TOKEN = "plain-bot-token-SECRET-7781"
 
+PACE = "50ms"
+"""`[slack] pace` of the tests' `logwatch tail` processes: a channel's requests 50 ms apart, not
+the default 1 s, so a test that posts and edits several messages does not wait seconds for each.
+tests/sinks/slack/test_slack_tail.py keeps the default (its process posts and edits 7 times)."""
+
 T0 = datetime(2026, 11, 28, 14, 0, 0)
 
 
@@ -82,6 +87,7 @@ class SlackTail:
         config = folder / f"logwatch-{group_wait}.toml"
         config.write_text(
             f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake.base_url}"\ntimeout = "{timeout}"\n'
+            f'pace = "{PACE}"\n'
             f'[alerts]\ngroup_wait = "{group_wait}"\n',
             encoding="utf-8",
         )

@@ -151,7 +151,7 @@ def open_slack_sink(
         spool,
         transport,
         dead_letter=state_dir / DEAD_LETTER,
-        policy=policy or DeliveryPolicy(),
+        policy=policy or DeliveryPolicy(pace_s=config.slack.pace_s),
         report=report,
         clock=time.monotonic if clock is None else clock.monotonic,
     )

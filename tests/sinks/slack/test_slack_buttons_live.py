@@ -12,6 +12,7 @@ from typing import Any
 from logwatch.sinks.slack.buttons import ACKNOWLEDGE, SILENCE_1H, STOP
 from logwatch.testing import FakeSlack
 from tests.actions.actionkit import append, argv_toml, tail, trainer
+from tests.support.slackhelp import PACE
 from tests.support.tailkit import wait_until
 
 START = "2026-11-28 14:02:03,118 INFO [train] run start: run_id=slammed4 pid={pid} gpus=8\n"
@@ -24,7 +25,7 @@ def _config(folder: Path, fake: FakeSlack) -> Path:
     config = folder / "logwatch.toml"
     config.write_text(
         f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake.base_url}"\ntimeout = "2s"\n'
-        f'app_token_file = "app-token"\nallowed_users = ["{ALLOWED}"]\n'
+        f'pace = "{PACE}"\napp_token_file = "app-token"\nallowed_users = ["{ALLOWED}"]\n'
         '[alerts]\ngroup_wait = "0s"\n'
         '[[action]]\nname = "stop-diverged-run"\non = ["nan-loss"]\nafter = "1h"\n'
         f"button = true\n{argv_toml('kill', '-TERM', '{pid}')}\n",

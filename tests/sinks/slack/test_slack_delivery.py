@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -151,6 +151,19 @@ def test_200_alerts_in_10s_no_429_nothing_lost(tmp_path: Path) -> None:
             assert f"`node{n // 4:02d}/rank{n % 4}.log`" in json.dumps(
                 mine["blocks"], ensure_ascii=False
             )
+
+
+def test_the_config_pace_is_the_workers_own(fake_slack: FakeSlack, tmp_path: Path) -> None:
+    """Without a policy given, the sink paces each channel by `[slack] pace` (1 s by default)."""
+    config = slack_config(fake_slack)
+    paced = replace(config, slack=replace(config.slack, pace_s=0.25))
+    for cfg, want in ((config, 1.0), (paced, 0.25)):
+        reports: list[str] = []
+        s = open_slack_sink(cfg, tmp_path / str(want), clock=FakeClock(T0), report=reports.append)
+        try:
+            assert s.worker.policy == DeliveryPolicy(pace_s=want)
+        finally:
+            s.close()
 
 
 def test_outage_with_restart_delivers_each_once_in_order(

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from logwatch.testing import FakeSlack
+from tests.support.slackhelp import PACE
 
 ROOT = Path(__file__).resolve().parents[3]
 GPU_UNAVAILABLE = "logwatch-gpu-unavailable"
@@ -29,7 +30,7 @@ def _tail(folder: Path, fake: FakeSlack, *, notify: bool) -> tuple[list[dict], s
     stopped with SIGTERM once it follows; (its JSON events, its stderr)."""
     config = folder / "logwatch.toml"
     config.write_text(
-        f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake.base_url}"\n\n'
+        f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake.base_url}"\npace = "{PACE}"\n\n'
         '[alerts]\ngroup_wait = "0s"\n\n'
         f'[gpu]\nmode = "auto"\nnotify_unavailable = {"true" if notify else "false"}\n'
     )

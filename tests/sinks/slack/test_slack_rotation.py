@@ -14,7 +14,7 @@ from logwatch.sinks.slack.notifier import Notifier
 from logwatch.sinks.slack.spool import POST, UPDATE
 from logwatch.testing import FakeClock, FakeSlack
 from tests.support.process import Collected
-from tests.support.slackhelp import ListOutbox, alert
+from tests.support.slackhelp import PACE, ListOutbox, alert
 from tests.support.tailkit import wait_until
 
 FIRST_RUN = b"step 1 | loss 1.0\nstep 2 | loss nan\n"
@@ -26,7 +26,7 @@ class RotTail(Collected):
     def __init__(self, folder: Path, fake: FakeSlack) -> None:
         config = folder / "logwatch.toml"
         config.write_text(
-            f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake.base_url}"\n'
+            f'[slack]\nchannel = "C0ALERTS01"\nbase_url = "{fake.base_url}"\npace = "{PACE}"\n'
             '[alerts]\ngroup_wait = "0s"\n',
             encoding="utf-8",
         )

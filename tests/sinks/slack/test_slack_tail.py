@@ -38,7 +38,8 @@ def tail(folder: Path, fake: FakeSlack, err: Path) -> subprocess.Popen[bytes]:
 
 
 def test_tail_posts_each_episode_once_and_resolves_by_update(tmp_path: Path) -> None:
-    """Three firings in a NaN log give three messages, two edited to RESOLVED; a restart posts nothing new."""
+    """Three firings in a NaN log give three messages, two edited to RESOLVED; a restart posts nothing new.
+    The one `tail` process test at the default `[slack] pace` (1 s): the others set 50 ms."""
     shutil.copy(NAN_LOG, tmp_path / "train.log")
     with FakeSlack(rate_per_s=None) as fake:
         proc = tail(tmp_path, fake, tmp_path / "err1")
