@@ -16,7 +16,7 @@ import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Protocol
+from typing import Protocol, cast
 
 import polars as pl
 
@@ -284,11 +284,12 @@ def replay_group(
         wanted = engine.end_columns - done
     else:
         lasts, wanted = _lasts(engine, frames, done)
-    for file, frame, last, found in zip(files, frames, lasts, taps, strict=True):
+    evaluated = _Found(engine, files, frames, columns, (lasts, done | wanted))
+    for index, (file, frame, found) in enumerate(zip(files, frames, taps, strict=True)):
         if frame is None:
             yield from replay_one(file.path)
             continue
-        engine.state_of(file.path)  # a source from its first line on, as `replay_file` does
+        events, ended = evaluated.events(index)
         source_tap = tap(file.path) if tap is not None else None
         rates = None
         if frame.height:
@@ -298,10 +299,10 @@ def replay_group(
                 on_frame(frame)
             if source_tap is not None and found is not None:
                 source_tap.take(found)
-            yield from engine.process(frame, columns, file.prepared)
+            yield from events
         if progress is not None:
             progress(file.path, file.size, file.size)
-        yield from engine.finish(file.path, last, computed=done | wanted)
+        yield from ended
         if rates is not None:
             stats = engine.state_of(file.path).stats
             stats.throughput_median = rates.median()  # type: ignore[assignment]  # Float64: a float or None
@@ -322,6 +323,52 @@ def _tapped(frames: Sequence[pl.DataFrame | None]) -> list[Tapped | None]:
     for (i, _), found in zip(present, tapped(lines, pl.concat(files)), strict=True):
         out[i] = found
     return out
+
+
+class _Found:
+    """The engine's events of a group's files, a run of them (the files up to the next one the
+    group did not read) at a time: their batches in one `Engine.process_many` call, then
+    their ends (`ends`: each file's last lines, and the columns computed in them) in one
+    `Engine.finish_many` call."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        files: Sequence[_File],
+        frames: Sequence[pl.DataFrame | None],
+        columns: frozenset[str] | None,
+        ends: tuple[Sequence[pl.DataFrame | None], frozenset[str]],
+    ) -> None:
+        self._engine, self._files, self._frames, self._columns = engine, files, frames, columns
+        self._ends = ends
+        self._events: dict[int, tuple[list[AlertEvent], list[AlertEvent]]] = {}
+        self._end = 0  # the files before it are in a run evaluated already
+
+    def events(self, index: int) -> tuple[list[AlertEvent], list[AlertEvent]]:
+        """File `index`'s events: its frame's, then its end's (a source from its first line
+        on, as `replay_file` makes it)."""
+        if index >= self._end:
+            run = []
+            for at in range(index, len(self._files)):
+                if self._frames[at] is None:
+                    break
+                self._engine.state_of(self._files[at].path)
+                self._end = at + 1
+                run.append(at)
+            lined = [at for at in run if cast(pl.DataFrame, self._frames[at]).height]
+            found = self._engine.process_many(
+                [cast(pl.DataFrame, self._frames[at]) for at in lined],
+                self._columns,
+                [self._files[at].prepared for at in lined],
+            )
+            by_file = dict(zip(lined, found, strict=True))
+            lasts, computed = self._ends
+            ended = self._engine.finish_many(
+                [self._files[at].path for at in run], [lasts[at] for at in run], computed=computed
+            )
+            for at, end in zip(run, ended, strict=True):
+                self._events[at] = (by_file.get(at, []), end)
+        return self._events.pop(index)
 
 
 def _lasts(

@@ -12,6 +12,7 @@ sent so that a restart repeats none.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
@@ -131,10 +132,32 @@ class TailRounds:
     def _handle_all(self, polled: list[tuple[Follower, PollResult]], now: float) -> bool:
         """Evaluate what the files read, file by file in order, their lines parsed together."""
         frames = self._parsed(polled)
+        ready = self._evaluated(polled, frames)
         more = False
         for follower, result in polled:
-            more |= self._after_read(follower, result, now, frames.get(id(result)))
+            found = ready.get(id(result))
+            more |= self._after_read(follower, result, now, frames.get(id(result)), found)
         return more
+
+    def _evaluated(
+        self, polled: list[tuple[Follower, PollResult]], frames: dict[int, list[pl.DataFrame]]
+    ) -> dict[int, list[AlertEvent]]:
+        """The engine's events of the round's reads of one batch (by `id` of the poll result),
+        in one `Engine.process_many` call: those of a source read once this round and not
+        truncated (the others are evaluated in their turn, as each may restart its source)."""
+        sources = Counter(follower.source for follower, _ in polled)
+        chosen = [
+            (result, frames[id(result)][0])
+            for follower, result in polled
+            if id(result) in frames
+            and len(result.batches) == 1
+            and result.truncated_at is None
+            and sources[follower.source] == 1
+        ]
+        if len(chosen) < 2:
+            return {}
+        found = self.engine.process_many([frame for _, frame in chosen], self.columns)
+        return {id(result): events for (result, _), events in zip(chosen, found, strict=True)}
 
     def _parsed(self, polled: list[tuple[Follower, PollResult]]) -> dict[int, list[pl.DataFrame]]:
         """The frames of every batch the round read, by `id` of its poll result, from one parse
@@ -156,8 +179,9 @@ class TailRounds:
         result: PollResult,
         now: float,
         frames: list[pl.DataFrame] | None = None,
+        ready: list[AlertEvent] | None = None,
     ) -> bool:
-        self._handle(follower, result, frames=frames)
+        self._handle(follower, result, frames=frames, ready=ready)
         if result.grew:
             self._arrived.add(follower.source)
             self._live[follower.source] = follower
@@ -174,8 +198,10 @@ class TailRounds:
         *,
         emit: bool = True,
         frames: list[pl.DataFrame] | None = None,
+        ready: list[AlertEvent] | None = None,
     ) -> None:
-        """Evaluate what a poll read (`frames`: its batches parsed already), emit the events."""
+        """Evaluate what a poll read (`frames`: its batches parsed already; `ready`: the
+        engine's events of its one batch, evaluated already), emit the events."""
         for note in result.notes:
             self.status(note)
         self._dirty |= bool(result.batches or result.notes)
@@ -185,6 +211,9 @@ class TailRounds:
                 events.extend(self._truncated(follower))
             if frames is None:
                 events.extend(self._process(follower, batch))
+            elif ready is not None:
+                self._observe(frames[index])
+                events.extend(ready)
             else:
                 events.extend(self._evaluate(follower, frames[index]))
         if result.truncated_at == len(result.batches):
@@ -214,10 +243,13 @@ class TailRounds:
         return self._evaluate(follower, frame)
 
     def _evaluate(self, follower: Follower, frame: pl.DataFrame) -> list[AlertEvent]:
+        self._observe(frame)
+        return self.engine.process(frame, self.columns)
+
+    def _observe(self, frame: pl.DataFrame) -> None:
         for plugin in self.plugins:
             view = self._views[id(plugin)]
             plugin.observe(frame if view is None else frame.select(view))
-        return self.engine.process(frame, self.columns)
 
     def _retire(self, follower: Follower) -> None:
         result = PollResult()

@@ -5,7 +5,8 @@ loaded rules), `batch` (what a batch's evaluation uses that no state changes, co
 cuts at run starts; the step filled in), `evaluate` (each rule's step, quiet gated rules only
 where their gate opens), `gpu_rows` (a log batch's GPU rows, shared by its GPU rules),
 `lifecycle` (fire once, resolve, end on restart), `summary` (what an alert says), `state` (a
-source's state, exported and checked on import). `core.Engine` is the one class drivers use.
+source's state, exported and checked on import), `many` (many sources' batches at once, what
+costs a query per source computed for all). `core.Engine` is the one class drivers use.
 """
 
 from __future__ import annotations

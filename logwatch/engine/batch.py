@@ -4,8 +4,8 @@ the step filled in from the lines before, and the rows an event reads."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
@@ -87,17 +87,36 @@ def _step_before(frame: pl.DataFrame, row: int, prior: int | None) -> int | None
     return prior if said is None else said
 
 
+GroupColumns = Callable[[frozenset[str], int], pl.DataFrame | None]
+"""A source's batch of `rows` rows with `columns` completed (`completed_columns` of them), cut
+from its group's frame (`Engine.process_many`), or None (not in a group: complete it)."""
+
+
 class _EventRows:
     """The rows a batch's events read, with the columns their summaries show (`columns`, not yet
     computed) added: for a few events on a long batch, on their own rows only."""
 
     def __init__(
-        self, frame: pl.DataFrame, columns: set[str], prior: int | None, rows: list[int]
+        self,
+        frame: pl.DataFrame,
+        columns: set[str],
+        prior: int | None,
+        rows: list[int],
+        group: GroupColumns | None = None,
     ) -> None:
         self._frame, self._columns, self._prior = frame, columns, prior
         self._picked: dict[int, dict[str, Any]] = {}
         if columns and len(rows) * _GATED_ROWS > frame.height:  # many: the whole batch
-            self._frame = complete(frame, columns)
+            given = None if group is None else group(frozenset(columns), frame.height)
+            if given is None:
+                self._frame = complete(frame, columns)
+            else:  # completed with many sources' lines: those columns of its own rows
+                self._frame = pl.DataFrame(
+                    [
+                        given.get_column(n) if n in given.columns else frame.get_column(n)
+                        for n in SCHEMA
+                    ]
+                )
             if "step" in columns:
                 self._frame = _filled_step(self._frame, prior)
             self._columns = set()
@@ -229,6 +248,38 @@ class _LiveChecks:
     calm: frozenset[int] = frozenset()
     gpu_empty: bool | None = None
     ahead: pl.DataFrame | None = None  # the rules' `Needs.ahead` columns (as `prepare` gives)
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A `process_many` call's frames as one (`frame`: source -> its first row and row count),
+    and the columns completed on it so far (`completed_columns` -> those columns)."""
+
+    frame: pl.DataFrame
+    rows: dict[str, tuple[int, int]]
+    completed: dict[frozenset[str], pl.DataFrame] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadyChecks:
+    """What `_live_checks` would find on one source's small batch, computed for many sources
+    at once (`Engine.process_many`): every gate's check, the streak checks (rule order ->
+    whether a streak can start), the GPU keys' (None: not checked) and the `ahead` columns."""
+
+    rows: int
+    gates: dict[str, bool]
+    streaks: dict[int, bool]
+    gpu: bool | None
+    ahead: pl.DataFrame | None
+
+    def checks(self, gates: Iterable[str], streaks: Iterable[int]) -> _LiveChecks:
+        """The live checks of `gates` and `streaks` (those the batch's rules are quiet in)."""
+        return _LiveChecks(
+            {gate: self.gates[gate] for gate in gates},
+            frozenset(order for order in streaks if not self.streaks[order]),
+            None if self.gpu is None else not self.gpu,
+            self.ahead,
+        )
 
 
 def _step_filled(frame: pl.DataFrame) -> bool:

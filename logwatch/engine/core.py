@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import partial
 from typing import Any, cast
@@ -12,17 +12,19 @@ import polars as pl
 
 from logwatch.alerts import AlertEvent
 from logwatch.engine.batch import _last_of
-from logwatch.engine.evaluate import _Evaluator
+from logwatch.engine.evaluate import _taken
+from logwatch.engine.many import _Many
 from logwatch.engine.state import (
     _STATE_FIELDS,
     _STATS_FIELDS,
     SourceState,
     SourceStats,
+    Step,
     _unreported,
     masked,
 )
 from logwatch.parse import SCHEMA
-from logwatch.rules.base import EndOfInputRule, WallClockRule
+from logwatch.rules.base import EndOfInputRule, Part, WallClockRule
 from logwatch.statecheck import (
     LIST,
     OBJECT,
@@ -35,7 +37,7 @@ from logwatch.statecheck import (
 )
 
 
-class Engine(_Evaluator):
+class Engine(_Many):
     """Runs rules over parsed frames of any number of sources, one batch at a time.
 
     Rules declare the columns they read: `columns` is what replay parses for every block
@@ -98,14 +100,18 @@ class Engine(_Evaluator):
         done = frozenset(computed)
         state = self.state_of(source)
         events: list[AlertEvent] = []
-        for order, spec in enumerate(self.rules):
-            if not isinstance(spec.rule, EndOfInputRule):
-                continue
+        for order in self._end_rules:
+            spec = self.rules[order]
+            rule = cast(EndOfInputRule, spec.rule)
             count = self._needs[order].last_lines
             if spec.id not in state.rule_states and not count:
                 continue
-            lines = _last_of(last, count, self._needs[order].columns - done)
-            step = partial(spec.rule.finish, last=lines)
+            ready = self._ready.pop((order, source), None)
+            if ready is not None:  # `finish_many` decided it with many sources' last lines
+                step: Step = partial(_taken, ready[1])
+            else:
+                lines = _last_of(last, count, self._needs[order].columns - done)
+                step = partial(rule.finish, last=lines)
             for transition in self._guarded(spec, source, state, step):
                 given = {"source": source, "line": 0, "step": state.last_step, "text": ""}
                 row = pl.DataFrame([given], schema=SCHEMA).row(0, named=True)
@@ -113,6 +119,59 @@ class Engine(_Evaluator):
                 if event is not None:
                     events.append(event)
         return events
+
+    def finish_many(
+        self,
+        sources: Sequence[str],
+        lasts: Sequence[pl.DataFrame | None],
+        *,
+        computed: Iterable[str] = (),
+    ) -> list[list[AlertEvent]]:
+        """Each source's events at the end of its input, as `finish(sources[i], lasts[i],
+        computed=computed)` called for each in order gives them, the rules that can decide
+        for many sources (`BatchedEnd`) deciding for all at once."""
+        done = frozenset(computed)
+        once = [source for source in sources if sources.count(source) == 1]
+        try:
+            if len(once) > 1:
+                self._ready_ends(sources, lasts, done, frozenset(once))
+            return [
+                self.finish(source, last, computed=done)
+                for source, last in zip(sources, lasts, strict=True)
+            ]
+        finally:
+            self._ready.clear()
+
+    def _ready_ends(
+        self,
+        sources: Sequence[str],
+        lasts: Sequence[pl.DataFrame | None],
+        done: frozenset[str],
+        once: frozenset[str],
+    ) -> None:
+        """The batched end rules' decisions for the sources in `once`, for their turns."""
+        for order, rule in self._batched_ends.items():
+            spec = self.rules[order]
+            needs = self._needs[order]
+            chosen = [(s, last) for s, last in zip(sources, lasts, strict=True) if s in once]
+            kept = [
+                None if last is None or not needs.last_lines else last.tail(needs.last_lines)
+                for _, last in chosen
+            ]
+            found = [frame for frame in kept if frame is not None and frame.height]
+            lines = _last_of(pl.concat(found) if found else None, 1 << 62, needs.columns - done)
+            parts, begin = [], 0
+            for (source, _), frame in zip(chosen, kept, strict=True):
+                end = begin + (frame.height if frame is not None else 0)
+                parts.append(Part(begin, end, self._rule_state(spec, self.state_of(source))))
+                begin = end
+            try:
+                outcomes = rule.finish_many(lines, parts)
+            except Exception:  # each source's own step raises it again, as its error
+                continue
+            for (source, _), outcome in zip(chosen, outcomes, strict=True):
+                if outcome is not None:
+                    self._ready[order, source] = (0, outcome)
 
     def export_state(self, source: str) -> dict[str, Any]:
         """One source's state as JSON-able data (rule states, last step, firing alerts, stats)."""

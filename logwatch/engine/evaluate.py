@@ -41,10 +41,10 @@ from logwatch.engine.state import (
     run_id,
 )
 from logwatch.gpu.log_rows import DroppedPair, read_telemetry_rows
-from logwatch.parse import ALWAYS, SCHEMA, complete
+from logwatch.parse import ALWAYS, SCHEMA, complete, completed_columns
 from logwatch.parse.shapes import PLAIN_PAIRS_SHAPES
 from logwatch.redact import redact
-from logwatch.rules.base import Transition
+from logwatch.rules.base import Outcome, Transition
 from logwatch.rules.gpu import LogGpuRows
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import StreakRule
@@ -134,7 +134,11 @@ class _Evaluator(_Planned):
         source = frame.get_column("source")[0]
         state = self.state_of(source)
         if self._stats:
-            state.stats.update(frame)
+            aggs = self._ready_stats.pop(source, None)
+            if aggs is not None and aggs[0] == frame.height:  # `process_many` computed them
+                state.stats.fold(aggs[1])
+            else:
+                state.stats.update(frame)
         else:
             state.stats.count(frame)
         events: list[AlertEvent] = []
@@ -182,7 +186,7 @@ class _Evaluator(_Planned):
         prior = state.last_step
         if "step" in done:
             if not _step_filled(frame):
-                frame = _filled_step(frame, prior)
+                frame = self._filled(source, frame, prior)
             last_step = frame.get_column("step")[-1]
         elif prepared is not None and prepared.stepped:
             last_step = prepared.last_step
@@ -214,7 +218,11 @@ class _Evaluator(_Planned):
             scanned = self._gate_scan.hits(frame, gates)
             opened |= {gate: not lines.is_empty() for gate, lines in scanned.items()}
         warn = partial(self._warn_dropped, source, frame)
-        gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics, live.gpu_empty, warn)
+        empty = live.gpu_empty
+        checked = self._ready_live.get(source) if empty is None else None
+        if checked is not None and checked.rows == frame.height and checked.gpu is not None:
+            empty = not checked.gpu  # `process_many` checked a long batch's GPU keys too
+        gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics, empty, warn)
         pieces: _Pieces | None = None  # of `frame` as it is, for the quiet gated rules
         for order, spec in enumerate(self.rules):
             needs = self._needs[order]
@@ -223,6 +231,14 @@ class _Evaluator(_Planned):
             if order in live.calm:
                 # no streak carried in and none starts here: what its step returns (exact)
                 state.rule_states[spec.id] = self._rule_state(spec, state)
+                continue
+            ready = self._ready.pop((order, source), None)
+            if ready is not None and ready[0] == frame.height:
+                # `process_many` stepped it on this source's lines, with many sources' (exact)
+                taken = partial(_taken, ready[1])
+                for transition in self._guarded(spec, source, state, taken):
+                    line = transition.fields.get("line", frame.item(transition.row, "line"))
+                    found.append((line, order, spec, transition))
                 continue
             missing = needs.columns - done
             if missing and order in quiet and self._gpu[order] is None:
@@ -257,7 +273,8 @@ class _Evaluator(_Planned):
             shown.add("step")  # every event says its step
         # what the summaries of this batch's events show (a rule's own columns, computed on its
         # gated rows only, are shown where its summary says them)
-        rows = _EventRows(frame, shown - done, prior, [t.row for *_, t in found])
+        group = partial(self._group_columns, source) if self._ready_group is not None else None
+        rows = _EventRows(frame, shown - done, prior, [t.row for *_, t in found], group)
         events = [self._event(spec, source, rows.row(t.row), t, state) for _, _, spec, t in found]
         return [event for event in events if event is not None]
 
@@ -290,6 +307,9 @@ class _Evaluator(_Planned):
             exprs.append(_gpu_keys_present(frame).alias("_gpu"))
         if not exprs and not self._ahead:
             return _LiveChecks({})
+        ready = self._ready_live.pop(source, None)
+        if ready is not None and ready.rows == frame.height:  # `process_many` checked them
+            return ready.checks(gates, streaks)
         try:
             # the checks are aggregates: polars repeats them along the per-line columns
             selected = frame.select(*exprs, *self._ahead)
@@ -301,6 +321,30 @@ class _Evaluator(_Planned):
         calm = {o for o, hit in zip(streaks, found[len(gates) :], strict=False) if not hit}
         gpu_empty = not found[-1] if self._log_gpu else None
         return _LiveChecks(opened, frozenset(calm), gpu_empty, ahead)
+
+    def _group_columns(
+        self, source: str, columns: frozenset[str], rows: int
+    ) -> pl.DataFrame | None:
+        """`source`'s batch with `columns` completed, cut from its `process_many` group's
+        frame completed once for all its sources (`GroupColumns`)."""
+        group = self._ready_group
+        begin, height = group.rows.get(source, (0, -1)) if group is not None else (0, -1)
+        if group is None or height != rows:
+            return None
+        key = completed_columns(columns)
+        if key not in group.completed:
+            completed = complete(group.frame, columns)
+            group.completed[key] = completed.select(n for n in SCHEMA if n in key)
+        return group.completed[key].slice(begin, height)
+
+    def _filled(self, source: str, frame: pl.DataFrame, prior: int | None) -> pl.DataFrame:
+        """`_filled_step`, or the step `process_many` filled in for this source's batch."""
+        ready = self._ready_fill.pop(source, None)
+        if ready is None or ready.len() != frame.height:
+            return _filled_step(frame, prior)
+        filled = frame.clone()
+        filled.replace_column(filled.get_column_index("step"), ready)
+        return filled
 
     def _warn_dropped(
         self, source: str, frame: pl.DataFrame, dropped: Sequence[DroppedPair]
@@ -439,3 +483,8 @@ class _Evaluator(_Planned):
             self._on_error(spec.id, source, exc)
             return []
         return transitions
+
+
+def _taken(outcome: Outcome, state: dict[str, Any]) -> Outcome:
+    """A step whose outcome `process_many` computed (`state` is the one it stepped from)."""
+    return outcome

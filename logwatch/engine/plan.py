@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
+from logwatch.engine.batch import Group, ReadyChecks
 from logwatch.engine.state import (
     STATS_COLUMNS,
     ErrorHandler,
@@ -16,7 +17,16 @@ from logwatch.engine.state import (
     WarningHandler,
 )
 from logwatch.parse import ALWAYS, SCHEMA, shapes_giving
-from logwatch.rules.base import Needs, WallClockRule, ahead_expr, gate_rows
+from logwatch.rules.base import (
+    BatchedEnd,
+    BatchedRule,
+    EndOfInputRule,
+    Needs,
+    Outcome,
+    WallClockRule,
+    ahead_expr,
+    gate_rows,
+)
 from logwatch.rules.gpu import GpuRule, HoldRule, log_gpu_metrics
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import StreakRule, streak_starts
@@ -165,6 +175,30 @@ class _Planned:
             gate: gate_rows(Needs(frozenset(), gate)).any().alias(f"_g{i}")
             for i, gate in enumerate(self._gate_rows)
         }
+        # The rules that take many sources' batches in one frame (`process_many`): not GPU
+        # rules (their step reads the batch's GPU frame).
+        self._batched: dict[int, BatchedRule] = {
+            order: spec.rule
+            for order, spec in enumerate(self.rules)
+            if isinstance(spec.rule, BatchedRule) and self._gpu[order] is None
+        }
+        # Protocol isinstance checks are slow: the rules that decide at the end of input
+        # (`finish`, per source) and those of them that decide for many sources at once.
+        self._end_rules = [
+            o for o, s in enumerate(self.rules) if isinstance(s.rule, EndOfInputRule)
+        ]
+        self._batched_ends = {
+            order: cast(BatchedEnd, self.rules[order].rule)
+            for order in self._end_rules
+            if isinstance(self.rules[order].rule, BatchedEnd)
+        }
+        # what `process_many` computed ahead for the source being processed: (rule order,
+        # source) -> (rows, outcome), and source -> (rows, its stats aggregates)
+        self._ready: dict[tuple[int, str], tuple[int, Outcome]] = {}
+        self._ready_stats: dict[str, tuple[int, dict[str, Any]]] = {}
+        self._ready_fill: dict[str, pl.Series] = {}  # source -> its step filled in
+        self._ready_live: dict[str, ReadyChecks] = {}  # source -> its live checks
+        self._ready_group: Group | None = None  # the frames of the `process_many` call
         # On a live batch, each streak rule's first check (whether a streak can start in it)
         # joins the gate checks' select (`_live_checks`).
         self._streak_checks = {

@@ -74,7 +74,10 @@ class SourceStats:
 
     def update(self, frame: pl.DataFrame) -> None:
         """Fold one parsed batch into the stats (vectorized aggregates)."""
-        agg = frame.select(_STATS_AGG).row(0, named=True)
+        self.fold(frame.select(STATS_AGG).row(0, named=True))
+
+    def fold(self, agg: dict[str, Any]) -> None:
+        """Fold one batch's `STATS_AGG` row (computed for many sources at once, per source)."""
         self.lines += agg["n"]
         self.steps_seen += agg["steps"]
         if self.first_step is None:
@@ -92,7 +95,7 @@ class SourceStats:
             self.last_ts = agg["last_ts"].isoformat()
 
 
-_STATS_AGG = (
+STATS_AGG = (
     pl.len().alias("n"),
     pl.col("step").count().alias("steps"),
     pl.col("step").drop_nulls().first().alias("first_step"),

@@ -11,7 +11,7 @@ they all produce is `schema.SCHEMA`.
 
 from __future__ import annotations
 
-from logwatch.parse.block import complete, parse_block, parse_lines
+from logwatch.parse.block import complete, completed_columns, parse_block, parse_lines
 from logwatch.parse.dialects.generic import NUMBER
 from logwatch.parse.schema import ALWAYS, SCHEMA, closure
 from logwatch.parse.shaped import TOKEN_ROWS, shape_of, shapes_giving
@@ -28,6 +28,7 @@ __all__ = [
     "YearCarry",
     "closure",
     "complete",
+    "completed_columns",
     "parse_block",
     "parse_lines",
     "shape_of",

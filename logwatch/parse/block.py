@@ -137,6 +137,13 @@ def complete(
     return _finished(frame.with_columns(values.get_columns()), wanted)
 
 
+def completed_columns(columns: Iterable[str]) -> frozenset[str]:
+    """The columns `complete(frame, columns)` (re)computes: the others it leaves as they were
+    (so a frame's `columns` may be taken from another frame of the same lines, completed)."""
+    missing = frozenset(columns) - ALWAYS - {"metrics"}
+    return _with_bases(missing) - ALWAYS if missing else frozenset()
+
+
 def _finished(frame: pl.DataFrame, computed: frozenset[str]) -> pl.DataFrame:
     """The `SCHEMA` columns in order, typed; the derived ones of those `computed` computed; the
     skipped ones null."""

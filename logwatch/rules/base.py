@@ -11,7 +11,7 @@ labels already fired), any split of a file into batches yields the same transiti
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast, runtime_checkable
 
@@ -142,6 +142,47 @@ class EndOfInputRule(Rule, Protocol):
         the source's last non-blank lines (`Needs.last_lines` of them, with the rule's columns;
         none where it asks for none)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One source's lines in a frame of many sources' (rows [begin, end)), and the rule's state
+    for that source before them (`BatchedRule`)."""
+
+    begin: int
+    end: int
+    state: dict[str, Any]
+
+
+Outcome = tuple[list[Transition], dict[str, Any]]
+"""What a step returns: the transitions (rows of its frame) and the state after it."""
+
+
+@runtime_checkable
+class BatchedRule(Rule, Protocol):
+    """A rule that can take many sources' batches in one frame, in a few queries for all."""
+
+    def evaluate_many(self, frame: pl.DataFrame, parts: Sequence[Part]) -> list[Outcome | None]:
+        """For each part, exactly what `evaluate(frame[begin:end], state)` returns (transition
+        rows counted from `begin`), or None where it does not say (the engine then calls
+        `evaluate` on that part). Parts do not overlap and follow each other in `frame`."""
+        ...
+
+
+@runtime_checkable
+class BatchedEnd(Protocol):
+    """An end-of-input rule that can decide for many sources at once (`Engine.finish_many`)."""
+
+    def finish_many(self, last: pl.DataFrame, parts: Sequence[Part]) -> list[Outcome | None]:
+        """For each part (its rows of `last`: that source's last lines), what `finish(state,
+        last[begin:end])` returns, or None where it does not say. Parts may be empty."""
+        ...
+
+
+def part_of(rows: pl.Series, parts: Sequence[Part]) -> pl.Series:
+    """The index of the part each of `rows` (sorted, of a frame the parts cover) is in."""
+    begins = pl.Series([part.begin for part in parts], dtype=rows.dtype)
+    return (begins.search_sorted(rows, side="right") - 1).cast(pl.UInt32)
 
 
 def matching_rows(frame: pl.DataFrame, pattern: str, gate: str | None) -> pl.DataFrame:

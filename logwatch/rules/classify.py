@@ -17,21 +17,24 @@ A `classify` rule is a `match` rule with three more things, all data in the pack
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
 from logwatch.alerts import FIRING, Severity
 from logwatch.rules.base import (
     Needs,
+    Outcome,
     Override,
+    Part,
     Rule,
     RuleType,
     Templates,
     Transition,
     matching_rows,
+    part_of,
     replace_state,
 )
 from logwatch.rules.gates import gate_for, gate_pairs
@@ -116,18 +119,112 @@ class ClassifyRule:
         if hits.is_empty():
             return [], state
         hits = with_writers(self._classified(self._captured(hits)), frame)
-        fired: list[str] = list(state["fired"])
-        out: list[Transition] = []
         identity = [*self.label_names, *WRITER_COLUMNS]  # one per rank of a prefixed line
         firsts = hits.unique(subset=identity, keep="first", maintain_order=True)
-        for hit in firsts.iter_rows(named=True):
+        return self._fired(firsts.iter_rows(named=True), state, 0)
+
+    def _fired(
+        self, firsts: Iterable[dict[str, Any]], state: dict[str, Any], begin: int
+    ) -> Outcome:
+        """Fire at each first hit of a label set not fired yet in the run (rows from `begin`)."""
+        fired: list[str] = list(state["fired"])
+        out: list[Transition] = []
+        for hit in firsts:
             labels = writer_labels(hit, {name: hit[name] or "" for name in self.label_names})
             key = repr(sorted(labels.items()))
             if key in fired:
                 continue
             fired.append(key)
-            out.append(self._transition(hit, labels))
+            out.append(self._transition({**hit, "_row": hit["_row"] - begin}, labels))
         return out, replace_state(state, fired=fired)
+
+    def evaluate_many(self, frame: pl.DataFrame, parts: Sequence[Part]) -> list[Outcome | None]:
+        """`evaluate` on each part, the matching, capturing and classifying in one query for
+        all (the firing, per label set once a run, over the few first hits)."""
+        states = [part.state for part in parts]
+        if self.wrapped:
+            if self.line_gate is None:
+                return [None] * len(parts)
+            hits, states = self._wrapped_hits(frame, parts)
+        else:
+            rows = matching_rows(frame, self.pattern, self.needs.gate)
+            hits = rows.rename({"text": "_subject"})
+        if hits.is_empty():
+            return [([], state) for state in states]
+        index = part_of(hits.get_column("_row"), parts)
+        hits = self._classified(self._captured(hits.with_columns(index.alias("_part"))))
+        hits = with_writers(hits, frame)
+        subset = ["_part", *self.label_names, *WRITER_COLUMNS]  # one per rank of a prefixed line
+        firsts = hits.unique(subset=subset, keep="first", maintain_order=True)
+        by_part: dict[int, list[dict[str, Any]]] = {}
+        for hit in firsts.iter_rows(named=True):
+            by_part.setdefault(hit["_part"], []).append(hit)
+        out: list[Outcome | None] = []
+        for number, (part, state) in enumerate(zip(parts, states, strict=True)):
+            found = by_part.get(number)
+            out.append(([], state) if found is None else self._fired(found, state, part.begin))
+        return out
+
+    def _wrapped_hits(
+        self, frame: pl.DataFrame, parts: Sequence[Part]
+    ) -> tuple[pl.DataFrame, list[dict[str, Any]]]:
+        """`_hits` of a wrapped rule with a line gate on every part at once: the hits (`_row`
+        of `frame`, `_subject`) and each part's state after them."""
+        gate = cast(str, self.line_gate)
+        tails = pl.Series([part.state["tail"] for part in parts], dtype=pl.String)
+        index = part_of(pl.int_range(frame.height, dtype=pl.UInt32, eager=True), parts)
+        begins = pl.Series([part.begin for part in parts], dtype=pl.UInt32)
+        texts = frame.select("text").with_row_index("_row")
+        ahead = _holds_column(gate)  # computed ahead (`Engine.prepare`) where it was
+        holds = pl.col(ahead) if ahead in frame.columns else pl.col("text").str.contains(gate)
+        if ahead in frame.columns:
+            texts = texts.with_columns(frame.get_column(ahead))
+        rows = texts.with_columns(
+            index.alias("_part"),
+            (pl.col("_row") == begins.gather(index)).alias("_first"),
+            tails.gather(index).alias("_tail"),
+            pl.Series([bool(p.state["tail_hit"]) for p in parts]).gather(index).alias("_tail_hit"),
+            pl.col("text").shift(1).alias("_prev"),
+            holds.fill_null(False).alias("_holds"),
+            tails.str.contains(gate).gather(index).alias("_tail_gated"),
+        )
+        near = pl.col("_holds") | pl.when("_first").then("_tail_gated").otherwise(
+            pl.col("_holds").shift(1)
+        )
+        candidates = self._paired(rows.filter(near.fill_null(False)))
+        scored = self._joined(candidates)
+        last_hit = {row: hit for row, hit in scored.select("_row", "_hit").iter_rows()}
+        states = []
+        texts_column = frame.get_column("text")
+        for part in parts:
+            last = texts_column[part.end - 1] or ""
+            hit = bool(last_hit.get(part.end - 1, False))
+            states.append(replace_state(part.state, tail=last[-TAIL_CHARS:].rstrip(), tail_hit=hit))
+        return _found(scored), states
+
+    def _joined(self, candidates: pl.DataFrame) -> pl.DataFrame:
+        """`_joined_hits`' scoring of candidate rows of many parts (`_first`, `_tail`,
+        `_tail_hit`, `_prev`: each part's carried tail before its first row)."""
+        text, prev, first = pl.col("text"), pl.col("_prev"), pl.col("_first")
+        hit = text.str.contains(self.pattern)
+        tail = (
+            pl.when(first)
+            .then(pl.col("_tail"))
+            .otherwise(prev.str.slice(-TAIL_CHARS).str.strip_chars_end())
+        )
+        prev_hit = (
+            pl.when(first).then(pl.col("_tail_hit")).otherwise(prev.str.contains(self.pattern))
+        )
+        joined = pl.concat_str(
+            tail,
+            pl.lit(" "),
+            text.str.replace(_CONTINUATION_PREFIX, "").str.slice(0, HEAD_CHARS),
+        )
+        return candidates.with_columns(
+            hit.fill_null(False).alias("_hit"),
+            (~hit & ~prev_hit & joined.str.contains(self.pattern)).fill_null(False).alias("_join"),
+            joined.alias("_joined"),
+        )
 
     def _hits(
         self, frame: pl.DataFrame, state: dict[str, Any]
@@ -137,10 +234,17 @@ class ClassifyRule:
             rows = matching_rows(frame, self.pattern, self.needs.gate)
             return rows.rename({"text": "_subject"}), state
         gate = self.line_gate
-        text = pl.col("text")
+        carried = {
+            "_first": pl.col("_row") == 0,
+            "_tail": pl.lit(state["tail"], dtype=pl.String),
+            "_tail_hit": pl.lit(bool(state["tail_hit"])),
+        }
         if gate is None:
-            rows = frame.select("text").with_row_index("_row")
-            return self._joined_hits(rows, text.shift(1), state)
+            rows = frame.select("text", pl.col("text").shift(1).alias("_prev"))
+            found, state = self._joined_hits(
+                rows.with_row_index("_row").with_columns(**carried), state
+            )
+            return found.drop("_kept"), state
         # A line, or a line joined to the one before, can only match where one of the two has a
         # gate literal: the rest need neither the join nor the pattern.
         texts = frame.get_column("text")
@@ -158,23 +262,24 @@ class ClassifyRule:
                 "text": texts.gather(near),
                 "_prev": texts.gather((near.cast(pl.Int64) - 1).clip(0)),
             }
-        )
-        candidates = self._paired(candidates, state["tail"])
-        found, new_state = self._joined_hits(candidates, pl.col("_prev"), state)
-        kept = candidates.get_column("_row")
+        ).with_columns(**carried)
+        found, new_state = self._joined_hits(self._paired(candidates), state)
+        kept = found.get_column("_kept")
+        found = found.drop("_kept")
         if frame.is_empty() or (kept.len() and kept[-1] == frame.height - 1):
             return found, new_state
         # the last line lacks the literals, so it cannot match: only its tail is carried
         return found, _last_line_carried(new_state, texts)
 
-    def _paired(self, candidates: pl.DataFrame, tail: str) -> pl.DataFrame:
+    def _paired(self, candidates: pl.DataFrame) -> pl.DataFrame:
         """The candidates where, for some alternative of the pattern, the line and the one
-        before it (the carried tail before the first) hold both literals it needs."""
+        before it (the carried tail `_tail` before a part's `_first`) hold both literals it
+        needs."""
         pairs = gate_pairs(self.pattern, split_on=" ")
         if not pairs or candidates.is_empty():
             return candidates
         text = pl.col("text")
-        before = pl.when(pl.col("_row") == 0).then(pl.lit(tail)).otherwise(pl.col("_prev"))
+        before = pl.when("_first").then("_tail").otherwise("_prev")
 
         def either(gate: str) -> pl.Expr:
             return (text.str.contains(gate) | before.str.contains(gate)).fill_null(False)
@@ -182,44 +287,22 @@ class ClassifyRule:
         return candidates.filter(pl.any_horizontal(either(a) & either(b) for a, b in pairs))
 
     def _joined_hits(
-        self, rows: pl.DataFrame, prev: pl.Expr, state: dict[str, Any]
+        self, rows: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[pl.DataFrame, dict[str, Any]]:
-        """`rows` (`_row`, `text`) that match alone or joined to the line before (`prev`; the
-        carried tail for the batch's first line), and the state after the last of them."""
+        """`rows` (`_row`, `text`, `_prev`: the line before) that match alone or joined to the
+        line before (the carried tail for the batch's first line), and the state after the
+        last of them; `_kept`: the last row of `rows` (null: none)."""
         if rows.is_empty():
-            return rows.select("_row", pl.col("text").alias("_subject")), state
-        text = pl.col("text")
-        hit = text.str.contains(self.pattern)
-        first = pl.col("_row") == 0
-        tail = (
-            pl.when(first)
-            .then(pl.lit(state["tail"]))
-            .otherwise(prev.str.slice(-TAIL_CHARS).str.strip_chars_end())
-        )
-        prev_hit = (
-            pl.when(first)
-            .then(pl.lit(bool(state["tail_hit"])))
-            .otherwise(prev.str.contains(self.pattern))
-        )
-        joined = pl.concat_str(
-            tail,
-            pl.lit(" "),
-            text.str.replace(_CONTINUATION_PREFIX, "").str.slice(0, HEAD_CHARS),
-        )
-        scored = rows.with_columns(
-            hit.fill_null(False).alias("_hit"),
-            (~hit & ~prev_hit & joined.str.contains(self.pattern)).fill_null(False).alias("_join"),
-            joined.alias("_joined"),
-        )
+            found = rows.select("_row", pl.col("text").alias("_subject"))
+            return found.with_columns(pl.lit(None, dtype=pl.UInt32).alias("_kept")), state
+        scored = self._joined(rows)
         last = scored.row(-1, named=True)
         state = replace_state(
             state, tail=(last["text"] or "")[-TAIL_CHARS:].rstrip(), tail_hit=last["_hit"]
         )
-        found = scored.filter(pl.col("_hit") | pl.col("_join")).select(
-            "_row",
-            pl.when(pl.col("_hit")).then(pl.col("text")).otherwise("_joined").alias("_subject"),
-        )
-        return found, state
+        return _found(scored).with_columns(
+            pl.lit(last["_row"], dtype=pl.UInt32).alias("_kept")
+        ), state
 
     def _captured(self, hits: pl.DataFrame) -> pl.DataFrame:
         """Hit rows with a column per label and per detail (first detail regex that has it)."""
@@ -272,6 +355,14 @@ class ClassifyRule:
 
 
 _NO_HITS = pl.DataFrame(schema={"_row": pl.UInt32, "_subject": pl.String})
+
+
+def _found(scored: pl.DataFrame) -> pl.DataFrame:
+    """The scored rows that match, alone or joined, with the text they match in."""
+    return scored.filter(pl.col("_hit") | pl.col("_join")).select(
+        "_row",
+        pl.when(pl.col("_hit")).then(pl.col("text")).otherwise("_joined").alias("_subject"),
+    )
 
 
 def _last_line_carried(state: dict[str, Any], texts: pl.Series) -> dict[str, Any]:

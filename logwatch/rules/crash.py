@@ -29,7 +29,7 @@ none is known. Fires once per run.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -39,7 +39,15 @@ import polars as pl
 from logwatch.alerts import FIRING
 from logwatch.parse.prefix import line_writer
 from logwatch.redact import redact
-from logwatch.rules.base import Needs, Rule, RuleType, Transition, replace_state
+from logwatch.rules.base import (
+    Needs,
+    Outcome,
+    Part,
+    Rule,
+    RuleType,
+    Transition,
+    replace_state,
+)
 from logwatch.rules.exits import (
     DECIDING,
     ENDED,
@@ -48,6 +56,8 @@ from logwatch.rules.exits import (
     died_at_prompt,
     ended_by,
     named_by_deciding,
+    prompt_end,
+    prompt_rows,
 )
 from logwatch.rules.params import Kind, Param
 
@@ -134,10 +144,19 @@ class CrashRule:
         fired, decided = _decide(state)
         if fired or decided["fired"]:
             return fired, decided
-        found = died_at_prompt(last)
-        if found is None:
-            return [], decided
-        return [found], replace_state(decided, pending=[], opened={}, fired=True)
+        return _ended(decided, died_at_prompt(last))
+
+    def finish_many(self, last: pl.DataFrame, parts: Sequence[Part]) -> list[Outcome | None]:
+        """`finish` of many sources, their last lines read in one query."""
+        rows = prompt_rows(last) if not last.is_empty() else []
+        out: list[Outcome | None] = []
+        for part in parts:
+            fired, decided = _decide(part.state)
+            if fired or decided["fired"]:
+                out.append((fired, decided))
+            else:
+                out.append(_ended(decided, prompt_end(rows[part.begin : part.end])))
+        return out
 
     def tick(
         self, state: dict[str, Any], now_s: float, arrived: bool
@@ -149,6 +168,13 @@ class CrashRule:
         if now_s - state["last_s"] < self.quiet_after_s:
             return [], state
         return _decide(state)
+
+
+def _ended(state: dict[str, Any], found: Transition | None) -> Outcome:
+    """The outcome of a prompt that ended the log (`found`), or of none."""
+    if found is None:
+        return [], state
+    return [found], replace_state(state, pending=[], opened={}, fired=True)
 
 
 def _decide(state: dict[str, Any]) -> tuple[list[Transition], dict[str, Any]]:

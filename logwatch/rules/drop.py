@@ -6,14 +6,15 @@ after them, where an alert can resolve) only."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
-from logwatch.rules.base import Needs, Transition
+from logwatch.rules.base import Needs, Outcome, Part, Transition
 from logwatch.rules.log import StreakRule
-from logwatch.rules.ranked import after_tail, by_rank, quiet_ranks
+from logwatch.rules.ranked import after_tail, by_rank, quiet_ranks, rank_states
 
 # Lines after which the next throughput report is a pause, not a slowdown: checkpoint saves and
 # evaluation / validation runs. Case-sensitive literals, so the scan is a fast literal search.
@@ -110,6 +111,20 @@ class DropRule:
             firing=lambda rank: int(rank["streak"]["run"]) >= self.count,
             shared=PAUSES,
         )
+
+    def evaluate_many(self, frame: pl.DataFrame, parts: Sequence[Part]) -> list[Outcome | None]:
+        """`evaluate` on each part without a value or a pause line (no history moves: in one
+        query for all); None for the others."""
+        pauses = _pauses(frame)
+        moving = (frame.get_column(self.column).is_not_null() | pauses).cast(pl.UInt32).cum_sum()
+        out: list[Outcome | None] = []
+        for part in parts:
+            before = int(moving[part.begin - 1]) if part.begin else 0
+            if part.end > part.begin and int(moving[part.end - 1]) > before:
+                out.append(None)
+            else:
+                out.append(([], {"ranks": dict(rank_states(part.state))}))
+        return out
 
     def _step(
         self, frame: pl.DataFrame, state: dict[str, Any]

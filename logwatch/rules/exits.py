@@ -17,6 +17,7 @@ input (`Needs.last_lines`): the gate stays as it is. Live, no prompt comes in a 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import polars as pl
 
@@ -101,12 +102,23 @@ def died_at_prompt(last: pl.DataFrame) -> Transition | None:
     loop over the few last lines)."""
     if last.is_empty():
         return None
-    rows = last.with_columns(
+    return prompt_end(prompt_rows(last))
+
+
+def prompt_rows(last: pl.DataFrame) -> list[dict[str, Any]]:
+    """What `prompt_end` reads of last lines (of one source or many, one query)."""
+    return last.with_columns(
         pl.col("text").str.replace_all(_ANSI, "").str.strip_chars().alias("_plain"),
         pl.any_horizontal(
             pl.col(name).is_not_null() for name in ("loss", "grad_norm", "throughput", "step")
         ).alias("_progress"),
     ).to_dicts()
+
+
+def prompt_end(rows: list[dict[str, Any]]) -> Transition | None:
+    """`died_at_prompt` of one source's last lines (`prompt_rows`; none: None)."""
+    if not rows:
+        return None
     prompt = rows[-1]
     glued = re.search(_GLUED_PROMPT, prompt["_plain"])
     if glued is not None and re.match(_PROMPT, glued["prompt"]):

@@ -15,7 +15,7 @@ not: no calibration goes that low (apex's `reducing loss scale to 8.1e-202` casc
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,17 @@ import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
 from logwatch.parse import NUMBER
-from logwatch.rules.base import Needs, Override, Rule, RuleType, Templates, Transition
+from logwatch.rules.base import (
+    Needs,
+    Outcome,
+    Override,
+    Part,
+    Rule,
+    RuleType,
+    Templates,
+    Transition,
+    part_of,
+)
 from logwatch.rules.params import Kind, Param
 
 # four literals: a fast scan, unlike a case-insensitive one
@@ -72,6 +82,43 @@ class HalvingRule:
 
     def initial_state(self) -> dict[str, Any]:
         return {"last": None, "run": 0, "progress": False, "on": False}
+
+    def evaluate_many(self, frame: pl.DataFrame, parts: Sequence[Part]) -> list[Outcome | None]:
+        """`evaluate` on each part of a run that made no progress before and reports no
+        overflow in it (most first batches: whether they make progress, in one query for all);
+        None for the others."""
+        begins = [part.begin for part in parts]
+        index = part_of(pl.int_range(frame.height, dtype=pl.UInt32, eager=True), parts)
+        step = pl.col("step")
+        first = pl.int_range(pl.len(), dtype=pl.UInt32) == pl.Series(
+            begins, dtype=pl.UInt32
+        ).gather(index)
+        carried = pl.Series([part.state.get("step") for part in parts], dtype=pl.Int64).gather(
+            index
+        )
+        before = pl.when(first).then(carried).otherwise(step.shift(1))
+        stepped = step.is_not_null() & (step != before).fill_null(True)
+        stepped = stepped & ~pl.col("text").str.contains(_SKIPPED_STEP)
+        found = (
+            frame.select(
+                index.alias("_part"),
+                (stepped | pl.col("loss").is_not_null()).alias("_seen"),
+                pl.col("text").str.contains(OVERFLOW_HINT).alias("_hinted"),
+            )
+            .group_by("_part", maintain_order=True)
+            .agg(pl.col("_seen").cast(pl.Int8).cum_max().last(), pl.col("_hinted").any())
+        )
+        steps = frame.get_column("step")
+        out: list[Outcome | None] = []
+        for part, (_, seen, hinted) in zip(parts, found.iter_rows(), strict=True):
+            if part.state["progress"] or hinted:
+                out.append(None)
+                continue
+            new_state = {**part.state, "progress": bool(seen)}
+            if not seen:
+                new_state["step"] = steps[part.end - 1]
+            out.append(([], new_state))
+        return out
 
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]

@@ -5,19 +5,16 @@ it uses rolling medians; the MAD is streamed."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import polars as pl
 
 from logwatch.alerts import FIRING
-from logwatch.rules.base import Needs, Override, Transition
-from logwatch.rules.log import StreakRule
+from logwatch.rules.base import Needs, Outcome, Override, Part, Transition
 from logwatch.rules.ranked import after_tail, by_rank, quiet_ranks
-
-# The spike band's median and MAD use partial windows early on (a robust scale needs a few
-# values); the band is only used once a full window is there.
-_MIN_SAMPLES = 5
+from logwatch.rules.spike_many import HIGH, MIN_SAMPLES, judged, spike_many
 
 
 def _bound(x: pl.Series, window: int, *, low: bool) -> pl.Series:
@@ -31,9 +28,9 @@ def _history(values: pl.Series, tail: list[float | None], window: int, after: in
     before each one (`_median`), that median from `after` values on (`_base`) and its position
     (`_i`, the tail first)."""
     series = pl.concat([pl.Series(tail, dtype=pl.Float64), values.cast(pl.Float64)])
-    before = pl.col("_x").rolling_median(window, min_samples=min(after, _MIN_SAMPLES)).shift(1)
+    before = pl.col("_x").rolling_median(window, min_samples=min(after, MIN_SAMPLES)).shift(1)
     return pl.DataFrame({"_x": series}).with_columns(
-        pl.when(pl.int_range(0, pl.len()) >= _MIN_SAMPLES).then(before).alias("_median"),
+        pl.when(pl.int_range(0, pl.len()) >= MIN_SAMPLES).then(before).alias("_median"),
         pl.when(pl.int_range(0, pl.len()) >= after).then(before).alias("_base"),
         pl.int_range(0, pl.len()).alias("_i"),
     )
@@ -48,11 +45,6 @@ def _with_fields(
         extra = {name: fields.get_column(name)[t.row] for name in fields.columns}
         out.append(replace(t, row=rows[t.row], fields=extra))
     return out
-
-
-_HIGH = StreakRule(
-    applies=pl.col("_x").is_not_null(), condition=pl.col("_high"), count=1, value_column="_x"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +80,7 @@ class SpikeRule:
     def evaluate(
         self, frame: pl.DataFrame, state: dict[str, Any]
     ) -> tuple[list[Transition], dict[str, Any]]:
-        initial = {"values": [], "deviations": [], "streak": _HIGH.initial_state()}
+        initial = {"values": [], "deviations": [], "streak": HIGH.initial_state()}
         return by_rank(
             frame,
             state,
@@ -97,6 +89,10 @@ class SpikeRule:
             initial=initial,
             firing=lambda rank: not _spike_quiet(rank),
         )
+
+    def evaluate_many(self, frame: pl.DataFrame, parts: Sequence[Part]) -> list[Outcome | None]:
+        """`evaluate` on each part of one history (no ranks), scored in one query for all."""
+        return spike_many(self, frame, parts)
 
     def _step(
         self, frame: pl.DataFrame, state: dict[str, Any]
@@ -119,40 +115,22 @@ class SpikeRule:
         fresh = (pl.col("_x") - pl.col("_median")).abs()
         carried = pl.Series(state["deviations"], dtype=pl.Float64)
         deviation = pl.concat([carried, history.select(fresh).to_series().slice(len(tail))])
-        band = pl.col("_median") + pl.max_horizontal(
-            self.k * pl.col("_mad"), self.min_rise * pl.col("_median").abs()
-        )
-        full = pl.col("_i") >= self.window
-        # the extreme limit, where there is one: a positive median of enough values
-        limit = pl.when((pl.col("_base") > 0) & (self.extreme > 0)).then(
-            self.extreme * pl.col("_base")
-        )
         scored = (  # one query
-            history.lazy()
-            .with_columns(deviation.alias("_dev"))
-            .with_columns(
-                pl.col("_dev")
-                .rolling_median(self.window, min_samples=_MIN_SAMPLES)
-                .shift(1)
-                .alias("_mad")
-            )
-            .with_columns(band.alias("_band"), limit.alias("_limit"))
-            .with_columns(
-                (full & (pl.col("_x") > pl.col("_band"))).fill_null(False).alias("_banded"),
-                (pl.col("_x") >= pl.col("_limit")).fill_null(False).alias("_extreme"),
-            )
-            .with_columns(
-                (pl.col("_banded") | pl.col("_extreme")).alias("_high"),
-                pl.when(full).then("_median").otherwise("_base").alias("median"),
-                pl.when(full)
-                .then(pl.min_horizontal("_band", "_limit"))
-                .otherwise("_limit")
-                .alias("band"),
+            judged(
+                self,
+                history.lazy()
+                .with_columns(deviation.alias("_dev"))
+                .with_columns(
+                    pl.col("_dev")
+                    .rolling_median(self.window, min_samples=MIN_SAMPLES)
+                    .shift(1)
+                    .alias("_mad")
+                ),
             )
             .slice(len(tail))
             .collect()
         )
-        found, streak = _HIGH.evaluate(scored, state["streak"])
+        found, streak = HIGH.evaluate(scored, state["streak"])
         banded = scored.get_column("_banded")
         override = Override(summary=self.extreme_summary)
         found = [
@@ -194,7 +172,7 @@ def _spike_calm(rule: SpikeRule, values: pl.Series, state: dict[str, Any]) -> di
     if (x > floor).fill_null(True).slice(len(state["values"])).any():
         return None
     recent = x.tail(2 * w)
-    median = recent.rolling_median(w, min_samples=_MIN_SAMPLES).shift(1)
+    median = recent.rolling_median(w, min_samples=MIN_SAMPLES).shift(1)
     deviations = (recent - median).abs().tail(w)
     return {
         "values": x.tail(w).to_list(),
@@ -220,7 +198,7 @@ def _spike_one(
     base = _median(tail) if tail and len(tail) >= rule.extreme_after else None
     if rule.extreme > 0 and base is not None and base > 0 and value >= rule.extreme * base:
         return None
-    median = _median(tail) if len(tail) >= _MIN_SAMPLES else None
+    median = _median(tail) if len(tail) >= MIN_SAMPLES else None
     high = median is not None and not value <= median + rule.min_rise * abs(median)
     if high and len(tail) >= rule.window:
         return None

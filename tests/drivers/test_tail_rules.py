@@ -16,6 +16,7 @@ from logwatch.drivers.plugins import Plugin
 from logwatch.drivers.replay import replay
 from logwatch.drivers.runner import tail_driver
 from logwatch.drivers.tail_options import TailOptions
+from logwatch.engine import Engine
 from logwatch.rules.base import Transition
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.sinks.base import ListSink
@@ -284,8 +285,9 @@ def test_a_round_over_many_growing_files_parses_them_once_and_alerts_as_each_rep
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every sample written in chunks to its own file, all files growing before each round: a
-    round parses every file's new lines together (one parse, not one per file) and each file
-    still gets exactly the alert events replay gives it alone, in its order."""
+    round parses every file's new lines together (one parse, not one per file), evaluates them
+    together (one `Engine.process_many`), and each file still gets exactly the alert events
+    replay gives it alone, in its order."""
     rng = random.Random(30)
     logs: dict[Path, list[bytes]] = {}
     for n, sample in enumerate(sample_logs()):
@@ -304,6 +306,14 @@ def test_a_round_over_many_growing_files_parses_them_once_and_alerts_as_each_rep
         return shared(pending, columns)
 
     monkeypatch.setattr(tail_rounds, "parsed_together", counted)
+    evaluated: list[int] = []
+    many = Engine.process_many
+
+    def spied(self: Engine, frames: Any, *args: Any) -> Any:
+        evaluated.append(len(frames))
+        return many(self, frames, *args)
+
+    monkeypatch.setattr(Engine, "process_many", spied)
     tail = Tail(tmp_path, rules=BUILTIN)
     with running(tail.driver) as driver:
         driver.sync()
@@ -315,6 +325,7 @@ def test_a_round_over_many_growing_files_parses_them_once_and_alerts_as_each_rep
             driver.sync()
         tail.settle()
     assert max(together) > 5  # rounds that read many files parsed them in one call
+    assert max(evaluated) > 5  # ... and evaluated them in one call
     for log in logs:
         late = log.name.split("-", 1)[1] in LATE_HOST
         got = comparable([e for e in tail.sink.events if e.source == str(log)], late_host=late)

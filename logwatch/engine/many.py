@@ -1,0 +1,225 @@
+"""Many sources' batches at once: what `Engine.process` and `Engine.finish` would compute for
+each source, the parts that cost a polars query per source computed in a few queries for all
+(a fleet's thousands of small rank logs, a live round's lines of many files).
+
+The engine still steps each source in order (`process`, `finish`), so events, states, rule
+errors and their order are those of calling it source by source; what changes is that the
+stats of every source, and the steps of the rules that can take many sources in one frame
+(`BatchedRule`, `BatchedEnd`), are computed first, for all, and each source's turn takes its
+own from them (`_Planned._ready`). A source whose batch restarts its run (a `run start:` after
+its first line) or that comes twice takes the source-by-source path: its rules' state before
+the batch would not be the state they step from.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from typing import cast
+
+import polars as pl
+
+from logwatch.alerts import AlertEvent
+from logwatch.engine.batch import _SMALL_BATCH, Group, Prepared, ReadyChecks
+from logwatch.engine.evaluate import _Evaluator
+from logwatch.engine.gpu_rows import _gpu_keys_present
+from logwatch.engine.state import STATS_AGG, STATS_COLUMNS
+from logwatch.parse import ALWAYS, SCHEMA, complete
+from logwatch.rules.base import Part
+
+
+class _Many(_Evaluator):
+    """`process_many` and `finish_many` (`Engine`)."""
+
+    def process_many(
+        self,
+        frames: Sequence[pl.DataFrame],
+        computed: Iterable[str] | None = None,
+        prepared: Sequence[Prepared | None] | None = None,
+    ) -> list[list[AlertEvent]]:
+        """Each frame's events, as `process(frames[i], computed, prepared[i])` called for each
+        frame in order gives them (one source's lines per frame), with the stats and the
+        batched rules' steps of all computed together."""
+        given = list(computed) if computed is not None else None
+        ready = list(prepared) if prepared is not None else [None] * len(frames)
+        chosen = self._batchable(frames)
+        try:
+            if chosen:
+                self._ready_many(frames, chosen, given, ready)
+            out = []
+            for frame, ahead in zip(frames, ready, strict=True):
+                out.append(self.process(frame, given, ahead))
+                if frame.height:
+                    self._forget_ready(frame.get_column("source")[0])
+            return out
+        finally:
+            self._ready.clear()
+            self._ready_stats.clear()
+            self._ready_fill.clear()
+            self._ready_live.clear()
+            self._ready_group = None
+
+    def _batchable(self, frames: Sequence[pl.DataFrame]) -> list[int]:
+        """The frames whose source's state before them is what its rules step from: a source
+        seen once here, whose batch starts no run but maybe at its very first line."""
+        counts: dict[str, int] = {}
+        sources = []
+        for frame in frames:
+            source = frame.get_column("source")[0] if frame.height else None
+            sources.append(source)
+            if source is not None:
+                counts[source] = counts.get(source, 0) + 1
+        chosen = []
+        for index, (frame, source) in enumerate(zip(frames, sources, strict=True)):
+            if source is None or counts[source] > 1:
+                continue
+            starts = frame.get_column("run_start")
+            if starts.any():  # native checks: a first line's run start restarts nothing
+                state = self.sources.get(source)
+                fresh = state is None or state.stats.lines == 0
+                if not (fresh and starts.sum() == 1 and starts[0]):
+                    continue
+            chosen.append(index)
+        return chosen
+
+    def _ready_many(
+        self,
+        frames: Sequence[pl.DataFrame],
+        chosen: list[int],
+        computed: list[str] | None,
+        prepared: Sequence[Prepared | None],
+    ) -> None:
+        """What the `chosen` frames' turns take: their stats, their steps filled in, the small
+        batches' live checks, the batched rules' steps (with the rules' `Needs.ahead` columns
+        as `prepare` gave them, where it did for every frame)."""
+        parsed = frozenset(SCHEMA) if computed is None else frozenset(computed) | ALWAYS
+        stats = STATS_COLUMNS if self._stats else frozenset()
+        done = parsed | stats  # `process` computes the stats' columns first
+        wanted = set(ALWAYS)
+        for order in self._batched:
+            wanted |= self._needs[order].columns
+        streaks = [o for o in self._streak_checks if self._needs[o].columns <= done]
+        given = {name for o in streaks for name in self._needs[o].columns} | {"gpu_keys", "step"}
+        names = [name for name in SCHEMA if name in wanted | STATS_COLUMNS | (given & done)]
+        names += ["gpu_keys"] if self._log_gpu and "gpu_keys" not in names else []
+        picked = [frames[i] for i in chosen]
+        if all(frame.columns == picked[0].columns for frame in picked):
+            together = pl.concat(picked, rechunk=True)
+            whole = together.select(names)
+            starts = itertools.accumulate((frame.height for frame in picked), initial=0)
+            rows = {
+                cast(str, frame.get_column("source")[0]): (begin, frame.height)
+                for frame, begin in zip(picked, starts, strict=False)
+            }
+            self._ready_group = Group(together, rows)
+        else:
+            whole = pl.concat([frame.select(names) for frame in picked], rechunk=True)
+        whole = complete(whole, (wanted | stats) - parsed)
+        usable = [prepared[i] for i in chosen]
+        usable = [
+            p if p is not None and p.frame is frames[i] else None
+            for i, p in zip(chosen, usable, strict=True)
+        ]
+        if all(p is not None and p.ahead is not None for p in usable):
+            ahead = pl.concat([cast(pl.DataFrame, cast(Prepared, p).ahead) for p in usable])
+            whole = whole.hstack(ahead.get_columns())
+        sources = [cast(str, frame.get_column("source")[0]) for frame in picked]
+        heights = [frame.height for frame in picked]
+        # (a list, not `pl.repeat`: each of those is a query)
+        part = pl.Series(
+            "_part", [n for n, h in enumerate(heights) for _ in range(h)], dtype=pl.UInt32
+        )
+        keyed = whole.hstack([part])
+        if self._stats:  # of the steps the lines say, before they are filled in
+            aggs = keyed.group_by("_part", maintain_order=True).agg(STATS_AGG)
+            for source, height, row in zip(
+                sources, heights, aggs.iter_rows(named=True), strict=True
+            ):
+                self._ready_stats[source] = (height, row)
+        if "step" in whole.columns:  # rules see it filled in from the step before the batch
+            filled = self._ready_filled(keyed, sources, heights, cache="step" in done)
+            whole.replace_column(whole.get_column_index("step"), filled)
+            keyed.replace_column(keyed.get_column_index("step"), filled)
+        small = any(height <= _SMALL_BATCH for height in heights)
+        if small or self._log_gpu:
+            prepared_all = all(p is not None for p in usable)
+            self._ready_checks(keyed, sources, heights, streaks if small else None, prepared_all)
+        self._ready_steps(whole, sources, heights)
+
+    def _ready_filled(
+        self, keyed: pl.DataFrame, sources: list[str], heights: list[int], *, cache: bool
+    ) -> pl.Series:
+        """Each source's step forward-filled from the step before its batch (`_filled_step`),
+        kept for its turn where `cache`."""
+        priors = pl.Series([self.state_of(s).last_step for s in sources], dtype=pl.Int64)
+        prior = priors.gather(keyed.get_column("_part"))
+        filled = keyed.select(pl.col("step").forward_fill().over("_part").fill_null(prior))
+        step = filled.to_series()
+        begin = 0
+        for source, height in zip(sources, heights, strict=True):
+            if cache:
+                self._ready_fill[source] = step.slice(begin, height)
+            begin += height
+        return step
+
+    def _ready_checks(
+        self,
+        keyed: pl.DataFrame,
+        sources: list[str],
+        heights: list[int],
+        streaks: list[int] | None,
+        prepared: bool,
+    ) -> None:
+        """The batches' live checks (`_live_checks`: every gate, streak start and GPU check,
+        per source in one query; the `ahead` columns unless `prepared` gave them); with
+        `streaks` None (no small batch), only the GPU check (which long batches make too)."""
+        checks = self._small_gate_checks if streaks is not None else {}
+        streaks = streaks or []
+        exprs = [
+            *checks.values(),
+            *(self._streak_checks[o].alias(f"_s{o}") for o in streaks),
+            *([_gpu_keys_present(keyed).alias("_gpu")] if self._log_gpu else []),
+        ]
+        try:
+            found = keyed.group_by("_part", maintain_order=True).agg(exprs) if exprs else None
+            wanted = self._ahead and not prepared and checks
+            ahead = keyed.select(self._ahead) if wanted else None
+        except Exception:  # each source's own checks say which rule fails, and where
+            return
+        gates = list(checks)
+        begin = 0
+        for n, (source, height) in enumerate(zip(sources, heights, strict=True)):
+            row = found.row(n) if found is not None else ()
+            self._ready_live[source] = ReadyChecks(
+                height,
+                dict(zip(gates, map(bool, row[1 : 1 + len(gates)]), strict=True)),
+                dict(zip(streaks, map(bool, row[1 + len(gates) :]), strict=False)),
+                bool(row[-1]) if self._log_gpu else None,
+                None if ahead is None else ahead.slice(begin, height),
+            )
+            begin += height
+
+    def _ready_steps(self, whole: pl.DataFrame, sources: list[str], heights: list[int]) -> None:
+        """The batched rules' steps of each source (`BatchedRule.evaluate_many`)."""
+        bounds = list(itertools.pairwise(itertools.accumulate(heights, initial=0)))
+        for order, rule in self._batched.items():
+            spec = self.rules[order]
+            parts = [
+                Part(b, e, self._rule_state(spec, self.state_of(source)))
+                for source, (b, e) in zip(sources, bounds, strict=True)
+            ]
+            try:
+                outcomes = rule.evaluate_many(whole, parts)
+            except Exception:  # each source's own step raises it again, as its error
+                continue
+            for source, (b, e), outcome in zip(sources, bounds, outcomes, strict=True):
+                if outcome is not None and (spec.id, source) not in self._failed:
+                    self._ready[order, source] = (e - b, outcome)
+
+    def _forget_ready(self, source: str) -> None:
+        """Drop what was computed for `source` and not taken (a rule its batch did not step)."""
+        for order in self._batched:
+            self._ready.pop((order, source), None)
+        self._ready_stats.pop(source, None)
+        self._ready_fill.pop(source, None)
+        self._ready_live.pop(source, None)
