@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from logwatch.errors import InputError
 from logwatch.sources.streams import STDIN
+from logwatch.words import counted
 
 _SNIFF_BYTES = 8192
 # Compressed logs are read (decompressed on the fly), and UTF-16 with a BOM is text.
@@ -94,6 +95,6 @@ def skipped_line(inputs: Inputs) -> str | None:
     first = inputs.skipped[0]
     more = f" and {len(inputs.skipped) - 1} more" if len(inputs.skipped) > 1 else ""
     return (
-        f"logwatch: {len(inputs.skipped)} files skipped as not text ({first}{more}); "
+        f"logwatch: {counted(len(inputs.skipped), 'file')} skipped as not text ({first}{more}); "
         "give a file by name to read it anyway"
     )
