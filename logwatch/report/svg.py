@@ -336,10 +336,8 @@ def _bars(spans: Sequence[Span], axis: XAxis) -> list[tuple[str, str, float, flo
             continue
         bar = last[key] = [span.rule, span.severity, x0, x1, 1, span.title]
         bars.append(bar)
-    order = {span.rule: i for i, span in reversed(list(enumerate(spans)))}
-    if not bars:
-        return []
-    bars.sort(key=lambda b: (order[b[0]], b[2]))
+    row = {rule: i for i, rule in enumerate(dict.fromkeys(span.rule for span in spans))}
+    bars.sort(key=lambda b: (row[b[0]], b[2]))
     return [(r, s, x0, x1, n, t) for r, s, x0, x1, n, t in bars]
 
 
