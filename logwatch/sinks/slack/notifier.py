@@ -81,6 +81,10 @@ class Notifier:
         self.held: dict[str, AlertEvent] = {}
         self.pending: dict[str, Notice] = {}
         self.posted: dict[str, Notice] = {}
+        # (source, line) -> (group id, fingerprint) of the waiting members there: the group a
+        # new alert of the same line joins, found without scanning every member (a cascade of
+        # thousands of alerts inside group_wait was quadratic). Checked against `pending` on use.
+        self._at_line: dict[tuple[str, int], list[tuple[str, str]]] = {}
         self._dirty = False
         self._save_failing: str | None = None  # why the last save failed, until one works
         self._notes: dict[str, list[str]] = {}  # replies waiting for their group's message
@@ -121,6 +125,7 @@ class Notifier:
                 notice.moved[new] = notice.moved.pop(old, old)  # renamed twice: the first name
             notice.members = moved_source(notice.members, old, new)
             notice.resolved = moved_source(notice.resolved, old, new)
+        self._index()
 
     def close(self) -> None:
         """Send every group still waiting, then persist."""
@@ -163,22 +168,47 @@ class Notifier:
             self.pending[notice.id] = notice
         notice.members[event.fingerprint] = event
         notice.severity = max(notice.severity, event.severity)
+        if event.line > 0:
+            self._at_line.setdefault((event.source, event.line), []).append(
+                (notice.id, event.fingerprint)
+            )
 
     def _pending_for(self, event: AlertEvent) -> Notice | None:
         """The waiting group an alert joins: one with its source and line (the same incident,
         another rule), else one of its rule."""
-        waiting = list(self.pending.values())
-        for notice in waiting:
-            if any(_same_line(m, event) for m in notice.members.values()):
-                return notice
-        return next((n for n in waiting if n.rule == event.rule), None)
+        if event.line > 0:
+            for key, fp in self._at_line.get((event.source, event.line), ()):
+                notice = self.pending.get(key)
+                member = notice.members.get(fp) if notice is not None else None
+                if member is not None and _same_line(member, event):
+                    return notice
+        return next((n for n in self.pending.values() if n.rule == event.rule), None)
+
+    def _index(self) -> None:
+        """Rebuild `_at_line` from the waiting groups (after a load or a rename)."""
+        self._at_line = {}
+        for notice in self.pending.values():
+            for fp, member in notice.members.items():
+                if member.line > 0:
+                    self._at_line.setdefault((member.source, member.line), []).append(
+                        (notice.id, fp)
+                    )
+
+    def _unindex(self, notice_id: str, member: AlertEvent) -> None:
+        key = (member.source, member.line)
+        left = [entry for entry in self._at_line.get(key, ()) if entry[0] != notice_id]
+        if left:
+            self._at_line[key] = left
+        else:
+            self._at_line.pop(key, None)
 
     def _resolve(self, event: AlertEvent) -> None:
         fp = event.fingerprint
         self.firing.pop(fp, None)
         self.held.pop(fp, None)
         for waiting in list(self.pending.values()):
-            if waiting.members.pop(fp, None) is not None:
+            if (member := waiting.members.pop(fp, None)) is not None:
+                self._unindex(waiting.id, member)
                 if not waiting.members:
                     del self.pending[waiting.id]  # resolved within group_wait: nothing to say
                 return
@@ -286,6 +316,8 @@ class Notifier:
 
     def _flush(self, key: str) -> None:
         notice = self.pending.pop(key)
+        for member in notice.members.values():
+            self._unindex(key, member)
         for fp, event in list(notice.members.items()):
             if self.muted_by(event) is not None:
                 self.held[fp] = notice.members.pop(fp)
@@ -396,6 +428,7 @@ class Notifier:
             self._set_aside(f"{type(exc).__name__}: {exc}")
             return
         self.firing, self.held, self.pending, self.posted = firing, held, pending, posted
+        self._index()
         self._replay_journal()
 
     def _replay_journal(self) -> None:

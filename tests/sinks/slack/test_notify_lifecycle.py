@@ -316,3 +316,47 @@ def test_incident_resolving_rule_by_rule_is_edited_each_time(tmp_path: Path) -> 
     assert outbox.kinds() == ["post", "update", "update", "update", "reply"]
     assert outbox.jobs[3].text.startswith("✅ RESOLVED nan-loss + nan-grad + loss-spike on")
     assert "~" not in outbox.jobs[3].blocks[2]["text"]["text"]  # nothing struck once all resolved
+
+
+def test_an_alert_of_the_same_line_joins_its_group_after_a_restart(tmp_path: Path) -> None:
+    """The waiting group of a line is found again from saved state (and from the journal): a
+    second rule on that line after a restart joins it rather than posting alone."""
+    notifier, _, clock = make(tmp_path)
+    notifier.emit(alert("nan-loss", line=42))
+    clock.advance(1)
+    notifier.tick()  # saved, still waiting (group_wait 10 s)
+    again, outbox, clock = make(tmp_path)
+    again.emit(alert("nan-grad", line=42))
+    clock.advance(10)
+    again.tick()
+    (post,) = outbox.jobs
+    assert "nan-loss + nan-grad" in post.text
+
+
+def test_an_alert_of_a_renamed_files_line_joins_its_group(tmp_path: Path) -> None:
+    """After a rotation renames the source, a rule firing on the same line under the new name
+    joins the group its first rule is waiting in."""
+    notifier, outbox, clock = make(tmp_path)
+    notifier.emit(alert("nan-loss", line=42))
+    notifier.rename_source("run/train.log", "run/train.log.1")
+    notifier.emit(alert("nan-grad", source="run/train.log.1", line=42))
+    clock.advance(10)
+    notifier.tick()
+    (post,) = outbox.jobs
+    assert "nan-loss + nan-grad" in post.text
+
+
+def test_a_cascade_of_thousands_is_one_group_and_a_line_mate_joins_it(tmp_path: Path) -> None:
+    """2 048 ranks' timeouts inside group_wait are one message; a second rule on one rank's
+    line joins that message, one resolved inside group_wait leaves it, and a later alert of
+    the resolved one's line starts no group of its own line."""
+    notifier, outbox, clock = make(tmp_path)
+    for rank in range(2048):
+        notifier.emit(alert("nccl-timeout", source=f"r{rank}.log", line=7))
+    notifier.emit(alert("run-crashed", source="r139.log", line=7))
+    notifier.emit(alert("nccl-timeout", source="r5.log", status="resolved", line=9))
+    notifier.emit(alert("cuda-error", source="r5.log", line=7))
+    clock.advance(10)
+    notifier.tick()
+    kinds = sorted(job.text.split(" (")[0] for job in outbox.jobs)
+    assert kinds == ["🔴 FIRING cuda-error", "🔴 FIRING nccl-timeout + run-crashed"]
