@@ -299,7 +299,9 @@ def _still_open(rows: pl.DataFrame, before: Mapping[str, int]) -> dict[str, int]
     """Per rank: the traceback it is inside of (a header or frames seen, no unindented line
     since; or a logged stack), as its marker; ranks outside of one are left out."""
     last = (
-        rows.filter(pl.col("_marker").is_not_null()).group_by("_rk").agg(pl.col("_marker").last())
+        rows.filter(pl.col("_marker").is_not_null())
+        .group_by("_rk", maintain_order=True)
+        .agg(pl.col("_marker").last())
     )
     markers = {
         **{rank: int(marker) for rank, marker in before.items()},
@@ -354,7 +356,11 @@ def _pending(rows: pl.DataFrame, carried: list[dict[str, Any]]) -> list[dict[str
     """Carried and new pending exceptions, each with `at` (its row; -1 when carried) and
     `cleared` (the row of the progress that dropped it, or None)."""
     out: list[dict[str, Any]] = []
-    first = rows.filter(pl.col("_progress")).group_by("_rk").agg(pl.col("_row").min())
+    first = (
+        rows.filter(pl.col("_progress"))
+        .group_by("_rk", maintain_order=True)
+        .agg(pl.col("_row").min())
+    )
     first_by_rank = dict(zip(first.get_column("_rk"), first.get_column("_row"), strict=True))
     any_first = min(first_by_rank.values(), default=None)
     for p in carried:
