@@ -25,6 +25,7 @@ from logwatch.drivers.lineinfo import (
     classed,
     tapped,
 )
+from logwatch.drivers.noderank import host_ranks, learn_nodes
 from logwatch.parse.prefix import line_writer
 
 CANDIDATE_SCHEMA = {name: RECORD_SCHEMA[name] for name in CANDIDATE_COLUMNS}
@@ -119,6 +120,8 @@ class Who:
     bus_rank: dict[tuple[str, str], int] = field(default_factory=dict)  # (host, bus): rank
     gpus_per_node: int | None = None  # `--gpus-per-node`: node index x it + local = rank
     source_node: dict[str, int] = field(default_factory=dict)  # a path's `{node}` index
+    # the global rank of each local rank of the node a source's launcher lines describe
+    source_globals: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def rank_of(self, source: str, p_rank: int | None, p_local: int | None) -> int | None:
         """A line's global rank, or None when it cannot be known."""
@@ -137,8 +140,12 @@ class Who:
         return self.source_rank.get(source)
 
     def by_node(self, source: str, local: int) -> int | None:
-        """The global rank of `local` on the node `source`'s path names (`{node}`), given
-        `--gpus-per-node`; None when either is not known."""
+        """The global rank of `local` on the node `source`'s launcher lines describe
+        (`global_ranks=[...]`, `group_rank=N`: `logwatch.drivers.noderank`), else on the node
+        its path names (`{node}`) given `--gpus-per-node`; None when not known."""
+        said = self.source_globals.get(source)
+        if said is not None:
+            return said[local] if 0 <= local < len(said) else None
         node = self.source_node.get(source)
         if node is None or self.gpus_per_node is None:
             return None
@@ -166,6 +173,8 @@ class Who:
             self.bus_rank.setdefault(bus, rank)
         for source, node in other.source_node.items():
             self.source_node.setdefault(source, node)
+        for source, ranks in other.source_globals.items():
+            self.source_globals.setdefault(source, ranks)
         self.gpus_per_node = self.gpus_per_node or other.gpus_per_node
 
     def host_of(self, source: str, rank: int | None, p_host: str | None) -> str | None:
@@ -372,6 +381,9 @@ def resolve(
         own = [row for tap in group for row in by_source.get(tap.source, ())]
         if own:
             _group_rank(who, group, own)
+    # what launcher lines said of nodes: a local rank's global rank without --gpus-per-node
+    said = [(source, f.gnode, f.gper, f.granks, f.gmap) for source, f in rows]
+    who.source_globals.update(learn_nodes(said, who.gpus_per_node, who.host_local, who.rank_host))
     lacking = [source for source in taps if source not in who.source_host]
     if lacking:  # a host named anywhere that is a folder of the path
         hosts = set(who.source_host.values()) | set(who.rank_host.values())
@@ -381,6 +393,9 @@ def resolve(
             named = [part for part in re.split(r"[/\\]", source) if part in hosts]
             if named:
                 who.source_host[source] = named[-1]
+    host_ranks(who.source_globals, who.source_host, who.host_local, who.rank_host)
+    if known is not None:  # nodes described by files seen before their host was (an agent's log)
+        _late_hosts(who, known)
     # a torchrun file's rank from its host and local rank, once the host's map is known
     for source, local in who.source_local.items():
         host = who.source_host.get(source)
@@ -402,6 +417,19 @@ def resolve(
             if mate is not None:
                 who.host_local.setdefault((host, mate), rank)
     return who
+
+
+def _late_hosts(who: Who, known: Who) -> None:
+    """The ranks of nodes that `known`'s files described without a host then (`node-017/agent.log`
+    before `node-017/.../attempt_0/3/stderr.log` named node-017), under a host these files
+    name that is a folder of the describing file's path."""
+    hosts = set(who.source_host.values())
+    for source, ranks in known.source_globals.items():
+        if source in known.source_host or source in who.source_host:
+            continue
+        named = [part for part in re.split(r"[/\\]", source) if part in hosts]
+        if named:
+            host_ranks({source: ranks}, {source: named[-1]}, who.host_local, who.rank_host)
 
 
 def _learn(who: Who, fact: Fact, global_rank: int | None) -> None:
