@@ -325,7 +325,13 @@ def tapped(
         ts.forward_fill().over("_file").fill_null(pl.lit(carry_ts, dtype=pl.Datetime("us"))),
     )
     base = with_prefixes(base)  # extracted only when some line of the group has a prefix
-    timed = base.filter(pl.col("timed")).select("_file", "line", "ts")
+    # The timed lines an untimed line can take its time from: each one followed by an untimed
+    # line (or by the end of the block), and each file's first (`SourceTap.time_of` answers
+    # only for untimed lines). Not every timed line: that index grew with the file.
+    after = pl.col("timed").shift(-1).over("_file")
+    first = pl.col("timed") & (pl.col("timed").cum_sum().over("_file") == 1)
+    kept = pl.col("timed") & (after.is_null() | ~after | first)
+    timed = base.filter(kept).select("_file", "line", "ts")
     records = maybe_classed(base, keep=("_file",))  # classed once for every source, at the end
     # each file's facts together, in the order of its own pass; a fact said again adds nothing
     found = facts(base, keep=("_file",)).sort("_file", maintain_order=True)

@@ -65,8 +65,9 @@ class SourceTap:
         self.writers.append(found.writers)
 
     def time_of(self, line: int) -> tuple[int, datetime] | None:
-        """The last timed line before `line` and its time (the first timed one when none is
-        before), or None when the source has no timed line."""
+        """The last timed line before the untimed line `line` and its time (the first timed
+        one when none is before), or None when the source has no timed line. The index keeps
+        only the timed lines an untimed line can take its time from (`lineinfo.tapped`)."""
         if not self._timed_lines:
             return None
         if len(self._timed_lines) > 1:  # joined once, for every event of the file after it

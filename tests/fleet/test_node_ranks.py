@@ -142,3 +142,12 @@ def test_a_checkpoint_of_an_older_logwatch_keeps_its_facts() -> None:
     ]
     with pytest.raises(ValueError, match="placement"):
         placement.import_state({"sources": {"x": {"facts": [[*old, None, None, None, 1, 2]]}}})
+
+
+def test_a_paths_node_index_survives_the_trip_to_a_worker_process() -> None:
+    """A `{node}` read from a path travels with the identity (`--jobs` workers pickle it)."""
+    import pickle
+
+    from logwatch.drivers.layout import PathIdentity
+
+    assert pickle.loads(pickle.dumps(PathIdentity(host="n2", local=3, node=2))).node == 2
