@@ -16,6 +16,7 @@ from logwatch.drivers.lineinfo import FACT_SCHEMA
 from logwatch.drivers.noderank import mapped_hosts, node_globals
 from logwatch.drivers.tail_place import LivePlacement
 
+STEP = "2026-12-07 02:00:00,000 INFO train.py:212 step 7 loss 2.4990"
 TIMEOUT = (
     "[E1207 02:10:39.208820 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective "
     "operation timeout: WorkNCCL(SeqNum=88811, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
@@ -151,3 +152,31 @@ def test_a_paths_node_index_survives_the_trip_to_a_worker_process() -> None:
     from logwatch.drivers.layout import PathIdentity
 
     assert pickle.loads(pickle.dumps(PathIdentity(host="n2", local=3, node=2))).node == 2
+
+
+def test_the_verdict_names_the_global_rank_the_rendezvous_lines_give(tmp_path: Path) -> None:
+    """Two SLURM node files whose only rank facts are the rendezvous results: the culprit's
+    `[default1]:` CUDA error on node-001 is rank 3's, the verdict's first line says so (main
+    gave no verdict: no rank was known)."""
+    for node in range(2):
+        lines = [
+            RENDEZVOUS[0],
+            f"  group_rank={node}",
+            f"  global_ranks=[{2 * node}, {2 * node + 1}]",
+        ]
+        lines += [f"[default{local}]:{STEP}" for local in range(2)]
+        if node == 1:
+            lines.append("[default1]:2026-12-07 02:00:30,000 INFO train.py:212 step 8 loss 2.1")
+            lines.append(
+                "[default1]:RuntimeError: CUDA error: an illegal memory access was encountered"
+            )
+        lines += [
+            f"[default{local}]:{TIMEOUT.format(rank=2 * node + local)}"
+            for local in range(2)
+            if (node, local) != (1, 1)
+        ]
+        (tmp_path / f"slurm-77-node-00{node}.out").write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(cli, ["replay", str(tmp_path)])
+    first = result.stdout.splitlines()[0]
+    assert "root-cause" in first and "rank 3 (node-001): CUDA error" in first, result.stdout
+    assert "3 of 4 ranks then timed out" in first
