@@ -241,7 +241,7 @@ def facts(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFrame:
         if name not in out.columns:
             out = out.with_columns(pl.lit(None, dtype=dtype).alias(name))
     out = out.with_columns(pl.col("bus").str.to_lowercase())
-    said = ("nhost", "crank", "srank", "khost", "sworld", *NODE_SCHEMA)
+    said = ("nhost", "crank", "srank", "khost", *NODE_SCHEMA)
     known = pl.any_horizontal(pl.col(name).is_not_null() for name in said)
     return out.filter(known).select(
         *(pl.col(name).cast(dtype, strict=False) for name, dtype in FACT_SCHEMA.items()), *keep
@@ -270,6 +270,7 @@ class Fact(NamedTuple):
     gper: int | None = None
     granks: str | None = None
     gmap: str | None = None
+    gworld: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

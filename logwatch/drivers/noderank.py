@@ -35,25 +35,26 @@ NODE_PATTERNS: tuple[tuple[str, str], ...] = (
     ("global_ranks=", rf"{_NOT_NAME}global_ranks=\[(?P<granks>\d+(?:, ?\d+)*)\]"),
     ("_RANK", rf"{_NOT_NAME}(?:NODE|GROUP)_RANK\s*[=:]\s*['\"]?(?P<gnode>\d+)"),
     ("WORLD_SIZE", rf"{_NOT_NAME}LOCAL_WORLD_SIZE\s*[=:]\s*['\"]?(?P<gper>\d+)"),
-    ("WORLD_SIZE", rf"{_NOT_NAME}WORLD_SIZE\s*[=:]\s*['\"]?(?P<sworld>\d+)"),
+    ("WORLD_SIZE", rf"{_NOT_NAME}WORLD_SIZE\s*[=:]\s*['\"]?(?P<gworld>\d+)"),
     ("nproc_per_node", rf"{_NOT_NAME}nproc_per_node\s*[=:]\s*(?P<gper>\d+)"),
     (
         "num_local_procs=",
         r"num_local_procs=(?P<gper>\d+)(?:, node_rank=(?P<gnode>\d+))?",
     ),
     ("global_rank_mapping=", r"global_rank_mapping=(?P<gmap>.*\{.*\}.*)$"),
-    ("dist_world_size=", r"dist_world_size=(?P<sworld>\d+)"),
+    ("dist_world_size=", r"dist_world_size=(?P<gworld>\d+)"),
 )
 """(literal word, pattern): what a line says of its node (`gnode`: the node's group rank,
 `gper`: its local world size, `granks`: its global ranks, `gmap`: DeepSpeed's host to ranks
-map) or of the world (`sworld`)."""
+map) or of the world (`gworld`: taken only where no NCCL or process group line says it)."""
 NODE_SCHEMA: dict[str, pl.DataType] = {
     "gnode": pl.Int64(),
     "gper": pl.Int64(),
     "granks": pl.String(),
     "gmap": pl.String(),
+    "gworld": pl.Int64(),
 }
-"""The fact columns `NODE_PATTERNS` add (`sworld` is the setup line's world size column)."""
+"""The fact columns `NODE_PATTERNS` add."""
 _HOST_RANKS = re.compile(r"""['"]([^'"]+)['"]\s*:\s*\[(\d+(?:,\s*\d+)*)?\]""")
 
 

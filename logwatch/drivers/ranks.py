@@ -359,6 +359,8 @@ def resolve(
     worlds += [f.sworld for _, f in rows if f.sworld is not None]
     if known is not None and known.world:
         worlds.append(known.world)
+    if not worlds:  # a launcher's or a script's WORLD_SIZE only where no NCCL line says it
+        worlds = [f.gworld for _, f in rows if f.gworld is not None]
     who.world = max(worlds) if worlds else None
     groups: dict[str, list[SourceTap]] = {}
     for tap in taps.values():

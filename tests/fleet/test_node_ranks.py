@@ -135,14 +135,14 @@ def test_a_checkpoint_of_an_older_logwatch_keeps_its_facts() -> None:
     """The live placement's checkpoint rows from before the node columns (12 values) are read,
     the new columns null; a row of another length is refused as a ValueError."""
     old = ["slurm-1-n1.out", None, 3, None, "n1", 3, 139, 256, None, None, None, None]
-    assert len(old) == len(FACT_SCHEMA) - 4
+    assert len(old) == len(FACT_SCHEMA) - 5
     placement = LivePlacement(followed=lambda: [("slurm-1-n1.out", True)])
     placement.import_state({"sources": {"slurm-1-n1.out": {"facts": [old]}}})
     assert placement.export_state()["sources"]["slurm-1-n1.out"]["facts"] == [
-        [*old, None, None, None, None]
+        [*old, None, None, None, None, None]
     ]
     with pytest.raises(ValueError, match="placement"):
-        placement.import_state({"sources": {"x": {"facts": [[*old, None, None, None, 1, 2]]}}})
+        placement.import_state({"sources": {"x": {"facts": [[*old, *[None] * 5, 1, 2]]}}})
 
 
 def test_a_paths_node_index_survives_the_trip_to_a_worker_process() -> None:
@@ -180,3 +180,12 @@ def test_the_verdict_names_the_global_rank_the_rendezvous_lines_give(tmp_path: P
     first = result.stdout.splitlines()[0]
     assert "root-cause" in first and "rank 3 (node-001): CUDA error" in first, result.stdout
     assert "3 of 4 ranks then timed out" in first
+
+
+def test_a_world_size_line_does_not_override_the_nccl_lines_world(tmp_path: Path) -> None:
+    """`WORLD_SIZE=4096` printed by a script beside an NCCL `comm ... rank 139 nRanks 256` line:
+    the NCCL line's world decides that its rank is global, `[default3]:` is rank 139."""
+    log = tmp_path / "slurm-4242-node-017.out"
+    nccl = "[default3]:node-017:41:41 [3] NCCL INFO comm 0x1 rank 139 nRanks 256 nNodes 32"
+    log.write_text(f"WORLD_SIZE=4096\n{nccl}\n[default3]:{TIMEOUT.format(rank=3)}\n")
+    assert _labels(str(log)) == [{"rank": "139", "local_rank": "3", "host": "node-017"}]
