@@ -139,3 +139,21 @@ def host_ranks(
         for local, rank in enumerate(ranks):
             host_local.setdefault((host, local), rank)
             rank_host.setdefault(rank, host)
+
+
+def late_hosts(
+    unplaced: dict[str, tuple[int, ...]],
+    source_host: dict[str, str],
+    host_local: dict[tuple[str, int], int],
+    rank_host: dict[int, str],
+) -> None:
+    """The ranks of nodes described by files seen before their host was named (`unplaced`:
+    `node-017/agent.log`, read before `node-017/.../attempt_0/3/stderr.log` named node-017),
+    under a host `source_host` names that is a folder of the describing file's path."""
+    hosts = set(source_host.values())
+    for source, ranks in unplaced.items():
+        if source in source_host:
+            continue
+        named = [part for part in re.split(r"[/\\]", source) if part in hosts]
+        if named:
+            host_ranks({source: ranks}, {source: named[-1]}, host_local, rank_host)

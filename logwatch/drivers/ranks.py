@@ -25,7 +25,7 @@ from logwatch.drivers.lineinfo import (
     classed,
     tapped,
 )
-from logwatch.drivers.noderank import host_ranks, learn_nodes
+from logwatch.drivers.noderank import host_ranks, late_hosts, learn_nodes
 from logwatch.parse.prefix import line_writer
 
 CANDIDATE_SCHEMA = {name: RECORD_SCHEMA[name] for name in CANDIDATE_COLUMNS}
@@ -398,7 +398,8 @@ def resolve(
                 who.source_host[source] = named[-1]
     host_ranks(who.source_globals, who.source_host, who.host_local, who.rank_host)
     if known is not None:  # nodes described by files seen before their host was (an agent's log)
-        _late_hosts(who, known)
+        unplaced = {s: r for s, r in known.source_globals.items() if s not in known.source_host}
+        late_hosts(unplaced, who.source_host, who.host_local, who.rank_host)
     # a torchrun file's rank from its host and local rank, once the host's map is known
     for source, local in who.source_local.items():
         host = who.source_host.get(source)
@@ -420,19 +421,6 @@ def resolve(
             if mate is not None:
                 who.host_local.setdefault((host, mate), rank)
     return who
-
-
-def _late_hosts(who: Who, known: Who) -> None:
-    """The ranks of nodes that `known`'s files described without a host then (`node-017/agent.log`
-    before `node-017/.../attempt_0/3/stderr.log` named node-017), under a host these files
-    name that is a folder of the describing file's path."""
-    hosts = set(who.source_host.values())
-    for source, ranks in known.source_globals.items():
-        if source in known.source_host or source in who.source_host:
-            continue
-        named = [part for part in re.split(r"[/\\]", source) if part in hosts]
-        if named:
-            host_ranks({source: ranks}, {source: named[-1]}, who.host_local, who.rank_host)
 
 
 def _learn(who: Who, fact: Fact, global_rank: int | None) -> None:
