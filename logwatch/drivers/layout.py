@@ -25,7 +25,8 @@ class PathIdentity:
     def __reduce__(self) -> tuple[type[PathIdentity], tuple[object, ...]]:
         # by its fields: a frozen dataclass's own pickling looks its fields up each time,
         # which the client paid for every file of a run (`replay --jobs/--dask`)
-        return (PathIdentity, (self.host, self.rank, self.local, self.attempt, self.group))
+        fields = (self.host, self.rank, self.local, self.attempt, self.group, self.node)
+        return (PathIdentity, fields)
 
 
 _HOST = r"[A-Za-z][\w.-]*"

@@ -2,7 +2,7 @@
 expressions over a block: the launchers' line prefixes (`[rankN]:`, `[defaultL]:`, `N: `,
 `[1,N]<stderr>:`, pdsh `host: `), the lines that name a rank or host (NCCL `host:pid:tid [L]`
 headers and `comm ... rank R nRanks W`, `Setting up process group ... [rank=R]`, a kernel
-log's host), and for fleet-relevant lines their class: a primary (the failure itself) or a
+log's host, what a launcher says of its node: `logwatch.drivers.noderank`), and for fleet-relevant lines their class: a primary (the failure itself) or a
 symptom (what the other ranks print because of it)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import polars as pl
 
+from logwatch.drivers.noderank import NODE_PATTERNS, NODE_SCHEMA, NODE_WORDS
 from logwatch.parse.prefix import PREFIX, with_prefixes
 from logwatch.parse.prefix import prefixes as prefixes  # re-exported: its home was here
 
@@ -106,7 +107,7 @@ CLASS_WORDS = [
     *("timeout", "taking the entire", "dump", "NCCL", "nccl", "Dist", "signal", "Signal"),
     *("sigkill", "srun:", "CANCELLED", "ChildFailed", "Error", "Exception"),
 ]
-IDENTITY_WORDS = ["NCCL INFO", "Setting up process group", " kernel:"]
+IDENTITY_WORDS = ["NCCL INFO", "Setting up process group", " kernel:", *NODE_WORDS]
 CAUSE_TEXT = {
     "gpu-lost": "GPU fell off the bus (Xid 79)",
     "xid": "Xid error",
@@ -169,8 +170,10 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
     "sworld": pl.Int64(),
     "khost": pl.String(),
     "bus": pl.String(),
+    **NODE_SCHEMA,
 }
-"""One line that names its writer (rank, host, GPU, world size)."""
+"""One line that names its writer (rank, host, GPU, world size) or its node (group rank,
+local world size, global ranks: `logwatch.drivers.noderank`)."""
 
 
 def maybe_classed(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFrame:
@@ -227,7 +230,8 @@ def facts(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFrame:
     rows = rows.with_columns(pl.col("text").str.replace(PREFIX, "").alias("_body"))
     body = pl.col("_body")
     parts = []
-    for word, pattern in (("NCCL INFO", NCCL_INFO), ("Setting up", SETUP), (" kernel:", KERNEL)):
+    found_by = (("NCCL INFO", NCCL_INFO), ("Setting up", SETUP), (" kernel:", KERNEL))
+    for word, pattern in (*found_by, *NODE_PATTERNS):
         some = rows.filter(body.str.contains(word, literal=True))
         if some.height:
             found = some.with_columns(body.str.extract_groups(pattern).alias("_found"))
@@ -237,9 +241,8 @@ def facts(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFrame:
         if name not in out.columns:
             out = out.with_columns(pl.lit(None, dtype=dtype).alias(name))
     out = out.with_columns(pl.col("bus").str.to_lowercase())
-    known = pl.any_horizontal(
-        pl.col(name).is_not_null() for name in ("nhost", "crank", "srank", "khost")
-    )
+    said = ("nhost", "crank", "srank", "khost", *NODE_SCHEMA)
+    known = pl.any_horizontal(pl.col(name).is_not_null() for name in said)
     return out.filter(known).select(
         *(pl.col(name).cast(dtype, strict=False) for name, dtype in FACT_SCHEMA.items()), *keep
     )
@@ -263,6 +266,11 @@ class Fact(NamedTuple):
     sworld: int | None
     khost: str | None
     bus4: str | None
+    gnode: int | None = None
+    gper: int | None = None
+    granks: str | None = None
+    gmap: str | None = None
+    gworld: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,7 +326,13 @@ def tapped(
         ts.forward_fill().over("_file").fill_null(pl.lit(carry_ts, dtype=pl.Datetime("us"))),
     )
     base = with_prefixes(base)  # extracted only when some line of the group has a prefix
-    timed = base.filter(pl.col("timed")).select("_file", "line", "ts")
+    # The timed lines an untimed line can take its time from: each one followed by an untimed
+    # line (or by the end of the block), and each file's first (`SourceTap.time_of` answers
+    # only for untimed lines). Not every timed line: that index grew with the file.
+    after = pl.col("timed").shift(-1).over("_file")
+    first = pl.col("timed") & (pl.col("timed").cum_sum().over("_file") == 1)
+    kept = pl.col("timed") & (after.is_null() | ~after | first)
+    timed = base.filter(kept).select("_file", "line", "ts")
     records = maybe_classed(base, keep=("_file",))  # classed once for every source, at the end
     # each file's facts together, in the order of its own pass; a fact said again adds nothing
     found = facts(base, keep=("_file",)).sort("_file", maintain_order=True)

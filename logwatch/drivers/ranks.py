@@ -25,6 +25,7 @@ from logwatch.drivers.lineinfo import (
     classed,
     tapped,
 )
+from logwatch.drivers.noderank import host_ranks, late_hosts, learn_nodes
 from logwatch.parse.prefix import line_writer
 
 CANDIDATE_SCHEMA = {name: RECORD_SCHEMA[name] for name in CANDIDATE_COLUMNS}
@@ -64,8 +65,9 @@ class SourceTap:
         self.writers.append(found.writers)
 
     def time_of(self, line: int) -> tuple[int, datetime] | None:
-        """The last timed line before `line` and its time (the first timed one when none is
-        before), or None when the source has no timed line."""
+        """The last timed line before the untimed line `line` and its time (the first timed
+        one when none is before), or None when the source has no timed line. The index keeps
+        only the timed lines an untimed line can take its time from (`lineinfo.tapped`)."""
         if not self._timed_lines:
             return None
         if len(self._timed_lines) > 1:  # joined once, for every event of the file after it
@@ -119,6 +121,8 @@ class Who:
     bus_rank: dict[tuple[str, str], int] = field(default_factory=dict)  # (host, bus): rank
     gpus_per_node: int | None = None  # `--gpus-per-node`: node index x it + local = rank
     source_node: dict[str, int] = field(default_factory=dict)  # a path's `{node}` index
+    # the global rank of each local rank of the node a source's launcher lines describe
+    source_globals: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def rank_of(self, source: str, p_rank: int | None, p_local: int | None) -> int | None:
         """A line's global rank, or None when it cannot be known."""
@@ -137,8 +141,12 @@ class Who:
         return self.source_rank.get(source)
 
     def by_node(self, source: str, local: int) -> int | None:
-        """The global rank of `local` on the node `source`'s path names (`{node}`), given
-        `--gpus-per-node`; None when either is not known."""
+        """The global rank of `local` on the node `source`'s launcher lines describe
+        (`global_ranks=[...]`, `group_rank=N`: `logwatch.drivers.noderank`), else on the node
+        its path names (`{node}`) given `--gpus-per-node`; None when not known."""
+        said = self.source_globals.get(source)
+        if said is not None:
+            return said[local] if 0 <= local < len(said) else None
         node = self.source_node.get(source)
         if node is None or self.gpus_per_node is None:
             return None
@@ -166,6 +174,8 @@ class Who:
             self.bus_rank.setdefault(bus, rank)
         for source, node in other.source_node.items():
             self.source_node.setdefault(source, node)
+        for source, ranks in other.source_globals.items():
+            self.source_globals.setdefault(source, ranks)
         self.gpus_per_node = self.gpus_per_node or other.gpus_per_node
 
     def host_of(self, source: str, rank: int | None, p_host: str | None) -> str | None:
@@ -349,6 +359,8 @@ def resolve(
     worlds += [f.sworld for _, f in rows if f.sworld is not None]
     if known is not None and known.world:
         worlds.append(known.world)
+    if not worlds:  # a launcher's or a script's WORLD_SIZE only where no NCCL line says it
+        worlds = [f.gworld for _, f in rows if f.gworld is not None]
     who.world = max(worlds) if worlds else None
     groups: dict[str, list[SourceTap]] = {}
     for tap in taps.values():
@@ -372,6 +384,9 @@ def resolve(
         own = [row for tap in group for row in by_source.get(tap.source, ())]
         if own:
             _group_rank(who, group, own)
+    # what launcher lines said of nodes: a local rank's global rank without --gpus-per-node
+    said = [(source, f.gnode, f.gper, f.granks, f.gmap) for source, f in rows]
+    who.source_globals.update(learn_nodes(said, who.gpus_per_node, who.host_local, who.rank_host))
     lacking = [source for source in taps if source not in who.source_host]
     if lacking:  # a host named anywhere that is a folder of the path
         hosts = set(who.source_host.values()) | set(who.rank_host.values())
@@ -381,6 +396,10 @@ def resolve(
             named = [part for part in re.split(r"[/\\]", source) if part in hosts]
             if named:
                 who.source_host[source] = named[-1]
+    host_ranks(who.source_globals, who.source_host, who.host_local, who.rank_host)
+    if known is not None:  # nodes described by files seen before their host was (an agent's log)
+        unplaced = {s: r for s, r in known.source_globals.items() if s not in known.source_host}
+        late_hosts(unplaced, who.source_host, who.host_local, who.rank_host)
     # a torchrun file's rank from its host and local rank, once the host's map is known
     for source, local in who.source_local.items():
         host = who.source_host.get(source)

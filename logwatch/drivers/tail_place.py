@@ -216,7 +216,7 @@ class LivePlacement(Plugin):
         for source, rows, last in restored:
             tap = self._tap(source)
             try:
-                frame = pl.DataFrame(rows, schema=FACT_SCHEMA, orient="row")
+                frame = pl.DataFrame(_padded(rows), schema=FACT_SCHEMA, orient="row")
                 if last is not None:
                     line, stamp = int(last[0]), datetime.fromisoformat(str(last[1]))
                     self._times[source].restore(line, stamp)
@@ -244,6 +244,13 @@ class LivePlacement(Plugin):
         # the same facts (a resolve that ends a run carries its firing's line, so its labels)
         self._given.pop(old, None)
         self._who = None
+
+
+def _padded(rows: list[Any]) -> list[Any]:
+    """Fact rows as a checkpoint kept them, the node columns a checkpoint of an older logwatch
+    lacks (`logwatch.drivers.noderank`) as nulls."""
+    size = len(FACT_SCHEMA)
+    return [[*row, *([None] * (size - len(row)))] if isinstance(row, list) else row for row in rows]
 
 
 def _str_map(value: Any) -> bool:

@@ -258,7 +258,7 @@ def _draw(
     paths, progress = ask.paths, ask.progress
     # Which axis is drawn is known only at the end, unless `--x` says: then only its view
     # is fed (the step view alone costs about a fifth of a replay on a DFlash log).
-    collector = Collector(kinds=_KINDS[x])
+    collector = Collector(kinds=_KINDS[x], one_file=x is None and len(set(paths)) == 1)
     found: list[AlertEvent] = []  # as the engine found them, while their block was at hand
 
     def read(source: str, done: int, total: int) -> None:

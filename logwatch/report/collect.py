@@ -209,9 +209,10 @@ class RunData:
         views = (self.by_time, self.by_line, self.by_step)
         return any(r.counts for v in views for r in (v.points, v.markers, v.mix))
 
-    def add(self, block: Block) -> None:
-        """Fold in one block of this run's rows, on every axis it may be drawn on."""
-        for kind in self.kinds:
+    def add(self, block: Block, stepped: bool = False) -> None:
+        """Fold in one block of this run's rows, on every axis it may be drawn on (`stepped`:
+        the step axis alone, as the only one that can still be drawn)."""
+        for kind in ("step",) if stepped and "step" in self.kinds else self.kinds:
             self.view(kind).add(block)
 
 
@@ -246,6 +247,7 @@ class SourceData:
     lines: int = 0
     recent: list[pl.DataFrame] = field(default_factory=list)  # the last two blocks' places
     ended: bool = False  # every block is in: events now come from the end of the file
+    stepped: bool = False  # a line of it had a step (the stats' `steps_seen`)
 
     def starts_text(self) -> list[str]:
         """The text of the run starts kept, and of the last one."""
@@ -279,9 +281,17 @@ class Collector:
     `on_event` and `progress` place the alerts whose lines say no time or step."""
 
     def __init__(
-        self, stall_after_s: float = 600.0, kinds: tuple[Kind, ...] = ("time", "line", "step")
+        self,
+        stall_after_s: float = 600.0,
+        kinds: tuple[Kind, ...] = ("time", "line", "step"),
+        *,
+        one_file: bool = False,
     ) -> None:
         self.kinds = kinds
+        # The default axis of a one-file report is the step axis once the file has a step
+        # line (`build._kind`: `steps_seen`): from the block that has the first, only the step
+        # view is fed (the others cost about a fifth of a replay and their working set).
+        self.one_file = one_file
         self.sources: dict[str, SourceData] = {}
         self.stall_after = timedelta(seconds=stall_after_s)
         self.places: dict[int, Place] = {}  # by id() of the events of this replay
@@ -302,12 +312,14 @@ class Collector:
         data.starts.add(starts.select("line", "ts", "text", pl.lit(None, pl.Float64).alias("x")))
         if starts.height:
             data.last_start = starts.item(-1, "text")
+        if self.one_file and not data.stepped:
+            data.stepped = frame.get_column("step").is_not_null().any()
         parts = [rows] if rows.get_column("run").n_unique() == 1 else rows.partition_by("run")
         for part in parts:
             run = int(part.item(0, "run"))
             if run not in data.runs:
                 data.runs[run] = _new_run(part, data, self.kinds)
-            data.runs[run].add(self._block(part))
+            data.runs[run].add(self._block(part), stepped=data.stepped)
 
     def on_event(self, event: AlertEvent) -> None:
         """Remember where `event` sits, while its block is at hand."""

@@ -56,8 +56,9 @@ DECIDING: tuple[tuple[str, int | None, int | None], ...] = (
     (ROOT_CAUSE_RANK, 1, None),  # elastic Root Cause block
     (r"^\s*exitcode\s*: (-?\d+) \(pid", None, 1),
     (r"Signals\.SIGKILL|Signal 9 \(SIGKILL\) received", None, None),
-    # DeepSpeed's launcher names the rank in the command it ran
-    (r"--local_rank=(\d+).*exits with return code = (-?[1-9]\d*)", 1, 2),
+    # DeepSpeed's launcher: its `{cmd} exits with return code = N` prints the command of the
+    # LAST process it spawned on the node, whichever one failed (deepspeed/launcher/launch.py
+    # `sigkill_handler`), so its `--local_rank=N` names no failing rank
     (r"exits with return code = (-?[1-9]\d*)", None, 1),
 )
 # Lines the shell, an IDE or SLURM print once the process has ended, over the line without its
@@ -170,9 +171,9 @@ def ended_by(message: str) -> tuple[str | None, int | None, str | None]:
     return None, None, None
 
 
-LOCAL_RANK_DECIDING = frozenset({DECIDING[0][0], DECIDING[4][0]})
-"""The `DECIDING` patterns whose rank is a local one (torch elastic's `local_rank: N`,
-DeepSpeed's `--local_rank=N`): never to be called a rank."""
+LOCAL_RANK_DECIDING = frozenset({DECIDING[0][0]})
+"""The `DECIDING` patterns whose rank is a local one (torch elastic's `local_rank: N`): never
+to be called a rank."""
 
 
 def named_by_deciding(

@@ -3,6 +3,7 @@ run's incident."""
 
 from __future__ import annotations
 
+import socket
 import time
 
 from tests.cluster.clusterkit import NAN, RUN, START, am_config, append
@@ -51,3 +52,27 @@ def test_eight_nodes_on_one_incident_give_one_grouped_notification(cluster: Clus
     assert notification["groupLabels"] == {"alertname": "nan-loss", "run": RUN}
     sources = {alert["labels"]["source"] for alert in notification["alerts"]}
     assert sources == {str(node.folder / "train.log") for node in nodes}
+
+
+def test_a_rank_logs_alert_carries_the_logs_host_and_the_watcher_as_instance(
+    cluster: Cluster,
+) -> None:
+    """A rank's log names its host (an NCCL INFO line of node-017): the alert in Alertmanager
+    and in the receiver's notification has `host` node-017 and the global rank, and the
+    watching machine as `instance`."""
+    hook = cluster.webhook()
+    am = cluster.alertmanager("am", hook).start()
+    nccl = "[rank139]:node-017:41:41 [3] NCCL INFO comm 0x1 rank 139 nRanks 256 nNodes 32\n"
+    node = cluster.node("n1", am_config(am.url), log=START + nccl)
+    node.wait_following()
+    append(node.folder / "train.log", "[rank139]: step=2 loss=nan\n")
+    [alert] = wait_for(am.alerts, 30, "the alert in Alertmanager")
+    labels = alert["labels"]
+    assert (labels["host"], labels["rank"]) == ("node-017", "139")
+    assert labels["instance"] == socket.gethostname()
+    [notification] = wait_for(hook.firing, 30, "the notification")
+    [told] = notification["alerts"]
+    assert (told["labels"]["host"], told["labels"]["instance"]) == (
+        "node-017",
+        socket.gethostname(),
+    )

@@ -195,3 +195,34 @@ def test_a_rotated_node_file_keeps_its_writers(tmp_path: Path) -> None:
     (event,) = [e for e in tail.sink.events if e.rule == "cuda-oom"]
     assert event.source == f"{log} (rotated)"
     assert (event.labels["rank"], event.labels["host"]) == ("59", "node-007")
+
+
+def test_tail_gives_a_node_files_local_rank_the_global_rank_its_rendezvous_lines_give(
+    tmp_path: Path,
+) -> None:
+    """A SLURM node file followed live: torch elastic's rendezvous result (`group_rank=17`,
+    `global_ranks=[136, ...]`) comes first, then `[default3]:`'s NCCL timeout: rank 139 of
+    node-017, as replay says (`logwatch/drivers/noderank.py`)."""
+    log = tmp_path / "slurm-4242-node-017.out"
+    ranks = ", ".join(str(136 + local) for local in range(8))
+    head = [
+        "[default] Rendezvous complete for workers. Result:",
+        "  group_rank=17",
+        f"  global_ranks=[{ranks}]",
+    ]
+    timeout = (
+        "[default3]:[E1207 02:10:39.208820 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=88811, OpType=ALLREDUCE, NumelIn=1, "
+        "NumelOut=1, Timeout(ms)=600000) ran for 600008 milliseconds before timing out."
+    )
+    tail = Tail(tmp_path, patterns=("*.out",), rules=BUILTIN)
+    with running(tail.driver) as driver:
+        log.write_text("\n".join(head) + "\n")
+        driver.sync()
+        with open(log, "a") as out:
+            out.write(timeout + "\n")
+        driver.sync()
+    (event,) = [e for e in tail.sink.events if e.rule == "nccl-timeout"]
+    assert (event.labels["rank"], event.labels["host"]) == ("139", "node-017")
+    replayed = replay([str(log)], BUILTIN, options=ReplayOptions()).events
+    assert [e.labels for e in replayed if e.rule == "nccl-timeout"] == [event.labels]

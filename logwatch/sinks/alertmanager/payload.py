@@ -3,6 +3,10 @@
 Labels never change between posts of one alert (no step, value or time in them): `alertname`
 (the rule id), `severity`, `host`, `source`, the rule's own labels, the config's static labels,
 and `run` whenever the log or the environment names the run. Annotations carry the rest.
+
+`host` is where the event happened: the log's host where placement named one (a fleet's rank
+log, `labels.host`), else the watching machine. When the two differ, the watching machine is
+`instance` (Prometheus' label for the target that reported it), unless the static labels set one.
 """
 
 from __future__ import annotations
@@ -44,10 +48,13 @@ def alert_labels(event: AlertEvent, identity: Identity) -> dict[str, str]:
     one event only: an untimed line's `ts_from_line` would make its resolve another alert)."""
     labels = {label_name(k): str(v) for k, v in event.labels.items() if k not in NOT_IDENTITY}
     labels.update(identity.labels)
+    host = event.labels.get("host") or identity.host  # the log's host, else the watcher's
+    if host != identity.host:
+        labels.setdefault("instance", identity.host)
     labels.update(
         alertname=event.rule,
         severity=event.severity.label,
-        host=identity.host,
+        host=host,
         source=event.source,
     )
     run = event.run or identity.env_run

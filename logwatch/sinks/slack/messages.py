@@ -155,13 +155,25 @@ def where_parts(
     """Where a group happened, for its header, as (before, file, after) so the file part can be
     cut first: `host · run slammed4 (` `train.log` `)` when the log announced its run id (else
     `env_run`, the run the environment of this process names), else `host · ` `train.log` ``
-    (or `N sources`). Run ids are redacted like log text."""
+    (or `N sources`). The host is the log's where placement named one for every event
+    (`labels.host`, a fleet's rank log; `N hosts` for several), else `host` (default: this one).
+    Run ids are redacted like log text."""
     sources = list(dict.fromkeys(e.source for e in events))
     one = len(sources) == 1
     where = (PurePath(sources[0]).name or sources[0]) if one else f"{len(sources)} sources"
-    place = f"{host if host is not None else socket.gethostname()} · "
+    place = f"{event_host(events) or (host if host is not None else socket.gethostname())} · "
     run = group_run(events, env_run)
     return (f"{place}run {run} (", where, ")") if run is not None else (place, where, "")
+
+
+def event_host(events: Sequence[AlertEvent]) -> str | None:
+    """Where a group's events happened as their logs say (`labels.host`): the host, `N hosts`,
+    or None when an event's log named none."""
+    hosts = [e.labels.get("host") for e in events]
+    if not hosts or None in hosts or "" in hosts:
+        return None
+    named = list(dict.fromkeys(hosts))
+    return redact(str(named[0])) if len(named) == 1 else f"{len(named)} hosts"
 
 
 def group_run(events: Sequence[AlertEvent], env_run: str | None) -> str | None:
