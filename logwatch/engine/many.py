@@ -44,7 +44,7 @@ class _Many(_Evaluator):
         frame in order gives them (one source's lines per frame), with the stats and the
         batched rules' steps of all computed together."""
         given = list(computed) if computed is not None else None
-        ready = list(prepared) if prepared is not None else [None] * len(frames)
+        ready: list[Prepared | None] = [*prepared] if prepared is not None else [None] * len(frames)
         chosen = self._batchable(frames)
         try:
             if chosen:
