@@ -242,8 +242,9 @@ def test_loss_histories_of_many_sources_are_each_their_own(
 
 def _snapshots(seed: int, count: int, bad: bool) -> list[str]:
     """A run's `[wandb] snapshot` lines every 30 s, 8 GPUs each: GPU 3 idle (util 2) and GPU 5
-    near its memory's top from the 4th line on, a step line between; with `bad`, one snapshot
-    says `mem_gb=nan` (a value no GPU column holds: read as missing, and said)."""
+    near its memory's top from the 4th line on, some hot, a key missing now and then, power
+    said by some runs only, a step line between; with `bad`, one snapshot says `mem_gb=nan`
+    (a value no GPU column holds: read as missing, and said)."""
     rng = random.Random(seed)
     lines = []
     for n in range(count):
@@ -254,7 +255,9 @@ def _snapshots(seed: int, count: int, bad: bool) -> list[str]:
             mem = "139.5" if gpu == 5 and n >= 3 else f"{rng.uniform(60, 70):.1f}"
             mem = "nan" if bad and n == count // 2 and gpu == 1 else mem
             keys += [f"gpu/{gpu}/util={util}", f"gpu/{gpu}/mem_gb={mem}"]
-            keys += [f"gpu/{gpu}/mem_total_gb=139.8", f"gpu/{gpu}/temp_c={rng.randint(55, 70)}"]
+            keys += [f"gpu/{gpu}/mem_total_gb=139.8", f"gpu/{gpu}/temp_c={rng.randint(55, 90)}"]
+            keys += [f"gpu/{gpu}/power_w={rng.randint(300, 700)}"] if seed % 3 else []
+        keys = [key for key in keys if "util" in key or rng.random() > 0.05]  # some missing
         lines.append(f"{t} INFO [wandb] snapshot step={n} " + " ".join(keys))
         lines.append(f"{t} INFO [train] step {n}/900 | loss 2.0 | grad_norm 1.0 | q_hs=3")
     return lines

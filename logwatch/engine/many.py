@@ -177,12 +177,14 @@ class _Many(_Evaluator):
             return prepared
         if found.dropped:
             return prepared
-        rows = LogGpuRows(found.rows, self._gpu_metrics)
+        bounds = list(
+            itertools.pairwise(itertools.accumulate((p.height for p in parts), initial=0))
+        )
+        # the GPU hold rules' rows scored once for all, each piece taking its own
+        cut = LogGpuRows(found.rows, self._gpu_metrics).cut(bounds, self._log_holds)
         out = list(prepared)
-        begin = 0
-        for i, part in zip(picked, parts, strict=True):
-            out[i] = Prepared(frames[i], {}, rows.sliced(begin, begin + part.height), None)
-            begin += part.height
+        for i, rows in zip(picked, cut, strict=True):
+            out[i] = Prepared(frames[i], {}, rows, None)
         return out
 
     def _ready_filled(

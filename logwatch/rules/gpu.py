@@ -12,7 +12,7 @@ protocol) does the same for one rule alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -212,6 +212,28 @@ class LogGpuRows:
         narrow = self.narrow.filter((row >= begin) & (row < end))
         return LogGpuRows(narrow.with_columns(row - begin), self.metrics)
 
+    def cut(
+        self, bounds: Sequence[tuple[int, int]], rules: Iterable[HoldRule] = ()
+    ) -> list[LogGpuRows]:
+        """`sliced` for each [begin, end) of `bounds` (ascending, apart), each with the scored
+        rows of `rules` (scope "gpu": a row is scored from its own line alone) cut from this
+        one's, scored once for all pieces; a rule whose scoring raises is left to each piece."""
+        scored = {}
+        for rule in rules:
+            if rule.scope == "run":  # one row per time, of every GPU: not a row's own
+                continue
+            try:
+                scored[id(rule)] = self.scored(rule)
+            except Exception:  # each piece's step raises it again, as its rule's error
+                continue
+        out = []
+        for begin, end in bounds:
+            piece = LogGpuRows(_rows_of(self.narrow, "_log_row", begin, end), self.metrics)
+            for key, rows in scored.items():
+                piece._scored[key] = _rows_of(rows, _ROW, begin, end)
+            out.append(piece)
+        return out
+
     def scored(self, rule: HoldRule) -> pl.DataFrame:
         """`rule.score` of the frame of the metrics it reads, computed once per rule: the
         engine may compute it ahead, on a parse thread (`Engine.prepare`)."""
@@ -237,6 +259,16 @@ class LogGpuRows:
             )
             found = self._frames[metrics] = with_log_context(gpu)
         return found
+
+
+def _rows_of(frame: pl.DataFrame, column: str, begin: int, end: int) -> pl.DataFrame:
+    """The rows of `frame` (sorted by `column`, a row of the log) of log rows [begin, end),
+    counted from `begin`: a slice, no query."""
+    rows = frame.get_column(column)
+    low, high = rows.search_sorted(pl.Series([begin, end], dtype=rows.dtype), side="left")
+    piece = frame.slice(low, high - low)
+    at = piece.get_column_index(column)
+    return piece.replace_column(at, (piece.get_column(column) - begin).cast(rows.dtype))
 
 
 def log_gpu_rows(frame: pl.DataFrame, metrics: frozenset[str] | None = None) -> LogGpuRows:
