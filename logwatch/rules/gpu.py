@@ -21,7 +21,7 @@ import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
 from logwatch.gpu.frames import GPU_SCHEMA, LOG_METRIC_OF, narrow_metrics, narrow_to_gpu_frame
-from logwatch.gpu.log_rows import DroppedPair, read_telemetry_rows
+from logwatch.gpu.log_rows import DroppedPair, read_telemetry_rows, rows_between
 from logwatch.rules.base import Needs, RuleType, Transition
 from logwatch.rules.params import Columns, Kind, Param
 
@@ -228,9 +228,9 @@ class LogGpuRows:
                 continue
         out = []
         for begin, end in bounds:
-            piece = LogGpuRows(_rows_of(self.narrow, "_log_row", begin, end), self.metrics)
+            piece = LogGpuRows(rows_between(self.narrow, "_log_row", begin, end), self.metrics)
             for key, rows in scored.items():
-                piece._scored[key] = _rows_of(rows, _ROW, begin, end)
+                piece._scored[key] = rows_between(rows, _ROW, begin, end)
             out.append(piece)
         return out
 
@@ -259,16 +259,6 @@ class LogGpuRows:
             )
             found = self._frames[metrics] = with_log_context(gpu)
         return found
-
-
-def _rows_of(frame: pl.DataFrame, column: str, begin: int, end: int) -> pl.DataFrame:
-    """The rows of `frame` (sorted by `column`, a row of the log) of log rows [begin, end),
-    counted from `begin`: a slice, no query."""
-    rows = frame.get_column(column)
-    low, high = rows.search_sorted(pl.Series([begin, end], dtype=rows.dtype), side="left")
-    piece = frame.slice(low, high - low)
-    at = piece.get_column_index(column)
-    return piece.replace_column(at, (piece.get_column(column) - begin).cast(rows.dtype))
 
 
 def log_gpu_rows(frame: pl.DataFrame, metrics: frozenset[str] | None = None) -> LogGpuRows:
