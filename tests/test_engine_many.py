@@ -238,3 +238,55 @@ def test_loss_histories_of_many_sources_are_each_their_own(
     for name in many.sources:
         assert _state(many, name) == _state(one, name)
     assert fired or not any(len(lines) > 40 for lines in sources.values())
+
+
+def _snapshots(seed: int, count: int, bad: bool) -> list[str]:
+    """A run's `[wandb] snapshot` lines every 30 s, 8 GPUs each: GPU 3 idle (util 2) and GPU 5
+    near its memory's top from the 4th line on, some hot, a key missing now and then, power
+    said by some runs only, a step line between; with `bad`, one snapshot says `mem_gb=nan`
+    (a value no GPU column holds: read as missing, and said)."""
+    rng = random.Random(seed)
+    lines = []
+    for n in range(count):
+        t = f"2026-11-01 00:{n // 2:02d}:{30 * (n % 2):02d},000"
+        keys = []
+        for gpu in range(8):
+            util = 2 if gpu == 3 and n >= 3 else rng.randint(80, 99)
+            mem = "139.5" if gpu == 5 and n >= 3 else f"{rng.uniform(60, 70):.1f}"
+            mem = "nan" if bad and n == count // 2 and gpu == 1 else mem
+            keys += [f"gpu/{gpu}/util={util}", f"gpu/{gpu}/mem_gb={mem}"]
+            keys += [f"gpu/{gpu}/mem_total_gb=139.8", f"gpu/{gpu}/temp_c={rng.randint(55, 90)}"]
+            keys += [f"gpu/{gpu}/power_w={rng.randint(300, 700)}"] if seed % 3 else []
+        keys = [key for key in keys if "util" in key or rng.random() > 0.05]  # some missing
+        lines.append(f"{t} INFO [wandb] snapshot step={n} " + " ".join(keys))
+        lines.append(f"{t} INFO [train] step {n}/900 | loss 2.0 | grad_norm 1.0 | q_hs=3")
+    return lines
+
+
+@settings(max_examples=examples(16), deadline=None)
+@given(st.integers(0, 10**6), st.integers(2, 5), st.integers(1, 4), st.booleans())
+def test_gpu_snapshots_of_many_sources_are_read_once_and_each_their_own(
+    seed: int, count: int, rounds: int, bad: bool
+) -> None:
+    """The GPU rows of many sources' snapshot lines, read in one pass (`_gpu_prepared`) and cut
+    back to each source, give each source's own GPU alerts, states and warnings; a round where
+    one source's snapshot holds a value no column can hold reads each source's on its own (the
+    warning names that source and line)."""
+    rng = random.Random(seed)
+    sources = {
+        f"rank{n}.log": _snapshots(seed + n, rng.randint(1, 20), bad and n == 1)
+        for n in range(count)
+    }
+    warned: dict[str, list[str]] = {"many": [], "one": []}
+    many = Engine(RULES, on_warning=lambda w: warned["many"].append(str(w)))
+    one = Engine(RULES, on_warning=lambda w: warned["one"].append(str(w)))
+    fired = set()
+    for frames in _rounds(seed, sources, rounds):
+        got = many.process_many(frames)
+        assert _said(got) == _said([one.process(frame) for frame in frames])
+        fired |= {e.rule for batch in got for e in batch}
+    assert warned["many"] == warned["one"]
+    for name in many.sources:
+        assert _state(many, name) == _state(one, name)
+    if any(len(lines) >= 28 for lines in sources.values()):  # 14 snapshots: 6 min 30 s
+        assert {"gpu-idle", "gpu-memory-high"} <= fired

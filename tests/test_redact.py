@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from enum import StrEnum
 
 import pytest
 from click.testing import CliRunner
@@ -13,6 +14,7 @@ from logwatch import redact as redact_module
 from logwatch.alerts import event_from_json
 from logwatch.cli import cli
 from logwatch.engine import run_id
+from logwatch.engine.state import masked
 from logwatch.redact import MASK, redact, register_secret
 from logwatch.sinks.slack import messages
 
@@ -167,3 +169,23 @@ def test_run_id_that_is_the_head_of_a_longer_secret_is_masked(
     monkeypatch.setattr(redact_module, "_secrets", set())  # registered for this test only
     register_secret("Q7r8s9t0u1v2=pad")
     assert run_id("run start: run_id=Q7r8s9t0u1v2=pad pid=1") == MASK
+
+
+def test_masked_state_masks_every_string_and_keeps_the_rest() -> None:
+    """`masked` (what the engine's rule states go through to a checkpoint) masks a token in a
+    nested dict, in a list and in a str subclass, and gives numbers, flags and nulls back as they
+    were, whatever their depth."""
+
+    class Kind(StrEnum):
+        TOKEN = f"token {GH_CLASSIC}"
+
+    state = {
+        "keys": {"0": {"since": 1.5, "n": 3, "firing": False, "value": None, "line": GH_CLASSIC}},
+        "kept": [1, 2.5, True, None, f"Bearer {GH_CLASSIC}", [GH_CLASSIC, 4]],
+        "kind": Kind.TOKEN,
+    }
+    out = masked(state)
+    assert GH_CLASSIC not in json.dumps(out)
+    assert out["keys"]["0"] == {"since": 1.5, "n": 3, "firing": False, "value": None, "line": MASK}
+    assert out["kept"][:4] == [1, 2.5, True, None]
+    assert out["kept"][5] == [MASK, 4]

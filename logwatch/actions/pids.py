@@ -28,7 +28,7 @@ class RunPids:
         self._lock = threading.Lock()  # read from the actions' threads
 
     def observe(self, frame: pl.DataFrame) -> None:
-        """Fold one parsed batch (one source) in."""
+        """Fold parsed lines in (one source's or many's: each run start names its source)."""
         if frame.is_empty() or "run_start" not in frame.columns:
             return
         starts = frame.filter(pl.col("run_start").fill_null(False)).select("source", "line", "pid")

@@ -9,6 +9,7 @@ as they would have one by one.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 
 import polars as pl
@@ -92,19 +93,30 @@ def parsed_together(
         if year is not None:
             follower.year = year
     counts = [batch.text.len() for _, batch in pending]
-    sources = [
-        pl.repeat(f.source, n, dtype=pl.String, eager=True)
-        for (f, _), n in zip(pending, counts, strict=True)
-    ]
-    numbers = [
-        pl.int_range(b.first_line, b.first_line + n, eager=True, dtype=pl.Int64)
-        for (_, b), n in zip(pending, counts, strict=True)
-    ]
-    frame = block.frame.with_columns(
-        pl.concat(sources).cast(SCHEMA["source"]).alias("source"),
-        pl.concat(numbers).cast(SCHEMA["line"]).alias("line"),
-    )
+    frame = block.frame.with_columns(*_sources_and_lines(pending, counts))
     offset = 0
     for (follower, _), size in zip(pending, counts, strict=True):
         yield follower, frame.slice(offset, size)
         offset += size
+
+
+def _sources_and_lines(pending: list[tuple[Follower, Batch]], counts: list[int]) -> list[pl.Series]:
+    """The `source` and `line` columns of the pending batches' lines (`counts` lines each), in
+    one query for all: each batch's source, and its first line less the lines before it in
+    the block (its `base`) to which each line adds its row in the block."""
+    starts = itertools.accumulate(counts, initial=0)
+    batches = pl.DataFrame(
+        {
+            "source": [f.source for f, _ in pending],
+            "base": [b.first_line - start for (_, b), start in zip(pending, starts, strict=False)],
+            "count": counts,
+        },
+        schema={"source": pl.String, "base": pl.Int64, "count": pl.Int64},
+    ).filter(pl.col("count") > 0)
+    spread = batches.select(
+        pl.col("source").repeat_by("count").explode().cast(SCHEMA["source"]),
+        (pl.col("base").repeat_by("count").explode() + pl.int_range(pl.sum("count")))
+        .cast(SCHEMA["line"])
+        .alias("line"),
+    )
+    return spread.get_columns()

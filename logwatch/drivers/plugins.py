@@ -1,11 +1,12 @@
 """What joins the tail driver beside the rules: one protocol, every step of a round in it.
 
-A plugin sees each parsed batch (`observe`), may rewrite or drop each alert on its way to the
-sink (`filter`), adds its own alerts once per round (`round`) and once at start (`start_events`),
-keeps state in the checkpoint under its `name` (`export_state` / `import_state`), and is closed
-with the driver. `TailPlugin` is the protocol; `Plugin` is a base whose steps all do nothing;
-`DriverView` is what a round sees of the driver (`tail.TailDriver` is one: this module does not
-import it, it imports this one).
+A plugin sees the parsed lines (`observe`: a batch, or a round's lines of many sources at
+once), may rewrite or drop each alert on its way to the sink (`filter`), adds its own alerts
+once per round (`round`) and once at start (`start_events`), keeps state in the checkpoint
+under its `name` (`export_state` / `import_state`), and is closed with the driver.
+`TailPlugin` is the protocol; `Plugin` is a base whose steps all do nothing; `DriverView` is
+what a round sees of the driver (`tail.TailDriver` is one: this module does not import it, it
+imports this one).
 """
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ class TailPlugin(Protocol):
     and the plugins read."""
 
     def observe(self, frame: pl.DataFrame) -> None:
-        """See a parsed batch of log lines (history included) before the engine does."""
+        """See parsed log lines (history included) before their alerts are sent: one source's
+        batch, or a round's batches of several sources in one frame (each source's lines in
+        line order; `source` says whose): a plugin folds them per source."""
         ...
 
     def filter(self, event: AlertEvent) -> AlertEvent | None:

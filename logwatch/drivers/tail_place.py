@@ -46,12 +46,11 @@ class LineTimes:
         self._stamps = pl.Series("ts", [], dtype=pl.Datetime("us"))
         self._cut = False  # timed lines before the first kept one were dropped
 
-    def see(self, frame: pl.DataFrame) -> None:
-        """Keep the timed lines of a batch."""
-        timed = frame.filter(pl.col("ts").is_not_null())
+    def see(self, timed: pl.DataFrame) -> None:
+        """Keep a batch's timed lines (`line` Int64, `ts` Datetime("us"), none null)."""
         if timed.height:
-            self._lines = self._lines.append(timed.get_column("line").cast(pl.Int64))
-            self._stamps = self._stamps.append(timed.get_column("ts").cast(pl.Datetime("us")))
+            self._lines = self._lines.append(timed.get_column("line"))
+            self._stamps = self._stamps.append(timed.get_column("ts"))
 
     def trim(self) -> None:
         """Keep the last `KEPT_TIMED_LINES` timed lines."""
@@ -120,24 +119,34 @@ class LivePlacement(Plugin):
         return tap
 
     def observe(self, frame: pl.DataFrame) -> None:
-        """A batch's timed lines and the lines that name their writer."""
+        """A batch's timed lines and the lines that name their writer (one source's lines or a
+        round's of many: a few queries for all of them, then each source's share)."""
         if frame.is_empty():
             return
-        base = frame.select("source", "line", "ts", "text")
-        sources = base.get_column("source")
-        parts = (
-            {(sources[0],): base}
-            if sources.n_unique() == 1  # the driver's usual batch: one source's lines
-            else base.partition_by("source", as_dict=True)
+        sources = frame.get_column("source")
+        names = sources.unique(maintain_order=True).to_list() if sources.n_unique() > 1 else None
+        taps = [self._tap(str(name)) for name in (names or [sources[0]])]
+        timed = frame.select(
+            "source",
+            pl.col("line").cast(pl.Int64),
+            pl.col("ts").cast(pl.Datetime("us")),
+        ).filter(pl.col("ts").is_not_null())
+        # the prefixes of the few lines that name a writer, not of every line
+        naming = frame.select("source", "line", "ts", "text").filter(
+            pl.col("text").str.contains_any(IDENTITY_WORDS)
         )
-        for (source,), part in parts.items():
-            tap = self._tap(str(source))
-            self._times[tap.source].see(part)
-            # the prefixes of the few lines that name a writer, not of every line
-            naming = part.filter(pl.col("text").str.contains_any(IDENTITY_WORDS))
-            found = facts(naming.with_columns(prefixes(pl.col("text")))) if naming.height else None
+        found = facts(naming.with_columns(prefixes(pl.col("text")))) if naming.height else None
+        if names is None:
+            self._times[taps[0].source].see(timed)
             if found is not None and found.height:
-                self._add_facts(tap, found)
+                self._add_facts(taps[0], found)
+            return
+        for (source,), part in timed.partition_by("source", as_dict=True).items():
+            self._times[str(source)].see(part)
+        if found is not None and found.height:
+            parts = found.partition_by("source", as_dict=True, maintain_order=True)
+            for (source,), part in parts.items():
+                self._add_facts(self._taps[str(source)], part)
 
     def _add_facts(self, tap: SourceTap, found: pl.DataFrame) -> None:
         known = self._facts.get(tap.source, pl.DataFrame(schema=FACT_SCHEMA))

@@ -133,6 +133,8 @@ class TailRounds:
         """Evaluate what the files read, file by file in order, their lines parsed together."""
         frames = self._parsed(polled)
         ready = self._evaluated(polled, frames)
+        if frames:  # every plugin sees the round's lines at once, before any event is sent
+            self._observe(pl.concat([f for fs in frames.values() for f in fs], rechunk=True))
         more = False
         for follower, result in polled:
             found = ready.get(id(result))
@@ -200,8 +202,9 @@ class TailRounds:
         frames: list[pl.DataFrame] | None = None,
         ready: list[AlertEvent] | None = None,
     ) -> None:
-        """Evaluate what a poll read (`frames`: its batches parsed already; `ready`: the
-        engine's events of its one batch, evaluated already), emit the events."""
+        """Evaluate what a poll read (`frames`: its batches parsed, and seen by the plugins,
+        already; `ready`: the engine's events of its one batch, evaluated already), emit the
+        events."""
         for note in result.notes:
             self.status(note)
         self._dirty |= bool(result.batches or result.notes)
@@ -212,10 +215,9 @@ class TailRounds:
             if frames is None:
                 events.extend(self._process(follower, batch))
             elif ready is not None:
-                self._observe(frames[index])
                 events.extend(ready)
             else:
-                events.extend(self._evaluate(follower, frames[index]))
+                events.extend(self.engine.process(frames[index], self.columns))
         if result.truncated_at == len(result.batches):
             events.extend(self._truncated(follower))
         if result.batches:
@@ -247,6 +249,7 @@ class TailRounds:
         return self.engine.process(frame, self.columns)
 
     def _observe(self, frame: pl.DataFrame) -> None:
+        """Show every plugin a batch (one source's lines, or a round's of several)."""
         for plugin in self.plugins:
             view = self._views[id(plugin)]
             plugin.observe(frame if view is None else frame.select(view))

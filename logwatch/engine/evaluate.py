@@ -259,7 +259,7 @@ class _Evaluator(_Planned):
                 done |= missing
                 gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics, said=warn)
             seen = frame  # with the columns computed ahead for this rule
-            ahead = prepared.ahead if prepared is not None else live.ahead
+            ahead = live.ahead if prepared is None or prepared.ahead is None else prepared.ahead
             if needs.ahead and ahead is not None:
                 given = [name for name in needs.ahead if name in ahead.columns]
                 seen = frame.hstack(ahead.select(given).get_columns())

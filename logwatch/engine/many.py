@@ -24,8 +24,11 @@ from logwatch.engine.batch import _SMALL_BATCH, Group, Prepared, ReadyChecks
 from logwatch.engine.evaluate import _Evaluator
 from logwatch.engine.gpu_rows import _gpu_keys_present
 from logwatch.engine.state import STATS_AGG, STATS_COLUMNS
+from logwatch.gpu.log_rows import read_telemetry_rows
 from logwatch.parse import ALWAYS, SCHEMA, complete
+from logwatch.parse.telemetry import PAIRS_COLUMN
 from logwatch.rules.base import Part
+from logwatch.rules.gpu import LogGpuRows
 
 
 class _Many(_Evaluator):
@@ -41,11 +44,12 @@ class _Many(_Evaluator):
         frame in order gives them (one source's lines per frame), with the stats and the
         batched rules' steps of all computed together."""
         given = list(computed) if computed is not None else None
-        ready = list(prepared) if prepared is not None else [None] * len(frames)
+        ready: list[Prepared | None] = [*prepared] if prepared is not None else [None] * len(frames)
         chosen = self._batchable(frames)
         try:
             if chosen:
                 self._ready_many(frames, chosen, given, ready)
+                ready = self._gpu_prepared(frames, chosen, ready)
             out = []
             for frame, ahead in zip(frames, ready, strict=True):
                 out.append(self.process(frame, given, ahead))
@@ -145,6 +149,43 @@ class _Many(_Evaluator):
             prepared_all = all(p is not None for p in usable)
             self._ready_checks(keyed, sources, heights, streaks if small else None, prepared_all)
         self._ready_steps(whole, sources, heights)
+
+    def _gpu_prepared(
+        self,
+        frames: Sequence[pl.DataFrame],
+        chosen: list[int],
+        prepared: list[Prepared | None],
+    ) -> list[Prepared | None]:
+        """`prepared`, with the GPU rows of the chosen frames that have snapshot keys (and
+        nothing prepared) read in one pass for all and cut back to each frame, as `prepare`
+        gives them (each row is read from its own line). Where the reading leaves a pair out
+        or fails, each frame reads its own in its turn, so that what is said is said of it."""
+        if not self._log_gpu:
+            return prepared
+        picked = []
+        for i in chosen:
+            checks = self._ready_live.get(cast(str, frames[i].get_column("source")[0]))
+            if prepared[i] is None and checks is not None and checks.gpu:
+                picked.append(i)
+        names = [n for n in ("ts", "text", PAIRS_COLUMN, "snapshot") if n in frames[0].columns]
+        parts = [frames[i].select(names) for i in picked]
+        if len(picked) < 2 or any(part.schema != parts[0].schema for part in parts):
+            return prepared
+        try:
+            found = read_telemetry_rows(pl.concat(parts, rechunk=True), self._gpu_metrics)
+        except Exception:  # each frame's GPU rules read their own, and say it as theirs
+            return prepared
+        if found.dropped:
+            return prepared
+        bounds = list(
+            itertools.pairwise(itertools.accumulate((p.height for p in parts), initial=0))
+        )
+        # the GPU hold rules' rows scored once for all, each piece taking its own
+        cut = LogGpuRows(found.rows, self._gpu_metrics).cut(bounds, self._log_holds)
+        out = list(prepared)
+        for i, rows in zip(picked, cut, strict=True):
+            out[i] = Prepared(frames[i], {}, rows, None)
+        return out
 
     def _ready_filled(
         self, keyed: pl.DataFrame, sources: list[str], heights: list[int], *, cache: bool

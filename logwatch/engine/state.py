@@ -171,10 +171,17 @@ def masked(value: _T) -> _T:
     if isinstance(value, str):
         return cast(_T, redact(value))
     if isinstance(value, dict):
-        return cast(_T, {key: masked(item) for key, item in value.items()})
+        # a number, a flag or a null (most of a state's leaves) is itself: no call for it
+        return cast(
+            _T, {key: item if type(item) in _PLAIN else masked(item) for key, item in value.items()}
+        )
     if isinstance(value, list):
-        return cast(_T, [masked(item) for item in value])
+        return cast(_T, [item if type(item) in _PLAIN else masked(item) for item in value])
     return value
+
+
+_PLAIN = frozenset({int, float, bool, type(None)})
+"""The exact types `masked` returns as they are (no string inside)."""
 
 
 def _unreported(rule_id: str, source: str, exc: Exception) -> None:

@@ -47,14 +47,16 @@ class GpuLink:
     columns: frozenset[str] | None = frozenset({"source", "line", "run_start", "step", "ts", "pid"})
 
     def observe(self, frame: pl.DataFrame) -> None:
-        """Fold a parsed batch into its source's run facts."""
+        """Fold parsed lines (one source's or many's) into each source's run facts."""
         if frame.is_empty():
             return
-        source = frame.get_column("source")[0]
-        tracker = self.trackers.setdefault(source, RunTracker())
-        if frame.get_column("run_start").any():
-            self.diagnosis.restarted(source)
-        tracker.update(frame)
+        one = frame.get_column("source").n_unique() == 1
+        for part in [frame] if one else frame.partition_by("source", maintain_order=True):
+            source = part.get_column("source")[0]
+            tracker = self.trackers.setdefault(source, RunTracker())
+            if part.get_column("run_start").any():
+                self.diagnosis.restarted(source)
+            tracker.update(part)
 
     def filter(self, event: AlertEvent) -> AlertEvent | None:
         """The NVML diagnosis for log alerts; everything else passes unchanged."""

@@ -121,24 +121,26 @@ class MetricsExporter(Plugin):
     columns: frozenset[str] | None = frozenset({"source", "step", "loss", "q_hs"})
 
     def observe(self, frame: pl.DataFrame) -> None:
-        """Fold one batch: lines read, last step, last finite loss, last q_hs."""
+        """Fold parsed lines (one source's or many's): per source, lines read, last step, last
+        finite loss, last q_hs."""
         if frame.is_empty():
             return
-        source = frame.get_column("source")[0]
-        agg = frame.select(
+        aggs = frame.group_by("source", maintain_order=True).agg(
             pl.len().alias("n"),
             pl.col("step").drop_nulls().last().alias("step"),
             pl.col("loss").filter(pl.col("loss").is_finite()).last().alias("loss"),
             pl.col("q_hs").drop_nulls().last().alias("q_hs"),
-        ).row(0, named=True)
-        with self.table.lock:
-            series = self.table.sources.setdefault(source, SourceSeries(run=self.env_run))
-            series.lines += agg["n"]
-            series.gone_since = None
-            for key in ("step", "loss", "q_hs"):
-                if agg[key] is not None:
-                    setattr(series, "last_step" if key == "step" else key, agg[key])
-        self._observed.add(source)
+        )
+        for agg in aggs.iter_rows(named=True):  # a row per source
+            source = agg["source"]
+            with self.table.lock:
+                series = self.table.sources.setdefault(source, SourceSeries(run=self.env_run))
+                series.lines += agg["n"]
+                series.gone_since = None
+                for key in ("step", "loss", "q_hs"):
+                    if agg[key] is not None:
+                        setattr(series, "last_step" if key == "step" else key, agg[key])
+            self._observed.add(source)
 
     def filter(self, event: AlertEvent) -> AlertEvent | None:
         """Count the event and keep `logwatch_alert_active` in step; it passes unchanged."""

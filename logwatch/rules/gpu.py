@@ -12,7 +12,7 @@ protocol) does the same for one rule alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -21,7 +21,7 @@ import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
 from logwatch.gpu.frames import GPU_SCHEMA, LOG_METRIC_OF, narrow_metrics, narrow_to_gpu_frame
-from logwatch.gpu.log_rows import DroppedPair, read_telemetry_rows
+from logwatch.gpu.log_rows import DroppedPair, read_telemetry_rows, rows_between
 from logwatch.rules.base import Needs, RuleType, Transition
 from logwatch.rules.params import Columns, Kind, Param
 
@@ -211,6 +211,28 @@ class LogGpuRows:
         row = pl.col("_log_row")
         narrow = self.narrow.filter((row >= begin) & (row < end))
         return LogGpuRows(narrow.with_columns(row - begin), self.metrics)
+
+    def cut(
+        self, bounds: Sequence[tuple[int, int]], rules: Iterable[HoldRule] = ()
+    ) -> list[LogGpuRows]:
+        """`sliced` for each [begin, end) of `bounds` (ascending, apart), each with the scored
+        rows of `rules` (scope "gpu": a row is scored from its own line alone) cut from this
+        one's, scored once for all pieces; a rule whose scoring raises is left to each piece."""
+        scored = {}
+        for rule in rules:
+            if rule.scope == "run":  # one row per time, of every GPU: not a row's own
+                continue
+            try:
+                scored[id(rule)] = self.scored(rule)
+            except Exception:  # each piece's step raises it again, as its rule's error
+                continue
+        out = []
+        for begin, end in bounds:
+            piece = LogGpuRows(rows_between(self.narrow, "_log_row", begin, end), self.metrics)
+            for key, rows in scored.items():
+                piece._scored[key] = rows_between(rows, _ROW, begin, end)
+            out.append(piece)
+        return out
 
     def scored(self, rule: HoldRule) -> pl.DataFrame:
         """`rule.score` of the frame of the metrics it reads, computed once per rule: the

@@ -92,9 +92,15 @@ class TopPlugin(Plugin):
     )
 
     def observe(self, frame: pl.DataFrame) -> None:
-        """Fold a batch: a handful of aggregates and the tail of the loss series."""
+        """Fold parsed lines (one source's or many's), each source's batch in turn."""
         if frame.is_empty():
             return
+        one = frame.get_column("source").n_unique() == 1
+        for part in [frame] if one else frame.partition_by("source", maintain_order=True):
+            self._fold(part)
+
+    def _fold(self, frame: pl.DataFrame) -> None:
+        """Fold one source's batch: a handful of aggregates and the tail of the loss series."""
         source = frame.get_column("source")[0]
         starts = frame.filter(pl.col("run_start").fill_null(False))
         if not starts.is_empty():  # a new run: what the old one said is over
