@@ -13,6 +13,8 @@ the batch would not be the state they step from.
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import itertools
 from collections.abc import Iterable, Sequence
 from typing import cast
@@ -24,12 +26,95 @@ from logwatch.engine.batch import _SMALL_BATCH, Group, Prepared, ReadyChecks
 from logwatch.engine.evaluate import _Evaluator
 from logwatch.engine.gpu_rows import _gpu_keys_present
 from logwatch.engine.state import STATS_AGG, STATS_COLUMNS
+from logwatch.gpu.log_rows import read_telemetry_rows
 from logwatch.parse import ALWAYS, SCHEMA, complete
+from logwatch.parse.shapes import PLAIN_PAIRS_SHAPES
 from logwatch.rules.base import Part
+from logwatch.rules.gpu import LogGpuRows
+from logwatch.rules.scan import ShapeRows
 
 
 class _Many(_Evaluator):
-    """`process_many` and `finish_many` (`Engine`)."""
+    """`prepare_many`, `process_many` and `finish_many` (`Engine`)."""
+
+    def prepare_many(
+        self,
+        whole: pl.DataFrame,
+        frames: Sequence[pl.DataFrame],
+        computed: Iterable[str] | None = None,
+        *,
+        shapes: pl.Series | None = None,
+    ) -> list[Prepared | None]:
+        """`prepare(frames[i], computed, shapes=...)` of each frame, the frames being the rows
+        of `whole` one after another (a parse group's files), computed for all in a few
+        queries: gate hits, last steps, `ahead` columns, GPU rows and scores are all read line
+        by line, so the group's, cut at each frame's rows, are each frame's own. A frame whose
+        lines start a new run after its first one, or a group whose GPU rows leave pairs out
+        or fail, is prepared frame by frame (what is said of them is said per frame)."""
+        bounds = list(itertools.pairwise(itertools.accumulate(map(len, frames), initial=0)))
+        if whole.height != (bounds[-1][1] if bounds else 0):
+            raise ValueError(f"frames of {bounds[-1][1]} rows for a whole of {whole.height}")
+        alone = _restarting(whole, bounds)
+        ready = _Group(whole, bounds, shapes)
+        gpu = self._gpu_pieces(ready) if self._log_gpu else [None] * len(frames)
+        if gpu is None:  # each frame's own reading says what is wrong, where
+            alone = set(range(len(frames)))
+        stepped = computed is not None and "step" not in computed
+        hits = (
+            ready.cut(self._gate_scan.hits(whole, lines=ready.lines))
+            if len(alone) < len(frames)
+            else None
+        )
+        steps = ready.last_steps() if stepped and hits is not None else None
+        ahead = None
+        if self._ahead and hits is not None:
+            reach = list(zip(self._ahead, self._ahead_reach, strict=True))
+            ahead = ready.lines.columns(reach)
+        out: list[Prepared | None] = []
+        for i, (frame, (begin, end)) in enumerate(zip(frames, bounds, strict=True)):
+            cut = None if shapes is None else shapes.slice(begin, end - begin)
+            if not frame.height:
+                out.append(None)
+            elif i in alone or hits is None:
+                out.append(self.prepare(frame, computed, shapes=cut))
+            else:
+                out.append(
+                    Prepared(
+                        frame,
+                        {gate: rows[i] for gate, rows in hits.items()},
+                        None if gpu is None else gpu[i],
+                        None,
+                        stepped=stepped,
+                        last_step=None if steps is None else steps.get(i),
+                        ahead=None if ahead is None else ahead.slice(begin, end - begin),
+                        shapes=cut,
+                    )
+                )
+        return out
+
+    def _gpu_pieces(self, group: _Group) -> list[LogGpuRows | None] | None:
+        """Each frame's GPU rows, read and scored once for the group (None for a frame without
+        snapshot keys); None when the group's reading fails or leaves a pair out."""
+        has = group.any_per_frame(_gpu_keys_present(group.whole))
+        present = [i for i, found in enumerate(has) if found]
+        out: list[LogGpuRows | None] = [None] * len(has)
+        if not present:
+            return out
+        shapes = group.shapes
+        plain = None if shapes is None else shapes.is_in(PLAIN_PAIRS_SHAPES).fill_null(False)
+        try:
+            found = read_telemetry_rows(group.whole, self._gpu_metrics, plain_pairs=plain)
+        except Exception:
+            return None
+        if found.dropped:
+            return None
+        rows = LogGpuRows(found.rows, self._gpu_metrics)
+        for rule in self._log_holds:
+            with contextlib.suppress(Exception):  # the rule's own step raises it, as its error
+                rows.scored(rule)
+        for i, piece in zip(present, rows.pieces([group.bounds[i] for i in present]), strict=True):
+            out[i] = piece
+        return out
 
     def process_many(
         self,
@@ -223,3 +308,71 @@ class _Many(_Evaluator):
         self._ready_stats.pop(source, None)
         self._ready_fill.pop(source, None)
         self._ready_live.pop(source, None)
+
+
+class _Group:
+    """A parse group's frame (`whole`), its frames' rows (`bounds`) and lines' shapes."""
+
+    def __init__(
+        self, whole: pl.DataFrame, bounds: list[tuple[int, int]], shapes: pl.Series | None
+    ) -> None:
+        self.whole, self.bounds, self.shapes = whole, bounds, shapes
+        self.lines = ShapeRows(whole, shapes)
+        self._number: pl.Series | None = None
+
+    @property
+    def number(self) -> pl.Series:
+        """Each row's frame (0, 1, ...)."""
+        if self._number is None:
+            heights = [end - begin for begin, end in self.bounds]
+            self._number = pl.Series(
+                "_f", [n for n, h in enumerate(heights) for _ in range(h)], dtype=pl.UInt32
+            )
+        return self._number
+
+    def any_per_frame(self, check: pl.Expr) -> list[bool]:
+        """The aggregate `check` (a `.any()`) over each frame's rows (False: no rows)."""
+        found = dict(
+            self.whole.hstack([self.number]).group_by("_f").agg(check.alias("_c")).iter_rows()
+        )
+        return [bool(found.get(i, False)) for i in range(len(self.bounds))]
+
+    def cut(self, hits: dict[str, pl.Series]) -> dict[str, list[pl.Series]]:
+        """Each gate's rows (sorted, of `whole`) cut into each frame's, counted from its first."""
+        edges = pl.Series([edge for bound in self.bounds for edge in bound], dtype=pl.UInt32)
+        out: dict[str, list[pl.Series]] = {}
+        for gate, rows in hits.items():
+            if rows.is_empty():
+                out[gate] = [rows] * len(self.bounds)
+                continue
+            at = rows.search_sorted(edges.cast(rows.dtype), side="left").to_list()
+            out[gate] = [
+                rows.slice(low, high - low) - begin if high > low else rows.clear()
+                for (begin, _), low, high in zip(self.bounds, at[::2], at[1::2], strict=True)
+            ]
+        return out
+
+    def last_steps(self) -> dict[int, int | None]:
+        """Each frame's last step its lines say (`last_step_of`), in one parse of the steps."""
+        step = complete(self.whole, {"step"}).get_column("step")
+        found = (
+            pl.DataFrame([self.number, step])
+            .drop_nulls("step")
+            .group_by("_f")
+            .agg(pl.col("step").last())
+        )
+        return {int(f): int(s) for f, s in found.iter_rows()}
+
+
+def _restarting(whole: pl.DataFrame, bounds: list[tuple[int, int]]) -> set[int]:
+    """The frames with a run start after their first line (`prepare` reads each run's step)."""
+    run_start = whole.get_column("run_start")
+    if not run_start.any():  # a native check
+        return set()
+    begins = [begin for begin, _ in bounds]
+    out = set()
+    for row in run_start.arg_true().to_list():
+        frame = bisect.bisect_right(begins, row) - 1
+        if row != begins[frame]:
+            out.add(frame)
+    return out
