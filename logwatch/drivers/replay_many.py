@@ -127,6 +127,7 @@ def parse_group(
     `taps`), in order."""
     read: list[tuple[str, list[pl.Series], int, int]] = []  # path, texts, year, size
     out: list[_File] = []
+    placeholder = pl.DataFrame(schema=SCHEMA)  # read: its frame comes from the parse below
     for path in paths:
         try:
             stream, total, year = open_log(path)
@@ -147,7 +148,7 @@ def parse_group(
         finally:
             close_stream(stream)
         read.append((path, texts, year, total))
-        out.append(_File(path, pl.DataFrame(schema=SCHEMA), total))
+        out.append(_File(path, placeholder, total))
     parsed = iter(_parsed(read, options, columns, ends, taps, prepare))
     files = []
     for file in out:
