@@ -37,7 +37,7 @@ from logwatch.rules.loader import RuleSpec
 from logwatch.sources.streams import STDIN, check_readable
 
 TASK_BYTES = 32 << 20  # a batch of small files up to about this many bytes is one task
-TASK_FILES = 64  # and at most this many files
+TASK_FILES = 256  # and at most this many files (one parse group, `replay_many.GROUP_FILES`)
 DEFAULT_OPTIONS = ReplayOptions()
 
 
