@@ -268,18 +268,19 @@ def _prepared_said(engine: Engine, ready: Prepared | None) -> list[object]:
 
 
 @settings(max_examples=examples(40), deadline=None)
-@given(st.integers(0, 10**6), st.integers(1, 8), st.booleans(), st.booleans())
+@given(st.integers(0, 10**6), st.integers(1, 8), st.booleans(), st.booleans(), st.booleans())
 def test_a_group_prepared_at_once_is_each_frame_prepared(
-    seed: int, count: int, parsed_for_rules: bool, shaped: bool
+    seed: int, count: int, parsed_for_rules: bool, shaped: bool, long: bool
 ) -> None:
     """`prepare_many` over a parse group's frames (the corpus's restarts, NaN stretches, GPU
-    snapshots, with and without the lines' shapes) gives each frame what `prepare` gives it
-    alone: gate hits, last step, `ahead` columns, GPU rows, frames and scores."""
+    snapshots, with and without the lines' shapes; `long`: each source's lines 20 times, so
+    that only the frames' last lines are read for their steps) gives each frame what
+    `prepare` gives it alone: gate hits, last step, `ahead` columns, GPU rows and scores."""
     engine = Engine(RULES)
     computed = engine.columns if parsed_for_rules else None
     frames, shapes = [], []
     for n, lines in enumerate(_sources(seed, count).values()):
-        text = pl.Series(lines, dtype=pl.String)
+        text = pl.Series(lines * (20 if long else 1), dtype=pl.String)
         block = parse_block(text, source=f"rank{n}.log", first_line=1, columns=computed)
         frames.append(block.frame)
         shapes.append(block.shapes)

@@ -22,7 +22,14 @@ from typing import cast
 import polars as pl
 
 from logwatch.alerts import AlertEvent
-from logwatch.engine.batch import _SMALL_BATCH, Group, Prepared, ReadyChecks
+from logwatch.engine.batch import (
+    _SMALL_BATCH,
+    _TAIL_ROWS,
+    Group,
+    Prepared,
+    ReadyChecks,
+    last_step_of,
+)
 from logwatch.engine.evaluate import _Evaluator
 from logwatch.engine.gpu_rows import _gpu_keys_present
 from logwatch.engine.state import STATS_AGG, STATS_COLUMNS
@@ -65,7 +72,7 @@ class _Many(_Evaluator):
             if len(alone) < len(frames)
             else None
         )
-        steps = ready.last_steps() if stepped and hits is not None else None
+        steps = ready.last_steps(frames) if stepped and hits is not None else None
         ahead = None
         if self._ahead and hits is not None:
             reach = list(zip(self._ahead, self._ahead_reach, strict=True))
@@ -322,12 +329,11 @@ class _Group:
 
     @property
     def number(self) -> pl.Series:
-        """Each row's frame (0, 1, ...)."""
+        """Each row's frame (0, 1, ...; an empty frame's begin is the next one's)."""
         if self._number is None:
-            heights = [end - begin for begin, end in self.bounds]
-            self._number = pl.Series(
-                "_f", [n for n, h in enumerate(heights) for _ in range(h)], dtype=pl.UInt32
-            )
+            begins = pl.Series([begin for begin, _ in self.bounds], dtype=pl.UInt32)
+            rows = pl.int_range(self.whole.height, dtype=pl.UInt32, eager=True)
+            self._number = (begins.search_sorted(rows, side="right") - 1).alias("_f")
         return self._number
 
     def any_per_frame(self, check: pl.Expr) -> list[bool]:
@@ -352,16 +358,34 @@ class _Group:
             ]
         return out
 
-    def last_steps(self) -> dict[int, int | None]:
-        """Each frame's last step its lines say (`last_step_of`), in one parse of the steps."""
-        step = complete(self.whole, {"step"}).get_column("step")
+    def last_steps(self, frames: Sequence[pl.DataFrame]) -> dict[int, int | None]:
+        """Each frame's last step its lines say (`last_step_of`): the steps of every frame's
+        lines (of its last lines, for long frames) parsed at once, and a frame whose last
+        lines say none read on alone."""
+        present = [n for n, frame in enumerate(frames) if frame.height]
+        if not present:
+            return {}
+        whole = self.whole.height <= 4 * _TAIL_ROWS * len(present)
+        if whole:  # small files: all their lines
+            rows, lines = self.number, self.whole
+        else:
+            tails = [frames[n].tail(_TAIL_ROWS) for n in present]
+            number = pl.Series(present, dtype=pl.UInt32)
+            sizes = pl.Series([tail.height for tail in tails], dtype=pl.UInt32)
+            rows = pl.select(pl.lit(number).repeat_by(pl.lit(sizes)).explode()).to_series()
+            lines = pl.concat(tails)
+        step = complete(lines, {"step"}).get_column("step")
         found = (
-            pl.DataFrame([self.number, step])
+            pl.DataFrame([rows.alias("_f"), step])
             .drop_nulls("step")
             .group_by("_f")
             .agg(pl.col("step").last())
         )
-        return {int(f): int(s) for f, s in found.iter_rows()}
+        out: dict[int, int | None] = {int(f): int(s) for f, s in found.iter_rows()}
+        for n in present:
+            if n not in out and not whole:  # its last lines say no step: read further back
+                out[n] = last_step_of(frames[n])
+        return out
 
 
 def _restarting(whole: pl.DataFrame, bounds: list[tuple[int, int]]) -> set[int]:

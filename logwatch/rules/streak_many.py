@@ -11,7 +11,7 @@ from typing import Protocol
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
-from logwatch.rules.base import Outcome, Part, Transition
+from logwatch.rules.base import Outcome, Part, Transition, part_of
 
 
 class Streaky(Protocol):
@@ -32,12 +32,13 @@ def streak_many(rule: Streaky, frame: pl.DataFrame, parts: Sequence[Part]) -> li
     if not parts:
         return []
     carried = [int(part.state["run"]) for part in parts]
-    heights = [part.end - part.begin for part in parts]
-    number = pl.Series("_part", [n for n, h in enumerate(heights) for _ in range(h)], pl.UInt32)
+    if parts[0].begin or parts[-1].end != frame.height:  # cut the frame to the parts
+        frame = frame.slice(parts[0].begin, parts[-1].end - parts[0].begin)
+        shift = parts[0].begin
+        parts = [Part(p.begin - shift, p.end - shift, p.state) for p in parts]
     begins = pl.Series([part.begin for part in parts], dtype=pl.Int64)
-    if number.len() != frame.height:  # parts that do not cover the frame: cut it to them
-        frame = pl.concat([frame.slice(p.begin, p.end - p.begin) for p in parts])
-        begins = pl.Series(list(_starts(heights)), dtype=pl.Int64)
+    number = part_of(pl.int_range(frame.height, dtype=pl.UInt32, eager=True), parts)
+    number = number.alias("_part")
     value = [pl.col(rule.value_column)] if rule.value_column else []
     rows = (
         frame.select(
@@ -85,12 +86,4 @@ def streak_many(rule: Streaky, frame: pl.DataFrame, parts: Sequence[Part]) -> li
             out.append(([], part_state.state))  # no applicable row, or no streak to move
         else:
             out.append((moved[n], {"run": found[0]}))
-    return out
-
-
-def _starts(heights: list[int]) -> list[int]:
-    out, at = [], 0
-    for height in heights:
-        out.append(at)
-        at += height
     return out
