@@ -3,10 +3,12 @@ source by source: the same events in the same order, rule states, stats and rule
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 import pytest
@@ -15,9 +17,10 @@ from hypothesis import strategies as st
 
 import logwatch
 from logwatch.alerts import AlertEvent
-from logwatch.engine import Engine, kept_last
-from logwatch.parse import parse_lines
+from logwatch.engine import Engine, Prepared, kept_last
+from logwatch.parse import parse_block, parse_lines
 from logwatch.rules.base import Needs, Outcome, Part, Transition
+from logwatch.rules.gpu import HoldRule
 from logwatch.rules.loader import RuleSpec
 from tests.support.corpus import corpus
 from tests.support.properties import examples
@@ -290,3 +293,67 @@ def test_gpu_snapshots_of_many_sources_are_read_once_and_each_their_own(
         assert _state(many, name) == _state(one, name)
     if any(len(lines) >= 28 for lines in sources.values()):  # 14 snapshots: 6 min 30 s
         assert {"gpu-idle", "gpu-memory-high"} <= fired
+
+
+def _prepared_said(engine: Engine, ready: Prepared | None) -> list[object]:
+    """What a `Prepared` holds, comparable: hits, steps, `ahead`, shapes, the GPU rows, their
+    frames and the hold rules' scores (reprs: NaN equal to itself)."""
+    if ready is None:
+        return [None]
+    rows = ready.gpu_rows
+    gpu: list[object] = [None]
+    if rows is not None:
+        holds = [s.rule for s in engine.rules if isinstance(s.rule, HoldRule)]
+        gpu = [repr(rows.narrow.rows()), rows.dropped]
+        gpu += [_or_error(lambda rule=rule: rows.scored(rule)) for rule in holds]
+        gpu += [_or_error(lambda: rows.frame(rows.metrics))]
+    return [
+        {gate: hits.to_list() for gate, hits in ready.hits.items()},
+        ready.error,
+        ready.stepped,
+        ready.last_step,
+        ready.run_steps,
+        None if ready.ahead is None else repr(ready.ahead.rows()),
+        None if ready.shapes is None else ready.shapes.to_list(),
+        *gpu,
+    ]
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 8), st.booleans(), st.booleans(), st.booleans())
+def test_a_group_prepared_at_once_is_each_frame_prepared(
+    seed: int, count: int, parsed_for_rules: bool, shaped: bool, long: bool
+) -> None:
+    """`prepare_many` over a parse group's frames (the corpus's restarts, NaN stretches, GPU
+    snapshots, with and without the lines' shapes; `long`: each source's lines 20 times, so
+    that only the frames' last lines are read for their steps) gives each frame what
+    `prepare` gives it alone: gate hits, last step, `ahead` columns, GPU rows and scores."""
+    engine = Engine(RULES)
+    computed = engine.columns if parsed_for_rules else None
+    frames, shapes = [], []
+    for n, lines in enumerate(_sources(seed, count).values()):
+        text = pl.Series(lines * (20 if long else 1), dtype=pl.String)
+        block = parse_block(text, source=f"rank{n}.log", first_line=1, columns=computed)
+        frames.append(block.frame)
+        shapes.append(block.shapes)
+    whole = pl.concat(frames, rechunk=True)
+    frames = [whole.slice(b, f.height) for b, f in zip(_starts(frames), frames, strict=True)]
+    told = None
+    if shaped and all(s is not None for s in shapes):
+        told = pl.concat([cast(pl.Series, s) for s in shapes])
+    got = engine.prepare_many(whole, frames, computed, shapes=told)
+    for frame, ready, begin in zip(frames, got, _starts(frames), strict=True):
+        cut = None if told is None else told.slice(begin, frame.height)
+        want = engine.prepare(frame, computed, shapes=cut)
+        assert _prepared_said(engine, ready) == _prepared_said(engine, want)
+
+
+def _or_error(made: Callable[[], pl.DataFrame]) -> str:
+    try:
+        return repr(made().rows())
+    except ValueError as exc:
+        return str(exc)
+
+
+def _starts(frames: list[pl.DataFrame]) -> list[int]:
+    return list(itertools.accumulate((f.height for f in frames), initial=0))[:-1]

@@ -111,7 +111,7 @@ def report_cmd(
             "--jobs/--dask: the report lists what the config's [[action]] commands would have "
             "run, which needs every line in this process; drop --jobs/--dask"
         )
-    with _Progress(enabled=sys.stderr.isatty()) as progress:
+    with _Progress(enabled=sys.stderr.isatty(), files=len(inputs.files)) as progress:
         report = build_report(
             inputs.files,
             specs,
@@ -166,15 +166,25 @@ class _Where:
         )
 
 
+BARS = 4
+"""Up to this many files read get a bar each; more (a fleet's rank logs) share one bar that
+counts them."""
+
+
 class _Progress:
     """rich's progress on stderr while a report is made: a bar per file read (bytes, rate,
-    time left), then what is being done; nothing at all when stderr is not a terminal."""
+    time left), or one for all `files` past `BARS` (how many are read, and their bytes), then
+    what is being done; nothing at all when stderr is not a terminal."""
 
-    def __init__(self, *, enabled: bool) -> None:
+    def __init__(self, *, enabled: bool, files: int = 1) -> None:
         self.enabled = enabled
+        self.files = files
         self.bar: Any = None
         self.tasks: dict[str, Any] = {}
         self.stage_task: Any = None
+        self.read_bytes: dict[str, int] = {}  # source -> its bytes read (past BARS files)
+        self.read_total = 0
+        self.all_task: Any = None
 
     def __enter__(self) -> _Progress:
         if self.enabled:
@@ -213,9 +223,21 @@ class _Progress:
         """After each block of `source`."""
         if self.bar is None:
             return
+        if self.files > BARS:
+            self._read_all(source, done, total)
+            return
         if source not in self.tasks:
             self.tasks[source] = self.bar.add_task(f"reading {source}", total=total or None)
         self.bar.update(self.tasks[source], completed=done)
+
+    def _read_all(self, source: str, done: int, total: int) -> None:
+        """One bar for every file: the files begun, the bytes read of them."""
+        self.read_total += done - self.read_bytes.get(source, 0)
+        self.read_bytes[source] = done
+        what = f"reading {len(self.read_bytes)} of {counted(self.files, 'file')}"
+        if self.all_task is None:
+            self.all_task = self.bar.add_task(what, total=None)
+        self.bar.update(self.all_task, description=what, completed=self.read_total)
 
     def stage(self, what: str) -> None:
         """A step after the reading (drawing the charts, writing the page)."""

@@ -92,6 +92,14 @@ GroupColumns = Callable[[frozenset[str], int], pl.DataFrame | None]
 from its group's frame (`Engine.process_many`), or None (not in a group: complete it)."""
 
 
+def with_columns_of(frame: pl.DataFrame, given: pl.DataFrame, names: Iterable[str]) -> pl.DataFrame:
+    """`frame` with its columns `names` taken from `given` (of as many rows): no query."""
+    out = frame.clone()
+    for name in sorted(names):
+        out.replace_column(out.get_column_index(name), given.get_column(name))
+    return out
+
+
 class _EventRows:
     """The rows a batch's events read, with the columns their summaries show (`columns`, not yet
     computed) added: for a few events on a long batch, on their own rows only."""

@@ -29,6 +29,7 @@ from logwatch.engine.batch import (
     _step_filled,
     _with,
     last_step_of,
+    with_columns_of,
 )
 from logwatch.engine.gpu_rows import _gpu_keys_present, _LazyGpuFrame, _log_step
 from logwatch.engine.plan import _Planned
@@ -251,8 +252,7 @@ class _Evaluator(_Planned):
                     found.extend((line, order, spec, t) for line, t in gated)
                     continue
             if missing:
-                known = prepared.shapes_of(0, frame.height) if prepared is not None else None
-                frame = complete(frame, missing, shapes=known)
+                frame = self._completed(source, frame, missing, prepared)
                 pieces = None  # of the frame before
                 if "step" in missing:
                     frame = _filled_step(frame, prior)
@@ -336,6 +336,15 @@ class _Evaluator(_Planned):
             completed = complete(group.frame, columns)
             group.completed[key] = completed.select(n for n in SCHEMA if n in key)
         return group.completed[key].slice(begin, height)
+
+    def _completed(
+        self, source: str, frame: pl.DataFrame, missing: frozenset[str], ready: Prepared | None
+    ) -> pl.DataFrame:
+        """`frame` with `missing` completed (cut from its `process_many` group's, if any)."""
+        given = self._group_columns(source, missing, frame.height) if self._ready_group else None
+        if given is not None:
+            return with_columns_of(frame, given, missing)
+        return complete(frame, missing, shapes=ready.shapes_of(0, frame.height) if ready else None)
 
     def _filled(self, source: str, frame: pl.DataFrame, prior: int | None) -> pl.DataFrame:
         """`_filled_step`, or the step `process_many` filled in for this source's batch."""

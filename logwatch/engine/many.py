@@ -13,6 +13,8 @@ the batch would not be the state they step from.
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import itertools
 from collections.abc import Iterable, Sequence
 from typing import cast
@@ -20,19 +22,107 @@ from typing import cast
 import polars as pl
 
 from logwatch.alerts import AlertEvent
-from logwatch.engine.batch import _SMALL_BATCH, Group, Prepared, ReadyChecks
+from logwatch.engine.batch import (
+    _SMALL_BATCH,
+    _TAIL_ROWS,
+    Group,
+    Prepared,
+    ReadyChecks,
+    last_step_of,
+)
 from logwatch.engine.evaluate import _Evaluator
 from logwatch.engine.gpu_rows import _gpu_keys_present
 from logwatch.engine.state import STATS_AGG, STATS_COLUMNS
 from logwatch.gpu.log_rows import read_telemetry_rows
 from logwatch.parse import ALWAYS, SCHEMA, complete
+from logwatch.parse.shapes import PLAIN_PAIRS_SHAPES
 from logwatch.parse.telemetry import PAIRS_COLUMN
 from logwatch.rules.base import Part
 from logwatch.rules.gpu import LogGpuRows
+from logwatch.rules.scan import ShapeRows
 
 
 class _Many(_Evaluator):
-    """`process_many` and `finish_many` (`Engine`)."""
+    """`prepare_many`, `process_many` and `finish_many` (`Engine`)."""
+
+    def prepare_many(
+        self,
+        whole: pl.DataFrame,
+        frames: Sequence[pl.DataFrame],
+        computed: Iterable[str] | None = None,
+        *,
+        shapes: pl.Series | None = None,
+    ) -> list[Prepared | None]:
+        """`prepare(frames[i], computed, shapes=...)` of each frame, the frames being the rows
+        of `whole` one after another (a parse group's files), computed for all in a few
+        queries: gate hits, last steps, `ahead` columns, GPU rows and scores are all read line
+        by line, so the group's, cut at each frame's rows, are each frame's own. A frame whose
+        lines start a new run after its first one, or a group whose GPU rows leave pairs out
+        or fail, is prepared frame by frame (what is said of them is said per frame)."""
+        bounds = list(itertools.pairwise(itertools.accumulate(map(len, frames), initial=0)))
+        if whole.height != (bounds[-1][1] if bounds else 0):
+            raise ValueError(f"frames of {bounds[-1][1]} rows for a whole of {whole.height}")
+        alone = _restarting(whole, bounds)
+        ready = _Group(whole, bounds, shapes)
+        gpu = self._gpu_pieces(ready) if self._log_gpu else [None] * len(frames)
+        if gpu is None:  # each frame's own reading says what is wrong, where
+            alone = set(range(len(frames)))
+        stepped = computed is not None and "step" not in computed
+        hits = (
+            ready.cut(self._gate_scan.hits(whole, lines=ready.lines))
+            if len(alone) < len(frames)
+            else None
+        )
+        steps = ready.last_steps(frames) if stepped and hits is not None else None
+        ahead = None
+        if self._ahead and hits is not None:
+            reach = list(zip(self._ahead, self._ahead_reach, strict=True))
+            ahead = ready.lines.columns(reach)
+        out: list[Prepared | None] = []
+        for i, (frame, (begin, end)) in enumerate(zip(frames, bounds, strict=True)):
+            cut = None if shapes is None else shapes.slice(begin, end - begin)
+            if not frame.height:
+                out.append(None)
+            elif i in alone or hits is None:
+                out.append(self.prepare(frame, computed, shapes=cut))
+            else:
+                out.append(
+                    Prepared(
+                        frame,
+                        {gate: rows[i] for gate, rows in hits.items()},
+                        None if gpu is None else gpu[i],
+                        None,
+                        stepped=stepped,
+                        last_step=None if steps is None else steps.get(i),
+                        ahead=None if ahead is None else ahead.slice(begin, end - begin),
+                        shapes=cut,
+                    )
+                )
+        return out
+
+    def _gpu_pieces(self, group: _Group) -> list[LogGpuRows | None] | None:
+        """Each frame's GPU rows, read and scored once for the group (None for a frame without
+        snapshot keys); None when the group's reading fails or leaves a pair out."""
+        has = group.any_per_frame(_gpu_keys_present(group.whole))
+        present = [i for i, found in enumerate(has) if found]
+        out: list[LogGpuRows | None] = [None] * len(has)
+        if not present:
+            return out
+        shapes = group.shapes
+        plain = None if shapes is None else shapes.is_in(PLAIN_PAIRS_SHAPES).fill_null(False)
+        try:
+            found = read_telemetry_rows(group.whole, self._gpu_metrics, plain_pairs=plain)
+        except Exception:
+            return None
+        if found.dropped:
+            return None
+        rows = LogGpuRows(found.rows, self._gpu_metrics)
+        for rule in self._log_holds:
+            with contextlib.suppress(Exception):  # the rule's own step raises it, as its error
+                rows.scored(rule)
+        for i, piece in zip(present, rows.pieces([group.bounds[i] for i in present]), strict=True):
+            out[i] = piece
+        return out
 
     def process_many(
         self,
@@ -180,8 +270,15 @@ class _Many(_Evaluator):
         bounds = list(
             itertools.pairwise(itertools.accumulate((p.height for p in parts), initial=0))
         )
-        # the GPU hold rules' rows scored once for all, each piece taking its own
-        cut = LogGpuRows(found.rows, self._gpu_metrics).cut(bounds, self._log_holds)
+        # the GPU hold rules' rows (scope "gpu": a row scored from its own line alone) scored
+        # once for all, each piece taking its own; a rule whose scoring raises is left to each
+        # piece (its step raises it again, as its rule's error)
+        rows = LogGpuRows(found.rows, self._gpu_metrics)
+        for rule in self._log_holds:
+            if rule.scope != "run":  # "run": one row per time, of every GPU, not a row's own
+                with contextlib.suppress(Exception):
+                    rows.scored(rule)
+        cut = rows.pieces(bounds)
         out = list(prepared)
         for i, rows in zip(picked, cut, strict=True):
             out[i] = Prepared(frames[i], {}, rows, None)
@@ -264,3 +361,88 @@ class _Many(_Evaluator):
         self._ready_stats.pop(source, None)
         self._ready_fill.pop(source, None)
         self._ready_live.pop(source, None)
+
+
+class _Group:
+    """A parse group's frame (`whole`), its frames' rows (`bounds`) and lines' shapes."""
+
+    def __init__(
+        self, whole: pl.DataFrame, bounds: list[tuple[int, int]], shapes: pl.Series | None
+    ) -> None:
+        self.whole, self.bounds, self.shapes = whole, bounds, shapes
+        self.lines = ShapeRows(whole, shapes)
+        self._number: pl.Series | None = None
+
+    @property
+    def number(self) -> pl.Series:
+        """Each row's frame (0, 1, ...; an empty frame's begin is the next one's)."""
+        if self._number is None:
+            begins = pl.Series([begin for begin, _ in self.bounds], dtype=pl.UInt32)
+            rows = pl.int_range(self.whole.height, dtype=pl.UInt32, eager=True)
+            self._number = (begins.search_sorted(rows, side="right") - 1).alias("_f")
+        return self._number
+
+    def any_per_frame(self, check: pl.Expr) -> list[bool]:
+        """The aggregate `check` (a `.any()`) over each frame's rows (False: no rows)."""
+        found = dict(
+            self.whole.hstack([self.number]).group_by("_f").agg(check.alias("_c")).iter_rows()
+        )
+        return [bool(found.get(i, False)) for i in range(len(self.bounds))]
+
+    def cut(self, hits: dict[str, pl.Series]) -> dict[str, list[pl.Series]]:
+        """Each gate's rows (sorted, of `whole`) cut into each frame's, counted from its first."""
+        edges = pl.Series([edge for bound in self.bounds for edge in bound], dtype=pl.UInt32)
+        out: dict[str, list[pl.Series]] = {}
+        for gate, rows in hits.items():
+            if rows.is_empty():
+                out[gate] = [rows] * len(self.bounds)
+                continue
+            at = rows.search_sorted(edges.cast(rows.dtype), side="left").to_list()
+            out[gate] = [
+                rows.slice(low, high - low) - begin if high > low else rows.clear()
+                for (begin, _), low, high in zip(self.bounds, at[::2], at[1::2], strict=True)
+            ]
+        return out
+
+    def last_steps(self, frames: Sequence[pl.DataFrame]) -> dict[int, int | None]:
+        """Each frame's last step its lines say (`last_step_of`): the steps of every frame's
+        lines (of its last lines, for long frames) parsed at once, and a frame whose last
+        lines say none read on alone."""
+        present = [n for n, frame in enumerate(frames) if frame.height]
+        if not present:
+            return {}
+        whole = self.whole.height <= 4 * _TAIL_ROWS * len(present)
+        if whole:  # small files: all their lines
+            rows, lines = self.number, self.whole
+        else:
+            tails = [frames[n].tail(_TAIL_ROWS) for n in present]
+            number = pl.Series(present, dtype=pl.UInt32)
+            sizes = pl.Series([tail.height for tail in tails], dtype=pl.UInt32)
+            rows = pl.select(pl.lit(number).repeat_by(pl.lit(sizes)).explode()).to_series()
+            lines = pl.concat(tails)
+        step = complete(lines, {"step"}).get_column("step")
+        found = (
+            pl.DataFrame([rows.alias("_f"), step])
+            .drop_nulls("step")
+            .group_by("_f")
+            .agg(pl.col("step").last())
+        )
+        out: dict[int, int | None] = {int(f): int(s) for f, s in found.iter_rows()}
+        for n in present:
+            if n not in out and not whole:  # its last lines say no step: read further back
+                out[n] = last_step_of(frames[n])
+        return out
+
+
+def _restarting(whole: pl.DataFrame, bounds: list[tuple[int, int]]) -> set[int]:
+    """The frames with a run start after their first line (`prepare` reads each run's step)."""
+    run_start = whole.get_column("run_start")
+    if not run_start.any():  # a native check
+        return set()
+    begins = [begin for begin, _ in bounds]
+    out = set()
+    for row in run_start.arg_true().to_list():
+        frame = bisect.bisect_right(begins, row) - 1
+        if row != begins[frame]:
+            out.add(frame)
+    return out

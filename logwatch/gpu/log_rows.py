@@ -4,7 +4,7 @@ missing, an impossible index is dropped, and the first of each is said (`Dropped
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -60,16 +60,6 @@ def telemetry_rows(
 ) -> pl.DataFrame:
     """The batch's GPU snapshot keys, narrow (`read_telemetry_rows`, without what it left out)."""
     return read_telemetry_rows(frame, metrics, plain_pairs=plain_pairs).rows
-
-
-def rows_between(frame: pl.DataFrame, column: str, begin: int, end: int) -> pl.DataFrame:
-    """The rows of `frame` (sorted by `column`, a row of the log) of log rows [begin, end),
-    counted from `begin`: a slice, no query."""
-    rows = frame.get_column(column)
-    low, high = rows.search_sorted(pl.Series([begin, end], dtype=rows.dtype), side="left")
-    piece = frame.slice(low, high - low)
-    at = piece.get_column_index(column)
-    return piece.replace_column(at, (piece.get_column(column) - begin).cast(rows.dtype))
 
 
 def read_telemetry_rows(
@@ -315,3 +305,19 @@ def _cut(pairs: pl.DataFrame) -> pl.DataFrame:
         key.struct.field("field_2").alias("metric"),
         pl.col("_kv").struct.field("field_1").alias("value"),
     )
+
+
+def cut_rows(
+    frame: pl.DataFrame, column: str, bounds: Sequence[tuple[int, int]]
+) -> list[pl.DataFrame]:
+    """The rows of `frame` (sorted by its row `column`) in each [begin, end) of `bounds`, with
+    `column` counted from `begin`: slices and a subtraction, no query."""
+    rows = frame.get_column(column)
+    edges = pl.Series([edge for bound in bounds for edge in bound], dtype=rows.dtype)
+    at = rows.search_sorted(edges, side="left").to_list()
+    index = frame.get_column_index(column)
+    out = []
+    for (begin, _), low, high in zip(bounds, at[::2], at[1::2], strict=True):
+        piece = frame.slice(low, high - low)
+        out.append(piece.replace_column(index, piece.get_column(column) - begin))
+    return out

@@ -21,7 +21,7 @@ import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
 from logwatch.gpu.frames import GPU_SCHEMA, LOG_METRIC_OF, narrow_metrics, narrow_to_gpu_frame
-from logwatch.gpu.log_rows import DroppedPair, read_telemetry_rows, rows_between
+from logwatch.gpu.log_rows import DroppedPair, cut_rows, read_telemetry_rows
 from logwatch.rules.base import Needs, RuleType, Transition
 from logwatch.rules.params import Columns, Kind, Param
 
@@ -190,7 +190,7 @@ class LogGpuRows:
     and the GPU frames of the metric sets its rules read, each built once. `dropped`: the
     first snapshot pair of each kind the rows left out (`read_telemetry_rows`)."""
 
-    __slots__ = ("_frames", "_present", "_scored", "dropped", "metrics", "narrow")
+    __slots__ = ("_frames", "_present", "_row_scored", "_scored", "dropped", "metrics", "narrow")
 
     def __init__(
         self,
@@ -204,6 +204,7 @@ class LogGpuRows:
         self._frames: dict[frozenset[str] | None, pl.DataFrame] = {}
         self._present: list[str] | None = None
         self._scored: dict[int, pl.DataFrame] = {}
+        self._row_scored: set[int] = set()  # the rules of `_scored` whose rows are row by row
 
     def sliced(self, begin: int, end: int) -> LogGpuRows:
         """The rows of the log rows [begin, end), counted from `begin` (a piece of the batch):
@@ -212,26 +213,20 @@ class LogGpuRows:
         narrow = self.narrow.filter((row >= begin) & (row < end))
         return LogGpuRows(narrow.with_columns(row - begin), self.metrics)
 
-    def cut(
-        self, bounds: Sequence[tuple[int, int]], rules: Iterable[HoldRule] = ()
-    ) -> list[LogGpuRows]:
-        """`sliced` for each [begin, end) of `bounds` (ascending, apart), each with the scored
-        rows of `rules` (scope "gpu": a row is scored from its own line alone) cut from this
-        one's, scored once for all pieces; a rule whose scoring raises is left to each piece."""
-        scored = {}
-        for rule in rules:
-            if rule.scope == "run":  # one row per time, of every GPU: not a row's own
-                continue
-            try:
-                scored[id(rule)] = self.scored(rule)
-            except Exception:  # each piece's step raises it again, as its rule's error
-                continue
-        out = []
-        for begin, end in bounds:
-            piece = LogGpuRows(rows_between(self.narrow, "_log_row", begin, end), self.metrics)
-            for key, rows in scored.items():
-                piece._scored[key] = rows_between(rows, _ROW, begin, end)
-            out.append(piece)
+    def pieces(self, bounds: Sequence[tuple[int, int]]) -> list[LogGpuRows]:
+        """`sliced` of each piece [begin, end) (ascending, not overlapping), with the GPU frames
+        built so far and the scores of the rules of scope "gpu" cut to it as well (rows read,
+        framed and scored once for a group of files, `Engine.prepare_many`): all row by row."""
+        out = [
+            LogGpuRows(narrow, self.metrics) for narrow in cut_rows(self.narrow, "_log_row", bounds)
+        ]
+        for metrics, frame in self._frames.items():
+            for piece, cut in zip(out, cut_rows(frame, _ROW, bounds), strict=True):
+                piece._frames[metrics] = cut
+        for key, scored in self._scored.items():
+            if key in self._row_scored:
+                for piece, cut in zip(out, cut_rows(scored, _ROW, bounds), strict=True):
+                    piece._scored[key] = cut
         return out
 
     def scored(self, rule: HoldRule) -> pl.DataFrame:
@@ -240,6 +235,8 @@ class LogGpuRows:
         found = self._scored.get(id(rule))
         if found is None:
             found = self._scored[id(rule)] = rule.score(self.frame(rule.log_metrics))
+            if rule.scope != "run":  # "run" folds each time's rows into one
+                self._row_scored.add(id(rule))
         return found
 
     def frame(self, metrics: frozenset[str] | None = None) -> pl.DataFrame:

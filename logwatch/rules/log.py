@@ -5,7 +5,7 @@ they follow: `logwatch.rules.base`)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +15,8 @@ from logwatch.alerts import FIRING, RESOLVED
 from logwatch.parse import SCHEMA
 from logwatch.rules.base import (
     Needs,
+    Outcome,
+    Part,
     Rule,
     RuleType,
     Templates,
@@ -25,6 +27,7 @@ from logwatch.rules.base import (
 from logwatch.rules.gates import NEVER, gate_for
 from logwatch.rules.nonfinite import NonFiniteRule
 from logwatch.rules.params import Columns, Kind, Param
+from logwatch.rules.streak_many import streak_many
 from logwatch.rules.writers import WRITER_COLUMNS, with_writers, writer_labels
 
 
@@ -63,6 +66,10 @@ class StreakRule:
     def quiet(self, state: dict[str, Any]) -> bool:
         """No streak is running."""
         return int(state["run"]) == 0
+
+    def evaluate_many(self, frame: pl.DataFrame, parts: Sequence[Part]) -> list[Outcome | None]:
+        """`evaluate` on each part, its streaks counted over all parts in a few queries."""
+        return list(streak_many(self, frame, parts))
 
     def initial_state(self) -> dict[str, Any]:
         return {"run": 0}
