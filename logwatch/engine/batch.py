@@ -80,6 +80,16 @@ class _Pieces:
         return found
 
 
+def _stretches(rows: pl.Series, gap: int) -> list[tuple[int, int]]:
+    """The first and last of each stretch of `rows` (sorted) in which each row is at most
+    `gap` rows after the one before."""
+    if rows.is_empty():
+        return []
+    starts = rows.diff().fill_null(gap + 1) > gap
+    ends = starts.shift(-1, fill_value=True)
+    return list(zip(rows.filter(starts).to_list(), rows.filter(ends).to_list(), strict=True))
+
+
 def _step_before(frame: pl.DataFrame, row: int, prior: int | None) -> int | None:
     """The step in force at the line before `row`: the last one the batch's lines before it
     say, else `prior` (the source's step before the batch)."""

@@ -27,6 +27,7 @@ from logwatch.engine.batch import (
     _split_runs,
     _step_before,
     _step_filled,
+    _stretches,
     _with,
     last_step_of,
 )
@@ -377,22 +378,25 @@ class _Evaluator(_Planned):
         computed only from each gate line on, until the rule is quiet again (the lines between
         cannot move a quiet rule, as a batch without a gate line cannot): (line, transition)
         with rows of `frame`. None where the gate lines lie in too many places to gain by this
-        (one more than one in `_GATED_ROWS` rows from the last). Gate lines close together (a
-        NaN episode: every step line) are read in pieces that grow 4 times each; past
+        (one more than one in `_GATED_ROWS` rows from the last). A stretch of gate lines close
+        together (a NaN episode: every step line) is read as one piece, to `_GATED_ROWS` rows
+        past its last; while the rule is not quiet, the pieces after it grow 4 times each; past
         `_GATED_PIECES` pieces, the rest of the batch is one piece."""
         spec, needs = self.rules[order], self._needs[order]
         if hits is None:  # the rows of its gate's lines
             hits = frame.select(cast(pl.Expr, needs.rows).fill_null(False)).to_series().arg_true()
-        if hits.len() * _GATED_ROWS > frame.height:
-            apart = hits.diff().drop_nulls() > _GATED_ROWS
-            if (1 + apart.sum()) * _GATED_ROWS > frame.height:
-                return None
+        stretches = _stretches(hits, _GATED_ROWS)
+        if len(stretches) * _GATED_ROWS > frame.height:
+            return None
         found: list[tuple[int, Transition]] = []
         end = read = 0
-        for hit in hits.to_list():
-            if hit < end:
+        for first, last in stretches:
+            if last < end:
                 continue  # evaluated with the rows before it
-            start, size = hit, _GATED_ROWS
+            # rows between `end` and the next gate line cannot move the quiet rule: reading
+            # them too is exact
+            start = max(first, end)
+            size, grown = last + _GATED_ROWS - start, _GATED_ROWS
             while True:
                 read += 1
                 if read > _GATED_PIECES:
@@ -418,7 +422,8 @@ class _Evaluator(_Planned):
                     break
                 if cast(Callable[..., bool], needs.quiet)(rule_state):
                     break
-                start, size = end, size * 4
+                start, size = end, grown * 4
+                grown = size
             if end >= frame.height:
                 break
         return found
