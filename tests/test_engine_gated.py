@@ -184,6 +184,30 @@ def test_a_nan_episode_is_read_from_its_gate_lines_on(
     assert events == _events(lines, cuts, full=True)
 
 
+def test_a_batch_that_begins_inside_an_episode_is_read_piecewise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch cut inside a NaN episode begins with the rule not quiet: it is read from its
+    first row on, in pieces, until the episode ends (not parsed in full), and the later gate
+    lines from theirs on; the events are the full parse's."""
+    calls: list[tuple[bool, bool]] = []  # (from the batch's first row, taken)
+    gated = Engine._gated
+
+    def spy(self: Engine, *args: Any) -> Any:
+        found = gated(self, *args)
+        calls.append((bool(args[-1]), found is not None))
+        return found
+
+    lines = _lines(11, 4000, 0)
+    for row in [*range(1000, 1600), 3000]:
+        lines[row] = lines[row].replace("| loss ", "| loss nan | was ")
+    monkeypatch.setattr(engine_module.Engine, "_gated", spy)
+    events = _events(lines, [1300], full=False)
+    assert (True, True) in calls and (False, True) in calls
+    assert [json.loads(e)["status"] for e in events].count("firing") == 2
+    assert events == _events(lines, [1300], full=True)
+
+
 def test_rules_whose_gates_open_on_the_same_lines_read_the_same_pieces() -> None:
     """In a divergence both the loss and the grad norm are NaN: nan-loss and nan-grad read the
     same pieces of the batch from the first NaN line on, computed once for both."""
