@@ -57,9 +57,15 @@ class _Pieces:
     pieces). `prepared`: where the block's line shapes come from."""
 
     def __init__(
-        self, frame: pl.DataFrame, columns: frozenset[str], prepared: Prepared | None
+        self,
+        frame: pl.DataFrame,
+        columns: frozenset[str],
+        prepared: Prepared | None,
+        *,
+        shared: bool = False,
     ) -> None:
         self._frame, self.columns, self._prepared = frame, columns, prepared
+        self.shared = shared  # read by more than one rule (each reads whole pieces, once)
         self._done: dict[tuple[int, int], pl.DataFrame] = {}
 
     def step_before(self, row: int, prior: int | None) -> int | None:
@@ -69,6 +75,17 @@ class _Pieces:
         if ready is not None and ready.stepped and ready.last_step is None:
             return prior
         return _step_before(self._frame, row, prior)
+
+    def valued(self, start: int, size: int, rows: pl.Expr) -> tuple[pl.DataFrame, pl.Series]:
+        """The lines of the piece at `start` of `size` rows that `rows` selects, completed,
+        and their rows in the batch."""
+        piece = self._frame.slice(start, size)
+        picked = piece.select(rows.fill_null(False)).to_series()
+        shapes = None if self._prepared is None else self._prepared.shapes_of(start, size)
+        if shapes is not None:
+            shapes = shapes.filter(picked)
+        completed = complete(piece.filter(picked), self.columns, shapes=shapes)
+        return completed, picked.arg_true() + start
 
     def get(self, start: int, size: int) -> pl.DataFrame:
         """The piece at `start` of `size` rows (fewer at the batch's end), completed."""

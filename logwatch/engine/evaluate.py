@@ -250,7 +250,8 @@ class _Evaluator(_Stepping):
                 lines = hits.get(cast(str, needs.gate))
                 if pieces is None:
                     lacking = frozenset().union(*(self._needs[o].columns for o in piecewise))
-                    pieces = _Pieces(frame, lacking - done, prepared)
+                    shared = len(piecewise) > 1
+                    pieces = _Pieces(frame, lacking - done, prepared, shared=shared)
                 from_start = order not in quiet
                 gated = self._gated(
                     order, source, state, frame, missing, prior, lines, pieces, from_start

@@ -19,7 +19,7 @@ from logwatch.engine.batch import (
     _step_before,
     _stretches,
 )
-from logwatch.engine.plan import _Planned
+from logwatch.engine.plan import _Needs, _Planned
 from logwatch.engine.state import SourceState, Step
 from logwatch.parse import complete
 from logwatch.rules.base import Transition
@@ -75,22 +75,12 @@ class _Stepping(_Planned):
                 read += 1
                 if read > _GATED_PIECES:
                     size = frame.height - start
-                if pieces is None:
-                    piece = complete(frame.slice(start, size), missing)
-                else:
-                    piece = pieces.get(start, size)
-                if "step" in missing:
-                    before = (
-                        _step_before(frame, start, prior)
-                        if pieces is None
-                        else pieces.step_before(start, prior)
-                    )
-                    piece = _filled_step(piece, before)
+                piece, rows, end = _piece(frame, start, size, missing, prior, pieces, needs)
                 step = partial(spec.rule.evaluate, piece)
-                for transition in self._guarded(spec, source, state, step):
-                    moved = replace(transition, row=transition.row + start)
+                for transition in self._guarded(spec, source, state, step) if piece.height else []:
+                    at = transition.row + start if rows is None else rows[transition.row]
+                    moved = replace(transition, row=at)
                     found.append((moved.fields.get("line", frame.item(moved.row, "line")), moved))
-                end = start + piece.height
                 rule_state = self._rule_state(spec, state)
                 if end >= frame.height or (spec.id, source) in self._failed:
                     break
@@ -119,3 +109,34 @@ class _Stepping(_Planned):
             self._on_error(spec.id, source, exc)
             return []
         return transitions
+
+
+def _piece(
+    frame: pl.DataFrame,
+    start: int,
+    size: int,
+    missing: frozenset[str],
+    prior: int | None,
+    pieces: _Pieces | None,
+    needs: _Needs,
+) -> tuple[pl.DataFrame, pl.Series | None, int]:
+    """The rows [start, start + size) of `frame` a gated rule reads, with its `missing` columns
+    computed, their rows in `frame` (None: all, in order), and the row after them. Only the
+    lines that may give the rule a value (`Needs.valued_rows`) where it says them and reads
+    the pieces alone (others' pieces are computed once for all): the others cannot move it."""
+    valued = needs.valued_rows is not None and pieces is not None and not pieces.shared
+    if valued and "step" not in missing:
+        piece, rows = cast(_Pieces, pieces).valued(start, size, cast(pl.Expr, needs.valued_rows))
+        return piece, rows, min(start + size, frame.height)
+    if pieces is None:
+        piece = complete(frame.slice(start, size), missing)
+    else:
+        piece = pieces.get(start, size)
+    if "step" in missing:
+        before = (
+            _step_before(frame, start, prior)
+            if pieces is None
+            else pieces.step_before(start, prior)
+        )
+        piece = _filled_step(piece, before)
+    return piece, None, start + piece.height
