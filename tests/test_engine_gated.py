@@ -62,10 +62,12 @@ def _lines(seed: int, count: int, bad: int) -> list[str]:
     return lines
 
 
-def _events(lines: list[str], cuts: list[int], *, full: bool) -> list[str]:
-    """Every event of the gated rules over `lines` cut at `cuts` into batches: parsed in full
-    (`full`), or only the columns replay parses for them."""
-    engine = Engine(RULES, stats=False)
+def _events(
+    lines: list[str], cuts: list[int], *, full: bool, rules: list[Any] | None = None
+) -> list[str]:
+    """Every event of the gated rules (or `rules`) over `lines` cut at `cuts` into batches:
+    parsed in full (`full`), or only the columns replay parses for them."""
+    engine = Engine(RULES if rules is None else rules, stats=False)
     columns = None if full else engine.columns
     bounds = [0, *sorted({c for c in cuts if 0 < c < len(lines)}), len(lines)]
     events = []
@@ -182,6 +184,59 @@ def test_a_nan_episode_is_read_from_its_gate_lines_on(
     assert taken and all(taken)
     assert "firing" in [json.loads(e)["status"] for e in events]
     assert events == _events(lines, cuts, full=True)
+
+
+def test_a_batch_that_begins_inside_an_episode_is_read_piecewise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch cut inside a NaN episode begins with the rule not quiet: it is read from its
+    first row on, in pieces, until the episode ends (not parsed in full), and the later gate
+    lines from theirs on; the events are the full parse's."""
+    calls: list[tuple[bool, bool]] = []  # (from the batch's first row, taken)
+    gated = Engine._gated
+
+    def spy(self: Engine, *args: Any) -> Any:
+        found = gated(self, *args)
+        calls.append((bool(args[-1]), found is not None))
+        return found
+
+    lines = _lines(11, 4000, 0)
+    for row in [*range(1000, 1600), 3000]:
+        lines[row] = lines[row].replace("| loss ", "| loss nan | was ")
+    monkeypatch.setattr(engine_module.Engine, "_gated", spy)
+    events = _events(lines, [1300], full=False)
+    assert (True, True) in calls and (False, True) in calls
+    assert [json.loads(e)["status"] for e in events].count("firing") == 2
+    assert events == _events(lines, [1300], full=True)
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(st.integers(0, 10**6), st.lists(st.integers(1, 3000), max_size=2))
+def test_nan_loss_alone_reads_only_the_lines_that_can_say_a_loss(
+    seed: int, cuts: list[int]
+) -> None:
+    """nan-loss reading the pieces alone parses only their lines that can hold a loss value
+    (`Needs.valued_rows`), at any cut, with the full parse's events."""
+    import logwatch.engine.batch as batch_module
+
+    lines = _lines(seed, 3000, 8)
+    at = random.Random(seed).randrange(0, 2400)
+    for row in range(at, at + 500):
+        lines[row] = lines[row].replace("| loss ", "| loss nan | was ")
+    alone = [spec for spec in RULES if spec.id == "nan-loss"]
+    valued = batch_module._Pieces.valued
+    read: list[int] = []
+
+    def spy(self: Any, start: int, size: int, rows: pl.Expr) -> Any:
+        found = valued(self, start, size, rows)
+        read.append(found[0].height)
+        return found
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(batch_module._Pieces, "valued", spy)
+        events = _events(lines, cuts, full=False, rules=alone)
+    assert read
+    assert events == _events(lines, cuts, full=True, rules=alone)
 
 
 def test_rules_whose_gates_open_on_the_same_lines_read_the_same_pieces() -> None:

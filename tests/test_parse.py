@@ -11,11 +11,16 @@ from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from logwatch.drivers.replay import replay, scan_log
 from logwatch.parse import SCHEMA, parse_lines
+from logwatch.parse.framing import _framed
+from logwatch.parse.timestamps import _timestamps, dated_timestamp, yearless_timestamp
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.sources.framing import lines_to_series
+from tests.support.properties import examples
 
 DIALECTS = tomllib.loads((Path(__file__).parent / "data" / "dialects.toml").read_text("utf-8"))
 CORPUS = DIALECTS["line"]
@@ -236,3 +241,36 @@ def test_lines_without_a_year_take_the_year_of_the_dated_line_before(
         "2024-11-30 06:31:41.118000",
         "2024-11-30 06:31:42",
     ]
+
+
+CLOCK_PARTS = [
+    "2026-11-28 14:09:05,117 INFO x",
+    "2026-11-28T14:09:05.117Z x",
+    "[Mon Nov 30 06:31:40 2026] NVRM: Xid",
+    "[06/09 11:05:25] d2.utils.events INFO: eta",
+    "Nov 28 14:09:05 host kernel: x",
+    "E1130 06:31:02.118 12345 x.cpp:1] y",
+    "[rank1]: E626 06:31:02.118 1 x",
+    "2026-13-45 99:99:99,000 broken",
+    " iteration 10/ 200 | consumed samples: 5120 | elapsed time per iteration (ms): 3591.8 |",
+    "12:34:56",
+    "\u0661\u0662:\u0663\u0664:\u0665\u0666 2026-11-28",  # Arabic-Indic digits: `\d` reads them too
+    "x" * 90 + " 14:09:05",
+    "x" * 80 + " 2026-11-28 14:09:05",
+    "{'loss': 2.0, 'epoch': 0.5}",
+    "",
+]
+
+
+@settings(max_examples=examples(80), deadline=None)
+@given(st.lists(st.sampled_from(CLOCK_PARTS), min_size=1, max_size=30), st.integers(2000, 2030))
+def test_timestamps_are_looked_for_only_on_lines_with_a_clock(lines: list[str], year: int) -> None:
+    """Every timestamp form holds `HH:MM:SS` in the line's head, so a line without one is not
+    read by the timestamp patterns (`timestamps._CLOCK`): the times are those of every pattern
+    run on every line without a dense timestamp, the yearless ones in the carried year."""
+    frame = _framed(pl.Series(lines, dtype=pl.String), "t", 1, shaped=False)
+    got = _timestamps(frame, year)[0].get_column("ts")
+    dated = frame.with_columns(pl.col("ts").fill_null(dated_timestamp()))
+    carried = pl.col("ts").dt.year().forward_fill().fill_null(year).alias("_year")
+    want = dated.with_columns(carried).select(pl.col("ts").fill_null(yearless_timestamp()))
+    assert got.to_list() == want.to_series().to_list()

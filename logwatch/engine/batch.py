@@ -57,9 +57,15 @@ class _Pieces:
     pieces). `prepared`: where the block's line shapes come from."""
 
     def __init__(
-        self, frame: pl.DataFrame, columns: frozenset[str], prepared: Prepared | None
+        self,
+        frame: pl.DataFrame,
+        columns: frozenset[str],
+        prepared: Prepared | None,
+        *,
+        shared: bool = False,
     ) -> None:
         self._frame, self.columns, self._prepared = frame, columns, prepared
+        self.shared = shared  # read by more than one rule (each reads whole pieces, once)
         self._done: dict[tuple[int, int], pl.DataFrame] = {}
 
     def step_before(self, row: int, prior: int | None) -> int | None:
@@ -70,6 +76,17 @@ class _Pieces:
             return prior
         return _step_before(self._frame, row, prior)
 
+    def valued(self, start: int, size: int, rows: pl.Expr) -> tuple[pl.DataFrame, pl.Series]:
+        """The lines of the piece at `start` of `size` rows that `rows` selects, completed,
+        and their rows in the batch."""
+        piece = self._frame.slice(start, size)
+        picked = piece.select(rows.fill_null(False)).to_series()
+        shapes = None if self._prepared is None else self._prepared.shapes_of(start, size)
+        if shapes is not None:
+            shapes = shapes.filter(picked)
+        completed = complete(piece.filter(picked), self.columns, shapes=shapes)
+        return completed, picked.arg_true() + start
+
     def get(self, start: int, size: int) -> pl.DataFrame:
         """The piece at `start` of `size` rows (fewer at the batch's end), completed."""
         found = self._done.get((start, size))
@@ -78,6 +95,16 @@ class _Pieces:
             piece = self._frame.slice(start, size)
             found = self._done[start, size] = complete(piece, self.columns, shapes=shapes)
         return found
+
+
+def _stretches(rows: pl.Series, gap: int) -> list[tuple[int, int]]:
+    """The first and last of each stretch of `rows` (sorted) in which each row is at most
+    `gap` rows after the one before."""
+    if rows.is_empty():
+        return []
+    starts = rows.diff().fill_null(gap + 1) > gap
+    ends = starts.shift(-1, fill_value=True)
+    return list(zip(rows.filter(starts).to_list(), rows.filter(ends).to_list(), strict=True))
 
 
 def _step_before(frame: pl.DataFrame, row: int, prior: int | None) -> int | None:

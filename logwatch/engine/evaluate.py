@@ -3,8 +3,7 @@ where their gate opens), transitions into alert events in line order."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from functools import partial
 from typing import Any, cast
@@ -13,8 +12,6 @@ import polars as pl
 
 from logwatch.alerts import FIRING, AlertEvent
 from logwatch.engine.batch import (
-    _GATED_PIECES,
-    _GATED_ROWS,
     _SMALL_BATCH,
     Prepared,
     _EventRows,
@@ -25,19 +22,17 @@ from logwatch.engine.batch import (
     _Pieces,
     _run_bounds,
     _split_runs,
-    _step_before,
     _step_filled,
     _with,
     last_step_of,
     with_columns_of,
 )
+from logwatch.engine.gated import _Stepping
 from logwatch.engine.gpu_rows import _gpu_keys_present, _LazyGpuFrame, _log_step
-from logwatch.engine.plan import _Planned
 from logwatch.engine.state import (
     STATS_COLUMNS,
     DataWarning,
     SourceState,
-    Step,
     masked,
     run_id,
 )
@@ -52,7 +47,7 @@ from logwatch.rules.log import StreakRule
 from logwatch.rules.scan import ShapeRows
 
 
-class _Evaluator(_Planned):
+class _Evaluator(_Stepping):
     """Rule evaluation over parsed batches of any number of sources (`Engine`)."""
 
     def state_of(self, source: str) -> SourceState:
@@ -224,7 +219,17 @@ class _Evaluator(_Planned):
         if checked is not None and checked.rows == frame.height and checked.gpu is not None:
             empty = not checked.gpu  # `process_many` checked a long batch's GPU keys too
         gpu_frame = _LazyGpuFrame(frame, prepared, self._gpu_metrics, empty, warn)
-        pieces: _Pieces | None = None  # of `frame` as it is, for the quiet gated rules
+        pieces: _Pieces | None = None  # of `frame` as it is, for the `piecewise` rules
+        # the log rules read from their gate lines on: the quiet ones whose gates open, and
+        # those not quiet as the batch begins (from its first row on, until they are)
+        piecewise = {
+            order
+            for order, needs in enumerate(self._needs)
+            if needs.gate is not None
+            and needs.quiet is not None
+            and self._gpu[order] is None
+            and (order not in quiet or opened[needs.gate])
+        }
         for order, spec in enumerate(self.rules):
             needs = self._needs[order]
             if order in quiet and not opened[cast(str, needs.gate)]:
@@ -242,12 +247,16 @@ class _Evaluator(_Planned):
                     found.append((line, order, spec, transition))
                 continue
             missing = needs.columns - done
-            if missing and order in quiet and self._gpu[order] is None:
+            if missing and order in piecewise:
                 lines = hits.get(cast(str, needs.gate))
                 if pieces is None:
-                    lacking = self._gated_columns(quiet, opened) - done
-                    pieces = _Pieces(frame, lacking, prepared)
-                gated = self._gated(order, source, state, frame, missing, prior, lines, pieces)
+                    lacking = frozenset().union(*(self._needs[o].columns for o in piecewise))
+                    shared = len(piecewise) > 1
+                    pieces = _Pieces(frame, lacking - done, prepared, shared=shared)
+                from_start = order not in quiet
+                gated = self._gated(
+                    order, source, state, frame, missing, prior, lines, pieces, from_start
+                )
                 if gated is not None:
                     found.extend((line, order, spec, t) for line, t in gated)
                     continue
@@ -367,81 +376,6 @@ class _Evaluator(_Planned):
                 line = int(frame.item(pair.row, "line"))
                 self._on_warning(DataWarning(source, line, pair.message))
 
-    def _rule_state(self, spec: RuleSpec, state: SourceState) -> dict[str, Any]:
-        """A rule's state as its step receives it (`_guarded`)."""
-        return state.rule_states.get(spec.id) or spec.rule.initial_state()
-
-    def _gated(
-        self,
-        order: int,
-        source: str,
-        state: SourceState,
-        frame: pl.DataFrame,
-        missing: frozenset[str],
-        prior: int | None,
-        hits: pl.Series | None = None,
-        pieces: _Pieces | None = None,
-    ) -> list[tuple[int, Transition]] | None:
-        """A quiet gated rule's step over a batch its gate opens, with its `missing` columns
-        computed only from each gate line on, until the rule is quiet again (the lines between
-        cannot move a quiet rule, as a batch without a gate line cannot): (line, transition)
-        with rows of `frame`. None where the gate lines lie in too many places to gain by this
-        (one more than one in `_GATED_ROWS` rows from the last). Gate lines close together (a
-        NaN episode: every step line) are read in pieces that grow 4 times each; past
-        `_GATED_PIECES` pieces, the rest of the batch is one piece."""
-        spec, needs = self.rules[order], self._needs[order]
-        if hits is None:  # the rows of its gate's lines
-            hits = frame.select(cast(pl.Expr, needs.rows).fill_null(False)).to_series().arg_true()
-        if hits.len() * _GATED_ROWS > frame.height:
-            apart = hits.diff().drop_nulls() > _GATED_ROWS
-            if (1 + apart.sum()) * _GATED_ROWS > frame.height:
-                return None
-        found: list[tuple[int, Transition]] = []
-        end = read = 0
-        for hit in hits.to_list():
-            if hit < end:
-                continue  # evaluated with the rows before it
-            start, size = hit, _GATED_ROWS
-            while True:
-                read += 1
-                if read > _GATED_PIECES:
-                    size = frame.height - start
-                if pieces is None:
-                    piece = complete(frame.slice(start, size), missing)
-                else:
-                    piece = pieces.get(start, size)
-                if "step" in missing:
-                    before = (
-                        _step_before(frame, start, prior)
-                        if pieces is None
-                        else pieces.step_before(start, prior)
-                    )
-                    piece = _filled_step(piece, before)
-                step = partial(spec.rule.evaluate, piece)
-                for transition in self._guarded(spec, source, state, step):
-                    moved = replace(transition, row=transition.row + start)
-                    found.append((moved.fields.get("line", frame.item(moved.row, "line")), moved))
-                end = start + piece.height
-                rule_state = self._rule_state(spec, state)
-                if end >= frame.height or (spec.id, source) in self._failed:
-                    break
-                if cast(Callable[..., bool], needs.quiet)(rule_state):
-                    break
-                start, size = end, size * 4
-            if end >= frame.height:
-                break
-        return found
-
-    def _gated_columns(self, quiet: set[int], opened: dict[str, bool]) -> frozenset[str]:
-        """The columns the quiet log rules whose gates open read (what `_gated` computes)."""
-        return frozenset().union(
-            *(
-                self._needs[order].columns
-                for order in quiet
-                if opened.get(cast(str, self._needs[order].gate)) and self._gpu[order] is None
-            )
-        )
-
     def _event(
         self,
         spec: RuleSpec,
@@ -474,24 +408,6 @@ class _Evaluator(_Planned):
         if emitted is not None and emitted.status == FIRING:
             state.stats.fired[spec.id] += 1
         return emitted
-
-    def _guarded(
-        self, spec: RuleSpec, source: str, state: SourceState, step: Step
-    ) -> list[Transition]:
-        """Run one rule step on its state; a rule that raises is reported once and switched off
-        for that source, so the reader and the other rules keep working."""
-        if (spec.id, source) in self._failed:
-            return []
-        rule_state = self._rule_state(spec, state)
-        try:
-            transitions, state.rule_states[spec.id] = step(rule_state)
-        except Exception as exc:
-            self._failed.add((spec.id, source))
-            if self._on_error is None:
-                raise
-            self._on_error(spec.id, source, exc)
-            return []
-        return transitions
 
 
 def _taken(outcome: Outcome, state: dict[str, Any]) -> Outcome:

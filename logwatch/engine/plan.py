@@ -48,6 +48,7 @@ class _Needs:
     ahead: Mapping[str, pl.Expr | str] = field(default_factory=dict)  # `Needs.ahead`
     valued: frozenset[str] = frozenset()  # `Needs.valued`
     last_lines: int = 0  # `Needs.last_lines`
+    valued_rows: pl.Expr | None = None  # `Needs.valued_rows`
 
 
 def _needs_of(spec: RuleSpec) -> _Needs:
@@ -70,6 +71,7 @@ def _needs_of(spec: RuleSpec) -> _Needs:
         ahead,
         declared.valued,
         declared.last_lines,
+        declared.valued_rows,
     )
 
 

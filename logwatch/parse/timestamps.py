@@ -16,6 +16,8 @@ import polars as pl
 from logwatch.parse.sparse import _fill, _sparse
 
 _TS_HEAD_CHARS = 96
+_CLOCK = r"\d{2}:\d{2}:\d{2}"
+"""What every timestamp form below holds (hours, minutes, seconds) in a line's head."""
 _MONTHS = {
     m: i
     for i, m in enumerate(
@@ -142,8 +144,10 @@ def _timestamps(
         last = None if ts.is_empty() else int(ts[-1].year)
         ends = _segment_ends(segments)
         return frame, 0, last, tuple(ts.dt.year().gather(ends).to_list()) if ends else ()
-    nulls = ts.is_null()
-    dated = _fill(frame, "ts", _sparse(frame, nulls, dated_timestamp(), "ts"))
+    # every form holds a clock (`12:34:56`) in the head: the others hold no timestamp
+    clock = pl.col("text").str.slice(0, _TS_HEAD_CHARS).str.contains(_CLOCK)
+    timed = _sparse(frame, ts.is_null(), clock, "_clock").fill_null(False)
+    dated = _fill(frame, "ts", _sparse(frame, timed, dated_timestamp(), "ts"))
     years = dated.dt.year()
     found = years.drop_nulls()
     head_rows = int(years.is_not_null().arg_max() or 0) if found.len() else frame.height
@@ -162,7 +166,7 @@ def _timestamps(
         carried = own.select(pl.col("_y").fill_null(pl.col("_d"))).to_series()
         segment_years = tuple(own.get_column("_y").gather(_segment_ends(segments)).to_list())
     frame = frame.with_columns(dated, carried.alias("_year"))
-    rows = dated.is_null()
+    rows = dated.is_null() & timed
     yearless = _sparse(frame, rows, yearless_timestamp(), "ts", columns=("text", "_year"))
     return frame.with_columns(_fill(frame, "ts", yearless)), head_rows, last_year, segment_years
 

@@ -83,6 +83,10 @@ class Needs:
     # may), as the parse gives them: a gate scan passes over the lines of shapes that give none
     # of them a value (a column the engine fills in, the step, counts as given everywhere).
     valued: frozenset[str] = frozenset()
+    # Each line on which one of `valued` can have a value (true maybe on more): a batch's other
+    # lines cannot move the rule, and its step may be given only these (the engine does, on the
+    # pieces of a long batch it parses for the rule alone).
+    valued_rows: pl.Expr | None = field(default=None, compare=False)
     # How many of a source's last non-blank lines the rule reads when its input ends (`finish`,
     # replay only): the engine keeps that many, whether or not the gate opened on them, so the
     # end of a file can decide without the gate opening on every line.

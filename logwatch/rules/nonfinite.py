@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
-from logwatch.parse.dialects.generic import NONFINITE_VALUE
+from logwatch.parse.dialects.generic import LOSS_LINES, NONFINITE_VALUE
 from logwatch.rules.base import Needs, Override, Transition
 
 # The lines that can hold a non-finite value (`parse.dialects.generic.NONFINITE_VALUE`): the
@@ -27,6 +27,7 @@ def _nonfinite_rows() -> pl.Expr:
 
 
 NONFINITE_ROWS = _nonfinite_rows()
+_LOSS_ROWS = pl.col("text").str.contains(LOSS_LINES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,7 @@ class NonFiniteRule:
             NONFINITE_GATE,
             NONFINITE_ROWS,
             valued=frozenset({self.column}),  # a line without a value is passed over
+            valued_rows=_LOSS_ROWS if self.column == "loss" else None,
         )
 
     def quiet(self, state: dict[str, Any]) -> bool:

@@ -73,6 +73,10 @@ NOT_A_LOSS = (
     r"|(?:^|[_/.\- ])(?i:val|vali|valid|validation|eval|test|dev)(?-i:Loss)"
 )
 
+# A line with a `loss` value holds one of these: every loss extractor reads a key holding
+# `loss` (in any case: `(?i:loss)`), OpenNMT's `xent` or darknet's ` rate, `, and a shape gives
+# the value the general path gives (`tests/test_parse_loss_lines.py` holds it to every dialect).
+LOSS_LINES = r"(?i:loss)|xent| rate, "
 # One literal pass selects the lines every rare loss extractor looks at: a non-finite
 # spelling (`nan`, `NaN`, `-nan`, `inf`, `INF ` but not `INFO`), OpenNMT's `xent`, darknet's
 # ` rate, `. Each extractor is exact on its own; this only keeps them off healthy lines.
