@@ -81,6 +81,16 @@ def dask_scheduler(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture
 def dask_cluster(dask_scheduler: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The run's Dask cluster, this test's alone while it runs: yields its scheduler file."""
-    with daskkit.turn(daskkit.shared_folder(tmp_path_factory.getbasetemp())):
+    """The run's Dask cluster, which other tests may use at the same time: its scheduler file."""
+    with daskkit.turn(daskkit.shared_folder(tmp_path_factory.getbasetemp()), alone=False):
+        yield dask_scheduler
+
+
+@pytest.fixture
+def dask_cluster_alone(
+    dask_scheduler: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """The run's Dask cluster, no other test's while this one runs (it kills a worker): its
+    scheduler file."""
+    with daskkit.turn(daskkit.shared_folder(tmp_path_factory.getbasetemp()), alone=True):
         yield dask_scheduler

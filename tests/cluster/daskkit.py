@@ -5,8 +5,8 @@ Starting one costs about 27 s of CPU (five Python processes importing distribute
 heartbeats while it runs): once per run, not once per xdist worker and module. The first test
 process that needs it starts it and owns it; each process that uses it counts itself in a file
 under the run's shared temp folder; the owner stops it at its own end, once no other process
-counts itself in. Tests take turns on it (`turn`): one kills a worker mid-run, which another
-test's client, counting workers at that moment, would see.
+counts itself in. Tests share it, but one that kills a worker mid-run has it alone (`turn`):
+another test's client, counting workers at that moment, would see the kill.
 """
 
 from __future__ import annotations
@@ -40,10 +40,11 @@ def shared_folder(basetemp: Path) -> Path:
 
 
 @contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """An exclusive lock on `path` across the run's processes."""
+def locked(path: Path, *, shared: bool = False) -> Iterator[None]:
+    """A lock on `path` across the run's processes: exclusive, or `shared` with other shared
+    holders."""
     with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         try:
             yield
         finally:
@@ -127,9 +128,9 @@ def shared_cluster(run_folder: Path) -> Iterator[str]:
 
 
 @contextmanager
-def turn(run_folder: Path) -> Iterator[None]:
-    """One test at a time on the run's cluster."""
-    with locked(run_folder / "dask-cluster" / "turn"):
+def turn(run_folder: Path, *, alone: bool) -> Iterator[None]:
+    """A test's time on the run's cluster: with the other tests, or `alone`."""
+    with locked(run_folder / "dask-cluster" / "turn", shared=not alone):
         yield
 
 

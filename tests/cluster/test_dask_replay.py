@@ -59,14 +59,14 @@ class KillOneWorker:
             yield result
 
 
-def test_a_worker_killed_mid_run_changes_nothing(dask_cluster: str, fleet) -> None:  # type: ignore[no-untyped-def]
+def test_a_worker_killed_mid_run_changes_nothing(dask_cluster_alone: str, fleet) -> None:  # type: ignore[no-untyped-def]
     """One file per task (34 tasks); a worker is SIGKILLed after the first result: every file
     is replayed once in the output (none lost, none doubled) and the events, stats and verdict
     are those of one process."""
     _, specs = config_and_rules(None, (), False)
     files = expand_inputs([str(fleet.root)]).files
     expected = replay(files, specs)
-    runner = DaskRunner(dask_cluster)
+    runner = DaskRunner(dask_cluster_alone)
     try:
         killer = KillOneWorker(runner)
         got = replay_parallel(files, specs, killer, workers=2, check_here=False, task_files=1)
