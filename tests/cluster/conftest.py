@@ -70,10 +70,11 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         started.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dask_scheduler(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The scheduler file of the run's Dask cluster: a scheduler and two one-thread workers
-    (each under a nanny, which restarts it), shared by every test process of the run."""
+    (each under a nanny, which restarts it), shared by the test processes that run the module's
+    tests; stopped after them (its idle heartbeats cost CPU while it runs)."""
     pytest.importorskip("distributed")
     with daskkit.shared_cluster(daskkit.shared_folder(tmp_path_factory.getbasetemp())) as found:
         yield found

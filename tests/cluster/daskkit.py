@@ -1,12 +1,14 @@
 """One real Dask cluster (`dask scheduler` and two one-thread `dask worker`s under nannies, on
-127.0.0.1) for the whole test run, shared by the xdist workers that run a Dask test.
+127.0.0.1) for the Dask tests (tests/cluster/test_dask.py) of a run, shared by the xdist
+workers that run them.
 
-Starting one costs about 27 s of CPU (five Python processes importing distributed, then their
-heartbeats while it runs): once per run, not once per xdist worker and module. The first test
-process that needs it starts it and owns it; each process that uses it counts itself in a file
-under the run's shared temp folder; the owner stops it at its own end, once no other process
-counts itself in. Tests share it, but one that kills a worker mid-run has it alone (`turn`):
-another test's client, counting workers at that moment, would see the kill.
+A cluster costs about 5 s of CPU to start (five Python processes importing distributed) and,
+idle, its heartbeats cost CPU for as long as it runs: started once, not once per xdist worker,
+and stopped when the module's tests are done. The first test process that needs it starts it
+and owns it; each process that uses it counts itself in a file under the run's shared temp
+folder; the owner stops it at the module's end, once no other process counts itself in. Tests
+share it, but one that kills a worker mid-run has it alone (`turn`): another test's client,
+counting workers at that moment, would see the kill.
 """
 
 from __future__ import annotations

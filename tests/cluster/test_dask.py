@@ -1,6 +1,9 @@
-"""`replay --dask`: a real Dask cluster (`dask scheduler` and two `dask worker` processes on
-127.0.0.1) replays a fleet byte-identically to one process, survives a worker SIGKILLed mid-run,
-names a file its workers cannot read, and refuses an unreachable scheduler in one line."""
+"""`replay --dask` and `report --dask`: a real Dask cluster (`dask scheduler` and two `dask
+worker` processes on 127.0.0.1) replays a fleet byte-identically to one process, survives a
+worker SIGKILLed mid-run, names a file its workers cannot read, refuses an unreachable scheduler
+in one line, and gives a fleet's report the page of one process. One module, so that the
+cluster (`dask_cluster`, started for this module) is stopped once its tests are done: an idle
+cluster costs CPU for as long as it runs."""
 
 from __future__ import annotations
 
@@ -13,7 +16,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from logwatch.cli import cli
 from logwatch.cli.options import config_and_rules
 from logwatch.drivers.cluster import DaskRunner
 from logwatch.drivers.parallel import Task, TaskResult, replay_parallel
@@ -128,4 +133,18 @@ def test_workers_with_another_logwatch_are_refused_before_any_work(dask_cluster:
     assert lines[0].startswith("Error: Dask worker tcp://127.0.0.1:")
     assert lines[0].endswith(
         "has logwatch 0.1.0, this client 9.9.9; install the same version on both"
+    )
+
+
+def test_dask_report_is_the_page_of_one_process(dask_cluster: str, fleet, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """16 ranks (34 files): the HTML of `report --dask SCHEDULER_FILE` equals that of a report
+    in one process; its verdict names the culprit."""
+    here, there = tmp_path / "here.html", tmp_path / "there.html"
+    result = CliRunner().invoke(cli, ["report", str(fleet.root), "-o", str(here)])
+    assert result.exit_code == 0, result.output
+    done = spawned("report", str(fleet.root), "-o", str(there), "--dask", dask_cluster)
+    assert done.returncode == 0, done.stderr
+    assert there.read_bytes() == here.read_bytes()
+    assert f"Root cause: rank {fleet.culprit_rank} ({fleet.culprit_host})" in here.read_text(
+        "utf-8"
     )
