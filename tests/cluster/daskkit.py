@@ -2,9 +2,9 @@
 127.0.0.1) for the Dask tests (tests/cluster/test_dask.py) of a run, shared by the xdist
 workers that run them.
 
-A cluster costs about 5 s of CPU to start (five Python processes importing distributed) and,
-idle, its heartbeats cost CPU for as long as it runs: started once, not once per xdist worker,
-and stopped when the module's tests are done. The first test process that needs it starts it
+A cluster costs about 4 s of CPU to start and stop (five Python processes importing
+distributed) and, idle, about 4 s a minute (heartbeats; measured at load 17): started once,
+not once per xdist worker, and stopped when the module's tests are done. The first test process that needs it starts it
 and owns it; each process that uses it counts itself in a file under the run's shared temp
 folder; the owner stops it at the module's end, once no other process counts itself in. Tests
 share it, but one that kills a worker mid-run has it alone (`turn`): another test's client,
