@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,6 +15,12 @@ from tests.support import properties
 from tests.support.slackhelp import TOKEN
 
 properties.register()
+
+# The `logwatch tail` and `top` processes the tests start (hundreds) skip the warm-up, about
+# 0.4 s of CPU each, unless a test asks for it: it only makes the first alert a few ms sooner,
+# and is tested on its own (tests/drivers/test_warmup.py) and in one process
+# (tests/drivers/test_tail_cli.py). LOGWATCH_WARM_UP=1 runs the suite with it.
+os.environ.setdefault("LOGWATCH_WARM_UP", "0")
 
 
 def pytest_configure(config: pytest.Config) -> None:

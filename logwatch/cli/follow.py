@@ -47,6 +47,7 @@ def follow_setup(
     max_batch_delay: float = 1.0,
     layout: str | None = None,
     gpus_per_node: int | None = None,
+    warm_up: bool = True,
 ) -> Follow:
     """Config, rules, a secured state directory, tail options and the GPU side, from `tail`'s
     option values (the same checks and errors, in the same order); `adjust` applies options to
@@ -77,6 +78,7 @@ def follow_setup(
         follow=FollowOptions(partial_flush_s=partial_flush, max_line_bytes=max_line_bytes),
         layout=layout,
         gpus_per_node=gpus_per_node,
+        warm_up=warm_up,
     )
     check_patterns(patterns)
     gpu_line: list[str] = []  # said last in the startup block, once the sinks are open too

@@ -16,6 +16,7 @@ SECTION_OF = {
     "poll_interval": "Input",
     "partial_flush": "Input",
     "max_batch_delay": "Input",
+    "warm_up": "Rules",
     "source": "Silence",
     "rule_paths": "Rules",
     "no_builtin_rules": "Rules",

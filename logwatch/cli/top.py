@@ -26,6 +26,7 @@ TOP_SHARED = (
     "gpu_mode",
     "gpu_interval",
     "config_path",
+    "warm_up",
 )
 """`tail`'s parameters that `top` takes as they are (what to follow, rules, state, GPUs)."""
 

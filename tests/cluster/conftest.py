@@ -1,5 +1,6 @@
 """Fixtures for the tests against the real Alertmanager and Prometheus: everything started
-through `cluster` is stopped (or killed) at teardown, whatever the test did."""
+through `cluster` is stopped (or killed) at teardown, whatever the test did; and the run's one
+Dask cluster (`dask_cluster`, tests/cluster/daskkit.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.cluster import daskkit
 from tests.cluster.engines import Alertmanager, Engine, Node, Prometheus, Webhook
 
 
@@ -66,3 +68,30 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         yield started
     finally:
         started.close()
+
+
+@pytest.fixture(scope="module")
+def dask_scheduler(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The scheduler file of the run's Dask cluster: a scheduler and two one-thread workers
+    (each under a nanny, which restarts it), shared by the test processes that run the module's
+    tests; stopped after them (its idle heartbeats cost CPU while it runs)."""
+    pytest.importorskip("distributed")
+    with daskkit.shared_cluster(daskkit.shared_folder(tmp_path_factory.getbasetemp())) as found:
+        yield found
+
+
+@pytest.fixture
+def dask_cluster(dask_scheduler: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The run's Dask cluster, which other tests may use at the same time: its scheduler file."""
+    with daskkit.turn(daskkit.shared_folder(tmp_path_factory.getbasetemp()), alone=False):
+        yield dask_scheduler
+
+
+@pytest.fixture
+def dask_cluster_alone(
+    dask_scheduler: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """The run's Dask cluster, no other test's while this one runs (it kills a worker): its
+    scheduler file."""
+    with daskkit.turn(daskkit.shared_folder(tmp_path_factory.getbasetemp()), alone=True):
+        yield dask_scheduler

@@ -8,7 +8,7 @@ import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -36,12 +36,18 @@ def alert_lines(first: int, last: int) -> bytes:
 class Tailer(Collected):
     """`python -m logwatch tail` in a subprocess, its stdout and stderr collected."""
 
-    def __init__(self, folder: Path, *extra: str, prefix: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        *extra: str,
+        prefix: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         pack = folder / "pack.toml"
         pack.write_text(PACK, encoding="utf-8")
         args = [str(folder / "*.log"), "--format", "jsonl", "--no-builtin-rules", "--gpu", "off"]
         args += ["--rules", str(pack), "--state-dir", str(folder / "state"), *extra]
-        super().__init__(["tail", *args], prefix=prefix)
+        super().__init__(["tail", *args], prefix=prefix, env=env)
         self._seqs: list[int] = []
 
     def seqs(self) -> list[int]:
@@ -63,10 +69,11 @@ class Tailer(Collected):
 
 def test_sigterm_then_restart_loses_and_repeats_nothing(tmp_path: Path) -> None:
     """SIGTERM mid-stream exits 0 after a checkpoint; the restarted process alerts on exactly
-    the lines the first did not, so every line alerts exactly once."""
+    the lines the first did not, so every line alerts exactly once. The first warms up, as a
+    user's tail does (the suite's other tail processes do not: tests/conftest.py)."""
     log = tmp_path / "a.log"
     log.write_bytes(b"")
-    first = Tailer(tmp_path)
+    first = Tailer(tmp_path, env={"LOGWATCH_WARM_UP": "1"})
     first.ready()
     with open(log, "ab", buffering=0) as out:
         out.write(alert_lines(1, 200))

@@ -6,7 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+from pytest import MonkeyPatch
 
+from logwatch.cli.follow import follow_setup
+from logwatch.cli.tail import tail_cmd
+from logwatch.cli.top import top_cmd
 from logwatch.drivers.tail_options import StartMode
 from logwatch.drivers.warmup import SCRATCH_SOURCE, WARM_UP_LINES, warm_up
 from logwatch.engine import Engine
@@ -79,3 +83,25 @@ def test_a_tail_that_warms_up_shows_and_saves_nothing_of_it(tmp_path: Path) -> N
     )
     assert b"warm-up" not in saved
     assert str(log).encode() in saved
+
+
+def test_tail_and_top_warm_up_unless_told_not_to(tmp_path: Path, monkeypatch: MonkeyPatch) -> None:
+    """`tail` and `top` warm up by default; `--no-warm-up`, or LOGWATCH_WARM_UP=0 (what the
+    test suite's processes run with, tests/conftest.py), starts without; the choice reaches the
+    live driver's options."""
+    monkeypatch.delenv("LOGWATCH_WARM_UP", raising=False)
+    for command in (tail_cmd, top_cmd):
+        assert command.make_context("x", ["a.log"]).params["warm_up"] is True
+        assert command.make_context("x", ["a.log", "--no-warm-up"]).params["warm_up"] is False
+    monkeypatch.setenv("LOGWATCH_WARM_UP", "0")
+    assert tail_cmd.make_context("x", ["a.log"]).params["warm_up"] is False
+    assert tail_cmd.make_context("x", ["a.log", "--warm-up"]).params["warm_up"] is True
+    monkeypatch.chdir(tmp_path)  # no logwatch.toml found: the defaults
+    monkeypatch.delenv("LOGWATCH_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    for warm in (True, False):
+        setup = follow_setup(
+            [str(tmp_path / "*.log")], (), False, tmp_path / "state", False, False, 1.0, 5.0,
+            1 << 20, "off", None, None, warm_up=warm,
+        )  # fmt: skip
+        assert setup.options.warm_up is warm

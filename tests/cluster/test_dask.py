@@ -1,21 +1,24 @@
-"""`replay --dask`: a real Dask cluster (`dask scheduler` and two `dask worker` processes on
-127.0.0.1) replays a fleet byte-identically to one process, survives a worker SIGKILLed mid-run,
-names a file its workers cannot read, and refuses an unreachable scheduler in one line."""
+"""`replay --dask` and `report --dask`: a real Dask cluster (`dask scheduler` and two `dask
+worker` processes on 127.0.0.1) replays a fleet byte-identically to one process, survives a
+worker SIGKILLed mid-run, names a file its workers cannot read, refuses an unreachable scheduler
+in one line, and gives a fleet's report the page of one process. One module, so that the
+cluster (`dask_cluster`, started for this module) is stopped once its tests are done: an idle
+cluster costs CPU for as long as it runs."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from logwatch.cli import cli
 from logwatch.cli.options import config_and_rules
 from logwatch.drivers.cluster import DaskRunner
 from logwatch.drivers.parallel import Task, TaskResult, replay_parallel
@@ -25,56 +28,6 @@ from tests.drivers.test_parallel import gen, in_process, spawned
 
 pytest.importorskip("distributed")
 
-BIN = Path(sys.executable).parent
-# The workers cannot override file modes even as root (the tests' user): a mode-000 file is
-# unreadable where it is replayed, as it is for a user's job.
-NO_DAC = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A scheduler and two one-thread workers (each under a nanny, which restarts it); yields
-    the scheduler file."""
-    folder = tmp_path_factory.mktemp("dask")
-    scheduler_file = folder / "scheduler.json"
-    logs = [open(folder / f"{name}.log", "w") for name in ("scheduler", "w1", "w2")]  # noqa: SIM115  # closed at the end
-    scheduler = [str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0"]
-    scheduler += ["--no-dashboard", "--scheduler-file", str(scheduler_file)]
-    procs = [
-        subprocess.Popen(
-            scheduler,
-            stdout=logs[0],
-            stderr=subprocess.STDOUT,
-        )
-    ]
-    try:
-        deadline = time.monotonic() + 120
-        while not scheduler_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        prefix = NO_DAC if shutil.which("setpriv") and os.geteuid() == 0 else []
-        env = {**os.environ, "POLARS_MAX_THREADS": "1"}
-        for log in logs[1:]:
-            worker = [str(BIN / "dask"), "worker", "--scheduler-file", str(scheduler_file)]
-            worker += ["--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"]
-            procs.append(
-                subprocess.Popen(prefix + worker, stdout=log, stderr=subprocess.STDOUT, env=env)
-            )
-        import distributed
-
-        with distributed.Client(scheduler_file=str(scheduler_file), timeout="120s") as client:
-            client.wait_for_workers(2, timeout=180)
-        yield str(scheduler_file)
-    finally:
-        for proc in reversed(procs):
-            proc.send_signal(signal.SIGINT)
-        for proc in reversed(procs):
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        for log in logs:
-            log.close()
-
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> object:
@@ -82,12 +35,12 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> object:
     return gen.generate(tmp_path_factory.mktemp("fleet") / "run", gen.FleetSpec(ranks=16, steps=4))
 
 
-def test_dask_output_is_byte_identical_to_one_process(cluster: str, fleet) -> None:  # type: ignore[no-untyped-def]
+def test_dask_output_is_byte_identical_to_one_process(dask_cluster: str, fleet) -> None:  # type: ignore[no-untyped-def]
     """`--dask SCHEDULER_FILE` prints the JSON document and the text of a replay in one
     process, byte for byte: the verdict first, each event labelled, the same stats."""
     root = str(fleet.root)
     for fmt in ("json", "text"):
-        done = spawned("replay", "--format", fmt, "--dask", cluster, root)
+        done = spawned("replay", "--format", fmt, "--dask", dask_cluster, root)
         assert done.returncode == 0, done.stderr
         assert done.stdout == in_process("replay", "--format", fmt, root)
     assert f"rank {fleet.culprit_rank} " in done.stdout.splitlines()[0]
@@ -111,14 +64,14 @@ class KillOneWorker:
             yield result
 
 
-def test_a_worker_killed_mid_run_changes_nothing(cluster: str, fleet) -> None:  # type: ignore[no-untyped-def]
+def test_a_worker_killed_mid_run_changes_nothing(dask_cluster_alone: str, fleet) -> None:  # type: ignore[no-untyped-def]
     """One file per task (34 tasks); a worker is SIGKILLed after the first result: every file
     is replayed once in the output (none lost, none doubled) and the events, stats and verdict
     are those of one process."""
     _, specs = config_and_rules(None, (), False)
     files = expand_inputs([str(fleet.root)]).files
     expected = replay(files, specs)
-    runner = DaskRunner(cluster)
+    runner = DaskRunner(dask_cluster_alone)
     try:
         killer = KillOneWorker(runner)
         got = replay_parallel(files, specs, killer, workers=2, check_here=False, task_files=1)
@@ -133,14 +86,14 @@ def test_a_worker_killed_mid_run_changes_nothing(cluster: str, fleet) -> None:  
     ]
 
 
-def test_a_file_the_workers_cannot_read_is_named_the_rest_completes(cluster: str, tmp_path: Path) -> None:  # fmt: skip
+def test_a_file_the_workers_cannot_read_is_named_the_rest_completes(dask_cluster: str, tmp_path: Path) -> None:  # fmt: skip
     """A mode-000 rank file: one line naming it and the worker, the verdict still first on
     stdout from the other 33 files, `1 of 34 files not read`, exit 2."""
     fleet = gen.generate(tmp_path / "run", gen.FleetSpec(ranks=16, steps=4))
     files = expand_inputs([str(fleet.root)]).files
     victim = next(p for p in files if p.endswith("/0/stdout.log") and "node-000" in p)
     os.chmod(victim, 0)
-    done = spawned("replay", "--dask", cluster, str(fleet.root))
+    done = spawned("replay", "--dask", dask_cluster, str(fleet.root))
     assert done.returncode == 2, done.stderr
     named = [line for line in done.stderr.splitlines() if victim in line]
     assert len(named) == 1
@@ -164,14 +117,14 @@ def test_an_unreachable_scheduler_is_one_line_before_any_work(tmp_path: Path) ->
     ]
 
 
-def test_workers_with_another_logwatch_are_refused_before_any_work(cluster: str, fleet, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # fmt: skip
+def test_workers_with_another_logwatch_are_refused_before_any_work(dask_cluster: str, fleet, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # fmt: skip
     """This client says it is logwatch 9.9.9 (a dist-info ahead on its path) and the workers
     have 0.1.0: one line naming a worker and both versions, exit 2, no output."""
     info = tmp_path / "shadow" / "logwatch-9.9.9.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: logwatch\nVersion: 9.9.9\n")
     env = {**os.environ, "PYTHONPATH": str(info.parent)}
-    command = [sys.executable, "-m", "logwatch", "replay", "--dask", cluster, str(fleet.root)]
+    command = [sys.executable, "-m", "logwatch", "replay", "--dask", dask_cluster, str(fleet.root)]
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 2
     assert done.stdout == ""
@@ -180,4 +133,18 @@ def test_workers_with_another_logwatch_are_refused_before_any_work(cluster: str,
     assert lines[0].startswith("Error: Dask worker tcp://127.0.0.1:")
     assert lines[0].endswith(
         "has logwatch 0.1.0, this client 9.9.9; install the same version on both"
+    )
+
+
+def test_dask_report_is_the_page_of_one_process(dask_cluster: str, fleet, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """16 ranks (34 files): the HTML of `report --dask SCHEDULER_FILE` equals that of a report
+    in one process; its verdict names the culprit."""
+    here, there = tmp_path / "here.html", tmp_path / "there.html"
+    result = CliRunner().invoke(cli, ["report", str(fleet.root), "-o", str(here)])
+    assert result.exit_code == 0, result.output
+    done = spawned("report", str(fleet.root), "-o", str(there), "--dask", dask_cluster)
+    assert done.returncode == 0, done.stderr
+    assert there.read_bytes() == here.read_bytes()
+    assert f"Root cause: rank {fleet.culprit_rank} ({fleet.culprit_host})" in here.read_text(
+        "utf-8"
     )
