@@ -309,7 +309,7 @@ class Collector:
         data.last_ts, data.last_ts_line = last["ts"], last["ts_line"]
         data.last_step, data.segment = last["at_step"], last["segment"]
         starts = rows.filter(pl.col("run_start"))
-        data.starts.add(starts.select("line", "ts", _owned("text"), pl.lit(None, pl.Float64).alias("x")))
+        data.starts.add(starts.select("line", "ts", "text", pl.lit(None, pl.Float64).alias("x")))
         if starts.height:
             data.last_start = starts.item(-1, "text")
         if self.one_file and not data.stepped:
@@ -407,13 +407,6 @@ def _filled(data: SourceData) -> list[pl.Expr | str]:
         "q_hsb",
         "q_hsb_nonzero",
     ]
-
-
-def _owned(column: str) -> pl.Expr:
-    """A string column in buffers of its own: a filtered string column shares the whole
-    block's text buffer (polars' string views), so a few kept lines would hold every block
-    they came from, the file's size in all."""
-    return (pl.col(column) + pl.lit("")).alias(column)
 
 
 def _new_run(part: pl.DataFrame, data: SourceData, kinds: tuple[Kind, ...]) -> RunData:
