@@ -180,7 +180,8 @@ def maybe_classed(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFra
     """The rows of a block that may be fleet-relevant (one literal pass; `classed` decides,
     once for every source, as its regexes cost more per call than per line)."""
     rows = frame.filter(pl.col("text").str.contains_any(CLASS_WORDS))
-    return rows.select(*keep, *CANDIDATE_COLUMNS)
+    # kept to the file's end: the text in buffers of its own, not views into the whole block's
+    return rows.select(*keep, *CANDIDATE_COLUMNS).with_columns(pl.col("text") + pl.lit(""))
 
 
 CANDIDATE_COLUMNS = ["source", "line", "ts", "timed", "p_rank", "p_local", "p_host", "text"]

@@ -291,7 +291,7 @@ class Capped:
         self.total += rows.height
         room = self.cap - self.held
         if room > 0 and rows.height:
-            self.items.append(rows.head(room))
+            self.items.append(_owned(rows.head(room)))
             self.held += min(room, rows.height)
 
     def frame(self, schema: dict[str, pl.DataType] | None = None) -> pl.DataFrame:
@@ -304,3 +304,12 @@ class Capped:
     def dropped(self) -> int:
         """How many were not kept."""
         return self.total - self.held
+
+
+def _owned(rows: pl.DataFrame) -> pl.DataFrame:
+    """`rows` with their strings in buffers of their own: a string column cut from a block
+    (polars' string views) holds the whole block's text, so a few lines kept to the end of a
+    file would hold every block they came from (the file's size, on a log with a restart in
+    each block)."""
+    strings = [name for name, dtype in rows.schema.items() if dtype == pl.String]
+    return rows.with_columns(pl.col(strings) + pl.lit("")) if strings else rows
