@@ -1,0 +1,156 @@
+"""`NonFiniteRule.evaluate_many`: the nonfinite rule's step on many sources' batches in a few
+queries for all. A part whose state has no bad rank and whose values are all finite passes as
+it is (most batches); a part of unranked lines is stepped with the others in one query (its
+"some rank is bad" after each line, and where that changes). A part with ranked lines, or with
+a value so large that its sum could overflow, takes the rule's own step (None)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import polars as pl
+
+from logwatch.alerts import FIRING, RESOLVED
+from logwatch.rules.base import Outcome, Override, Part, Transition, part_of
+
+HUGE = 1e300
+"""A finite value above this may make a part's sum overflow: `evaluate` then takes its exact
+path (which records the unranked lines' rank), so such a part takes it too."""
+
+
+class NonFinite(Protocol):
+    """What the step reads of a `nonfinite.NonFiniteRule`."""
+
+    @property
+    def column(self) -> str: ...
+    @property
+    def masked_by(self) -> str | None: ...
+    @property
+    def masked_summary(self) -> str | None: ...
+
+
+def nonfinite_many(
+    rule: NonFinite, frame: pl.DataFrame, parts: Sequence[Part]
+) -> list[Outcome | None]:
+    """`rule.evaluate` on each part (None for a part it leaves to `evaluate`)."""
+    if not parts:
+        return []
+    flags = _flags(rule, frame, parts)
+    out: list[Outcome | None] = []
+    stepped: list[int] = []
+    for number, (part, row) in enumerate(zip(parts, flags.iter_rows(), strict=True)):
+        valued, odd, huge, ranked = row
+        calm = not any(part.state["bad"].values()) and not odd
+        if (calm and not huge) or not valued:
+            out.append(([], part.state))  # nothing is bad and nothing goes bad; or no value
+        elif huge or ranked:
+            out.append(None)
+        else:
+            out.append(None)
+            stepped.append(number)
+    if stepped:
+        for number, outcome in _unranked(rule, frame, parts, stepped).items():
+            out[number] = outcome
+    return out
+
+
+def _flags(rule: NonFinite, frame: pl.DataFrame, parts: Sequence[Part]) -> pl.DataFrame:
+    """Per part (in order, one row each, empty parts too): whether a line has a value, whether
+    a value or mask is non-finite, whether a value is huge, whether a line has a rank."""
+    value = pl.col(rule.column)
+    odd, huge = ~value.is_finite(), _huge(value)
+    if rule.masked_by is not None:
+        odd = odd | ~pl.col(rule.masked_by).is_finite()
+        huge = huge | _huge(pl.col(rule.masked_by))
+    index = part_of(pl.int_range(frame.height, dtype=pl.UInt32, eager=True), parts)
+    found = (
+        frame.lazy()
+        .select(
+            index.alias("_g"),
+            value.is_not_null().alias("_valued"),
+            odd.fill_null(False).alias("_odd"),
+            huge.fill_null(False).alias("_huge"),
+            pl.col("rank").is_not_null().alias("_ranked"),
+        )
+        .group_by("_g")
+        .agg(pl.all().any())
+    )
+    numbers = pl.LazyFrame({"_g": range(len(parts))}, schema={"_g": pl.UInt32})
+    return (
+        numbers.join(found, on="_g", how="left")
+        .sort("_g")
+        .select(pl.exclude("_g").fill_null(False))
+        .collect()
+    )
+
+
+def _unranked(
+    rule: NonFinite, frame: pl.DataFrame, parts: Sequence[Part], stepped: list[int]
+) -> dict[int, Outcome]:
+    """`evaluate`'s step of each stepped part (all its lines unranked: rank "-1"), in one
+    query: after each line with a value, some rank is bad if this line is or another rank
+    was; a transition wherever that changes, from the state's to the last line's."""
+    begins = pl.Series([part.begin for part in parts], dtype=pl.Int64)
+    counts = [_bad_count(part.state) for part in parts]
+    index = part_of(pl.int_range(frame.height, dtype=pl.UInt32, eager=True), parts)
+    # per line, of its part: another rank is bad; some rank is bad before the batch
+    others = pl.Series(
+        [n - bool(part.state["bad"].get("-1")) > 0 for n, part in zip(counts, parts, strict=True)]
+    ).gather(index)
+    before = pl.Series([n > 0 for n in counts]).gather(index)
+    value = pl.col(rule.column)
+    masked = pl.lit(False)
+    if rule.masked_by is not None:
+        masked = ((value == 0) & ~pl.col(rule.masked_by).is_finite()).fill_null(False)
+    lines = (
+        frame.lazy()
+        .select(
+            index.cast(pl.Int64).alias("_g"),
+            (pl.int_range(pl.len(), dtype=pl.Int64) - begins.gather(index)).alias("_row"),
+            value.alias("_value"),
+            (~value.is_finite() | masked).alias("_bad"),
+            masked.alias("_masked"),
+            others.alias("_others"),
+            before.alias("_before"),
+        )
+        .filter(pl.col("_g").is_in(stepped) & pl.col("_value").is_not_null())
+        .with_columns((pl.col("_bad") | pl.col("_others")).alias("_on"))
+        .with_columns(
+            (pl.col("_on") != pl.col("_on").shift(1).over("_g").fill_null(pl.col("_before"))).alias(
+                "_changed"
+            ),
+            pl.col("_g").is_last_distinct().alias("_last"),
+        )
+        .filter(pl.col("_changed") | pl.col("_last"))
+        .collect()
+    )
+    override = Override(summary=rule.masked_summary) if rule.masked_summary else None
+    found: dict[int, list[Transition]] = {n: [] for n in stepped}
+    lasts: dict[int, bool] = {}
+    columns = ("_g", "_row", "_on", "_value", "_masked", "_changed", "_last", "_bad")
+    for g, row, fire, number, hidden, changed, last, bad in zip(
+        *(lines.get_column(name) for name in columns), strict=True
+    ):
+        if changed:
+            status = FIRING if fire else RESOLVED
+            placed = override if fire and hidden else None
+            found[g].append(Transition(row=row, status=status, value=number, override=placed))
+        if last:
+            lasts[g] = bool(bad)
+    out: dict[int, Outcome] = {}
+    for number in stepped:
+        known: dict[str, bool] = dict(parts[number].state["bad"])
+        known["-1"] = lasts[number]
+        out[number] = (found[number], {"bad": known})
+    return out
+
+
+def _huge(value: pl.Expr) -> pl.Expr:
+    """A finite value above `HUGE` (polars orders NaN above every number)."""
+    return value.is_finite() & (value.abs() > HUGE)
+
+
+def _bad_count(state: dict[str, Any]) -> int:
+    """How many ranks the state holds bad."""
+    return sum(state["bad"].values())
