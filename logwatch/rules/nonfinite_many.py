@@ -57,32 +57,27 @@ def nonfinite_many(
 
 def _flags(rule: NonFinite, frame: pl.DataFrame, parts: Sequence[Part]) -> pl.DataFrame:
     """Per part (in order, one row each, empty parts too): whether a line has a value, whether
-    a value or mask is non-finite, whether a value is huge, whether a line has a rank."""
+    a value or mask is non-finite, whether a value is huge, whether a line has a rank; from
+    each flag's running count (one query), at each part's ends."""
     value = pl.col(rule.column)
     odd, huge = ~value.is_finite(), _huge(value)
     if rule.masked_by is not None:
         odd = odd | ~pl.col(rule.masked_by).is_finite()
         huge = huge | _huge(pl.col(rule.masked_by))
-    index = part_of(pl.int_range(frame.height, dtype=pl.UInt32, eager=True), parts)
-    found = (
-        frame.lazy()
-        .select(
-            index.alias("_g"),
-            value.is_not_null().alias("_valued"),
-            odd.fill_null(False).alias("_odd"),
-            huge.fill_null(False).alias("_huge"),
-            pl.col("rank").is_not_null().alias("_ranked"),
-        )
-        .group_by("_g")
-        .agg(pl.all().any())
+    flags = {
+        "_valued": value.is_not_null(),
+        "_odd": odd.fill_null(False),
+        "_huge": huge.fill_null(False),
+        "_ranked": pl.col("rank").is_not_null(),
+    }
+    # a count before the first row (0), then after each row
+    counts = frame.select(
+        pl.lit(0, dtype=pl.UInt32).append(flag.cast(pl.UInt32).cum_sum()).alias(name)
+        for name, flag in flags.items()
     )
-    numbers = pl.LazyFrame({"_g": range(len(parts))}, schema={"_g": pl.UInt32})
-    return (
-        numbers.join(found, on="_g", how="left")
-        .sort("_g")
-        .select(pl.exclude("_g").fill_null(False))
-        .collect()
-    )
+    ends = pl.Series([part.end for part in parts], dtype=pl.UInt32)
+    begins = pl.Series([part.begin for part in parts], dtype=pl.UInt32)
+    return counts.select(pl.all().gather(ends) > pl.all().gather(begins))
 
 
 def _unranked(
