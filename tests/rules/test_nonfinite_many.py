@@ -111,3 +111,25 @@ def test_unranked_parts_are_stepped_together_with_their_transitions() -> None:
     assert [(t.row, t.status) for t in third[0]] == [(0, "firing"), (1, "resolved")]
     assert [t.override for t in third[0]] == [Override(summary="masked NaN at {line}"), None]
     assert third[1] == {"bad": {"-1": False}}
+
+
+def test_a_calm_round_passes_every_part_as_it_is() -> None:
+    """A round with no bad rank and only finite values: every part's outcome is its state, as
+    `evaluate` gives it; a huge value (whose part's sum may overflow) leaves that part to
+    `evaluate`, the others still pass."""
+    rule = RULES[1]
+    calm = [([1.0, 2.0], [1.0, None], [None] * 2), ([None], [None], [None]), ([], [], [])]
+    huge = [*calm, ([1e308, 1e308], [1.0, 1.0], [None] * 2)]
+    for batches, left in ((calm, [False] * 3), (huge, [False] * 3 + [True])):
+        frame = _frame(batches)
+        parts, begin = [], 0
+        for losses, _, _ in batches:
+            parts.append(Part(begin, begin + len(losses), {"bad": {"-1": False}}))
+            begin += len(losses)
+        got = rule.evaluate_many(frame, parts)
+        assert [o is None for o in got] == left
+        for part, outcome in zip(parts, got, strict=True):
+            if outcome is not None:
+                assert outcome == ([], part.state)
+                own = frame.slice(part.begin, part.end - part.begin)
+                assert _said(outcome) == _said(rule.evaluate(own, part.state))
