@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from logwatch.rules.base import Outcome, Override, Part
 from logwatch.rules.nonfinite import NonFiniteRule
+from logwatch.rules.nonfinite_many import FEW_PARTS
 
 RULES = [
     NonFiniteRule("loss"),
@@ -57,10 +58,15 @@ def _said(outcome: Outcome) -> str:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(0, 10**6), st.integers(1, 12), st.sampled_from(range(len(RULES))))
+@given(
+    st.integers(0, 10**6),
+    st.integers(FEW_PARTS, FEW_PARTS + 12),
+    st.sampled_from(range(len(RULES))),
+)
 def test_each_part_is_its_own_evaluate(seed: int, count: int, which: int) -> None:
     """Random parts (calm, NaN stretches, masked zeros, nulls, huge values, ranked lines) and
-    states: each answered part is `evaluate` of that part with its state."""
+    states, enough parts to be stepped together: each answered part is `evaluate` of that
+    part with its state."""
     rng = random.Random(seed)
     rule = RULES[which]
     batches = [_part(rng) for _ in range(count)]
@@ -91,15 +97,17 @@ def test_unranked_parts_are_stepped_together_with_their_transitions() -> None:
         ([1e308, 1e308], [1.0, 1.0], [None] * 2),  # its sum overflows
         ([None, None], [None, None], [None] * 2),  # no value: passes as it is
     ]
+    batches += [([], [], [])] * FEW_PARTS  # enough parts to be stepped together
     frame = _frame(batches)
     states = [{"bad": {}}, {"bad": {"3": True}}, {"bad": {"-1": False}}, {"bad": {}}]
-    states += [{"bad": {}}, {"bad": {"-1": True}}]
+    states += [{"bad": {}}, {"bad": {"-1": True}}] + [{"bad": {}}] * FEW_PARTS
     parts, begin = [], 0
     for (losses, _, _), state in zip(batches, states, strict=True):
         parts.append(Part(begin, begin + len(losses), state))
         begin += len(losses)
     got = rule.evaluate_many(frame, parts)
-    assert [o is None for o in got] == [False, False, False, True, True, False]
+    assert [o is None for o in got] == [False, False, False, True, True] + [False] * (1 + FEW_PARTS)
+    assert rule.evaluate_many(frame.head(4), parts[:1]) == [None]  # one part: its own step
     for part, outcome in zip(parts, got, strict=True):
         if outcome is not None:
             own = frame.slice(part.begin, part.end - part.begin)
@@ -119,8 +127,8 @@ def test_a_calm_round_passes_every_part_as_it_is() -> None:
     `evaluate`, the others still pass."""
     rule = RULES[1]
     calm = [([1.0, 2.0], [1.0, None], [None] * 2), ([None], [None], [None]), ([], [], [])]
-    huge = [*calm, ([1e308, 1e308], [1.0, 1.0], [None] * 2)]
-    for batches, left in ((calm, [False] * 3), (huge, [False] * 3 + [True])):
+    huge = [*calm, ([1e308, 1e308], [1.0, 1.0], [None] * 2), *[([], [], [])] * FEW_PARTS]
+    for batches, left in ((calm, [False] * 3), (huge, [False] * 3 + [True] + [False] * FEW_PARTS)):
         frame = _frame(batches)
         parts, begin = [], 0
         for losses, _, _ in batches:
