@@ -4,6 +4,7 @@ gate that lets a batch without one pass it by."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +12,8 @@ import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
 from logwatch.parse.dialects.generic import LOSS_LINES, NONFINITE_VALUE
-from logwatch.rules.base import Needs, Override, Transition
+from logwatch.rules.base import Needs, Outcome, Override, Part, Transition
+from logwatch.rules.nonfinite_many import nonfinite_many
 
 # The lines that can hold a non-finite value (`parse.dialects.generic.NONFINITE_VALUE`): the
 # gate outside of which a nonfinite rule cannot move.
@@ -110,6 +112,10 @@ class NonFiniteRule:
             for row, fire, value, hidden in zip(rows, fires, found_values, masked, strict=True)
         ]
         return found, {"bad": known}
+
+    def evaluate_many(self, frame: pl.DataFrame, parts: Sequence[Part]) -> list[Outcome | None]:
+        """`evaluate` on each part, in a few queries for all (`nonfinite_many`)."""
+        return nonfinite_many(self, frame, parts)
 
     def _lines(self, frame: pl.DataFrame, rank: pl.Expr | None) -> pl.DataFrame:
         """The lines with a value: row, value, whether it is non-finite (and rank), one select
