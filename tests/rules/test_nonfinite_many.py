@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from logwatch.rules.base import Outcome, Override, Part
 from logwatch.rules.nonfinite import NonFiniteRule
 from logwatch.rules.nonfinite_many import FEW_PARTS
+from tests.support.properties import examples
 
 RULES = [
     NonFiniteRule("loss"),
@@ -57,7 +58,7 @@ def _said(outcome: Outcome) -> str:
     return repr(outcome)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.integers(0, 10**6),
     st.integers(FEW_PARTS, FEW_PARTS + 12),
