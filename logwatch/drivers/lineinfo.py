@@ -180,6 +180,9 @@ def maybe_classed(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFra
     """The rows of a block that may be fleet-relevant (one literal pass; `classed` decides,
     once for every source, as its regexes cost more per call than per line)."""
     rows = frame.filter(pl.col("text").str.contains_any(CLASS_WORDS))
+    # `classed`'s own first filter, on the few rows the literals pass: a word can be on every
+    # line (Megatron's `number of nan iterations: 0`), and what passes is kept to the file's end
+    rows = rows.filter(pl.col("text").str.contains(CLASS_GATE))
     # kept to the file's end: the text in buffers of its own, not views into the whole block's
     return rows.select(*keep, *CANDIDATE_COLUMNS).with_columns(pl.col("text") + pl.lit(""))
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logwatch.drivers.layout import path_identity
-from logwatch.drivers.lineinfo import tapped
+from logwatch.drivers.lineinfo import classed, tapped
 from logwatch.drivers.ranks import FleetFacts, SourceTap
 from logwatch.parse import parse_lines
 from tests.support.properties import examples
@@ -101,3 +101,19 @@ def test_the_facts_a_tap_keeps_are_distinct_and_in_first_seen_order() -> None:
     assert who.rank_host[11] == "node-001"
     assert who.bus_rank[("node-001", "3b00")] == 11
     assert who.host_local[("node-001", 3)] == 11
+
+
+def test_a_tap_keeps_only_the_candidates_classed_would_class() -> None:
+    """A literal word on every line of a log (Megatron's `number of nan iterations: 0`) does not
+    keep every line to the file's end: only the lines `classed` takes, and it classes them alike."""
+    iteration = (
+        " iteration       10/20000000 | lm loss: 2.187573E+00 | number of skipped iterations:   0"
+        " | number of nan iterations:   0 |"
+    )
+    lines = [iteration, LINES[1], iteration, LINES[6], iteration]
+    frame = _frame("job.out", lines)
+    tap = SourceTap("job.out", path_identity("job.out"))
+    tap.see(frame)
+    kept = pl.concat(tap.records)
+    assert kept.get_column("line").to_list() == [2, 4]
+    assert classed(kept).get_column("line").to_list() == [2, 4]
