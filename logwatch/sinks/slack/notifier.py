@@ -168,10 +168,7 @@ class Notifier:
             self.pending[notice.id] = notice
         notice.members[event.fingerprint] = event
         notice.severity = max(notice.severity, event.severity)
-        if event.line > 0:
-            self._at_line.setdefault((event.source, event.line), []).append(
-                (notice.id, event.fingerprint)
-            )
+        self._mark(notice.id, event.fingerprint, event)
 
     def _pending_for(self, event: AlertEvent) -> Notice | None:
         """The waiting group an alert joins: one with its source and line (the same incident,
@@ -189,10 +186,12 @@ class Notifier:
         self._at_line = {}
         for notice in self.pending.values():
             for fp, member in notice.members.items():
-                if member.line > 0:
-                    self._at_line.setdefault((member.source, member.line), []).append(
-                        (notice.id, fp)
-                    )
+                self._mark(notice.id, fp, member)
+
+    def _mark(self, notice_id: str, fp: str, member: AlertEvent) -> None:
+        """`member` (of that group) in `_at_line`, where its line is known."""
+        if member.line > 0:
+            self._at_line.setdefault((member.source, member.line), []).append((notice_id, fp))
 
     def _unindex(self, notice_id: str, member: AlertEvent) -> None:
         key = (member.source, member.line)
