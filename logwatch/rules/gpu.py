@@ -23,6 +23,7 @@ from logwatch.alerts import FIRING, RESOLVED
 from logwatch.gpu.frames import GPU_SCHEMA, LOG_METRIC_OF, narrow_metrics, narrow_to_gpu_frame
 from logwatch.gpu.log_rows import DroppedPair, cut_rows, read_telemetry_rows
 from logwatch.rules.base import Needs, RuleType, Transition
+from logwatch.rules.gpu_many import piece_keys
 from logwatch.rules.params import Columns, Kind, Param
 
 LOG_GPU_COLUMNS = frozenset({"text", "snapshot", "gpu_keys", "ts", "line"})
@@ -106,7 +107,7 @@ class HoldRule:
     ) -> tuple[list[Transition], dict[str, Any]]:
         """On a log batch's GPU rows: only the rows and columns of the metrics the rule reads
         (scored once per batch: `LogGpuRows.scored`, maybe ahead on a parse thread)."""
-        return self._evaluated(rows.scored(self), state)
+        return self._evaluated(rows.scored(self), state, rows.keys_of(self))
 
     def evaluate_gpu(
         self, gpu_frame: pl.DataFrame, state: dict[str, Any]
@@ -121,14 +122,17 @@ class HoldRule:
         return self._scored(frame)
 
     def _evaluated(
-        self, scored: pl.DataFrame, state: dict[str, Any]
+        self, scored: pl.DataFrame, state: dict[str, Any], keys: list[str] | None = None
     ) -> tuple[list[Transition], dict[str, Any]]:
-        """The transitions of a scored frame (`score`) and the state after."""
+        """The transitions of a scored frame (`score`; `keys`: its GPUs, if known) and after."""
         if scored.is_empty():
             return [], state
         key = pl.lit("run") if self.scope == "run" else pl.col("gpu").cast(pl.String)
         if not scored.get_column("_cond").any():  # the keys only, not a key per row
-            keys = scored.select(key.unique(maintain_order=True)).to_series().to_list()
+            if keys is None and self.scope == "run":
+                keys = ["run"]  # every row's
+            elif keys is None:  # (`LogGpuRows.pieces` gives a group's files' in one query)
+                keys = scored.select(key.unique(maintain_order=True)).to_series().to_list()
             quiet = _quiet(keys, state)
             if quiet is not None:
                 return [], quiet
@@ -204,7 +208,8 @@ class LogGpuRows:
         self._frames: dict[frozenset[str] | None, pl.DataFrame] = {}
         self._present: list[str] | None = None
         self._scored: dict[int, pl.DataFrame] = {}
-        self._row_scored: set[int] = set()  # the rules of `_scored` whose rows are row by row
+        # the rules of `_scored` whose rows are row by row: their GPUs, if cut from a group's
+        self._row_scored: dict[int, list[str] | None] = {}
 
     def sliced(self, begin: int, end: int) -> LogGpuRows:
         """The rows of the log rows [begin, end), counted from `begin` (a piece of the batch):
@@ -225,9 +230,14 @@ class LogGpuRows:
                 piece._frames[metrics] = cut
         for key, scored in self._scored.items():
             if key in self._row_scored:
-                for piece, cut in zip(out, cut_rows(scored, _ROW, bounds), strict=True):
-                    piece._scored[key] = cut
+                cuts, keys = cut_rows(scored, _ROW, bounds), piece_keys(scored, _ROW, bounds)
+                for piece, cut, gpus in zip(out, cuts, keys, strict=True):
+                    piece._scored[key], piece._row_scored[key] = cut, gpus
         return out
+
+    def keys_of(self, rule: HoldRule) -> list[str] | None:
+        """The GPUs of `rule`'s scored rows, where `pieces` cut them from a group's (else None)."""
+        return self._row_scored.get(id(rule))
 
     def scored(self, rule: HoldRule) -> pl.DataFrame:
         """`rule.score` of the frame of the metrics it reads, computed once per rule: the
@@ -236,7 +246,7 @@ class LogGpuRows:
         if found is None:
             found = self._scored[id(rule)] = rule.score(self.frame(rule.log_metrics))
             if rule.scope != "run":  # "run" folds each time's rows into one
-                self._row_scored.add(id(rule))
+                self._row_scored[id(rule)] = None
         return found
 
     def frame(self, metrics: frozenset[str] | None = None) -> pl.DataFrame:

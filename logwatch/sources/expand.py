@@ -16,6 +16,7 @@ _SNIFF_BYTES = 8192
 # Compressed logs are read (decompressed on the fly), and UTF-16 with a BOM is text.
 _READABLE_MAGIC = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\xff\xfe", b"\xfe\xff")
 _TEXT_CONTROLS = frozenset(b"\t\n\r\f\b\x1b")
+_CONTROLS = bytes(byte for byte in range(32) if byte not in _TEXT_CONTROLS)
 _GLOB = re.compile(r"[*?\[]")
 
 
@@ -50,8 +51,9 @@ def expand_inputs(paths: list[str] | tuple[str, ...]) -> Inputs:
             files.append(path)  # missing: check_readable says so
             continue
         expanded = True
-        logs = [p for p in found if not _not_text(p)]
-        skipped += [p for p in found if p not in set(logs)]
+        text = [not _not_text(p) for p in found]
+        logs = [p for p, keep in zip(found, text, strict=True) if keep]
+        skipped += [p for p, keep in zip(found, text, strict=True) if not keep]
         if not logs:
             raise InputError(
                 f"{path}: no log file in it ({len(found)} files, none of them text)"
@@ -84,7 +86,9 @@ def _not_text(path: str) -> bool:
         return False  # check_readable names it
     if not head or head.startswith(_READABLE_MAGIC):
         return False
-    controls = sum(1 for byte in head if byte < 32 and byte not in _TEXT_CONTROLS)
+    # counted in C (`translate` drops the control bytes): a byte loop was most of a 4 353-file
+    # folder's expansion
+    controls = len(head) - len(head.translate(None, _CONTROLS))
     return b"\x00" in head or controls > len(head) // 10
 
 
