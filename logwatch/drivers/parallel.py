@@ -38,6 +38,7 @@ from logwatch.sources.streams import STDIN, check_readable
 
 TASK_BYTES = 32 << 20  # a batch of small files up to about this many bytes is one task
 TASK_FILES = 256  # and at most this many files (one parse group, `replay_many.GROUP_FILES`)
+FILE_COST_BYTES = 32 << 10  # a file's fixed cost (open, tap, engine steps) as bytes of lines
 DEFAULT_OPTIONS = ReplayOptions()
 
 
@@ -246,19 +247,28 @@ class Runner(Protocol):
 def batches(
     paths: Sequence[str], workers: int, max_files: int = TASK_FILES
 ) -> list[tuple[str, ...]]:
-    """Consecutive files in tasks: a large file alone, small ones together, with enough tasks
-    (four per worker) to keep every worker busy to the end."""
-    sizes = [_size(path) for path in paths]
-    target = min(TASK_BYTES, max(1 << 20, sum(sizes) // max(4 * workers, 1)))
+    """Consecutive files in tasks of about the same work (bytes, and a fixed cost per file), as
+    many as a multiple of the workers (at least four each, up to `TASK_BYTES` and `max_files`
+    a task), so that no worker runs the last task alone; a file over a task's share is a task
+    of its own."""
+    weights = [_size(path) + FILE_COST_BYTES for path in paths]
+    total = sum(weights)
+    share = min(TASK_BYTES, max(1 << 20, total // max(4 * workers, 1)))
+    count = max(-(-total // share), -(-len(paths) // max_files), 1)
+    count = -(-count // max(workers, 1)) * max(workers, 1)
+    each = total / count
     out: list[tuple[str, ...]] = []
     batch: list[str] = []
-    held = 0
-    for path, size in zip(paths, sizes, strict=True):
-        if batch and (held + size > target or len(batch) >= max_files):
+    index, done = 0, 0
+    for path, weight in zip(paths, weights, strict=True):
+        # a file's task: the share its middle falls in (a large file's own, cut on both sides)
+        at = min(int((done + weight / 2) // each), count - 1)
+        large = weight >= each
+        if batch and (at != index or large or len(batch) >= max_files):
             out.append(tuple(batch))
-            batch, held = [], 0
+            batch = []
         batch.append(path)
-        held += size
+        index, done = (-1 if large else at), done + weight
     if batch:
         out.append(tuple(batch))
     return out

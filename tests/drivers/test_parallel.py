@@ -134,6 +134,28 @@ def test_batches_keep_file_order_small_files_together_a_large_one_alone(tmp_path
     assert [p for task in tasks for p in task] == paths
 
 
+def test_batches_give_each_worker_as_many_tasks_of_about_the_same_size(tmp_path: Path) -> None:
+    """17 files of 1 MB on 2 workers: an even number of tasks of 2 or 3 files (greedy cuts
+    at a share gave 9, the last one a worker ran alone); 4 353 small files: tasks under 256
+    files each, as many per worker."""
+    paths = []
+    for i in range(17):
+        path = tmp_path / f"{i}.log"
+        with path.open("wb") as sink:
+            sink.truncate(1 << 20)
+        paths.append(str(path))
+    tasks = batches(paths, workers=2)
+    assert len(tasks) % 2 == 0
+    assert {len(task) for task in tasks} <= {2, 3}
+    assert [p for task in tasks for p in task] == paths
+    (tmp_path / "tiny.log").write_bytes(b"x" * 4000)
+    small = [str(tmp_path / "tiny.log")] * 4353
+    tasks = batches(small, workers=2)
+    assert len(tasks) % 2 == 0
+    assert max(len(task) for task in tasks) - min(len(task) for task in tasks) <= 1
+    assert max(len(task) for task in tasks) <= 256
+
+
 def test_jobs_1_with_export_replays_here_and_exports_every_line(tmp_path: Path) -> None:
     """`--jobs 1 --export`: the one process is this one, so the export gets every file's
     lines (a pool of one would have run the files where the export cannot see them)."""
