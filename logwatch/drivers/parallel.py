@@ -248,15 +248,16 @@ def batches(
     paths: Sequence[str], workers: int, max_files: int = TASK_FILES
 ) -> list[tuple[str, ...]]:
     """Consecutive files in tasks of about the same work (bytes, and a fixed cost per file), as
-    many as a multiple of the workers (at least four each, up to `TASK_BYTES` and `max_files`
-    a task), so that no worker runs the last task alone; a file over a task's share is a task
-    of its own."""
-    weights = [_size(path) + FILE_COST_BYTES for path in paths]
-    total = sum(weights)
-    share = min(TASK_BYTES, max(1 << 20, total // max(4 * workers, 1)))
-    count = max(-(-total // share), -(-len(paths) // max_files), 1)
-    count = -(-count // max(workers, 1)) * max(workers, 1)
-    each = total / count
+    many as a multiple of the workers (about four each, up to `TASK_BYTES` and `max_files` a
+    task; one for an input under 1 MB), so that no worker runs the last task alone; a file
+    over a task's share is a task of its own."""
+    sizes = [_size(path) for path in paths]
+    share = min(TASK_BYTES, max(1 << 20, sum(sizes) // max(4 * workers, 1)))
+    count = max(-(-sum(sizes) // share), -(-len(paths) // max_files), 1)
+    if count > 1:  # (a small input stays one task)
+        count = -(-count // max(workers, 1)) * max(workers, 1)
+    weights = [size + FILE_COST_BYTES for size in sizes]
+    each = sum(weights) / count
     out: list[tuple[str, ...]] = []
     batch: list[str] = []
     index, done = 0, 0

@@ -340,11 +340,14 @@ class _Many(_Evaluator):
     def _ready_steps(self, whole: pl.DataFrame, sources: list[str], heights: list[int]) -> None:
         """The batched rules' steps of each source (`BatchedRule.evaluate_many`)."""
         bounds = list(itertools.pairwise(itertools.accumulate(heights, initial=0)))
+        # each source's state looked up once, not once per rule (`state_of` makes a new
+        # `SourceState` to offer `setdefault` at every call: 70 000 of them for 4 353 files)
+        states = [self.state_of(source) for source in sources]
         for order, rule in self._batched.items():
             spec = self.rules[order]
             parts = [
-                Part(b, e, self._rule_state(spec, self.state_of(source)))
-                for source, (b, e) in zip(sources, bounds, strict=True)
+                Part(b, e, self._rule_state(spec, state))
+                for state, (b, e) in zip(states, bounds, strict=True)
             ]
             try:
                 outcomes = rule.evaluate_many(whole, parts)
