@@ -19,10 +19,11 @@ DEFAULT_MAX_LINE_BYTES = 1 << 20
 DEFAULT_BLOCK_BYTES = 8 << 20
 """Replay's block: polars' per-query cost and the parse threads' hand-offs are paid per block,
 and its working memory is held per block in flight (two parsed ahead, one read ahead). On the
-730 MB realistic DFlash log, all rules, 8 MiB blocks peak at about 400 MB against 465-480 MB
-for 12 MiB (and 507-512 MB on a quiet machine, against replay's 512 MB budget), at the same CPU
-time within noise (BENCHMARKS.md, branch `allrules`). On the earlier, kinder 739 MB file, 12
-MiB blocks had replayed in 5-10 % less wall time than 8 MiB ones."""
+730 MB realistic DFlash log, all rules, 8 MiB blocks peak at 399 000-418 000 KB (GNU time,
+on a loaded machine) against 464 000-479 000 KB for 12 MiB, whose quiet peak of about 510 000
+KB was over replay's 512 MB budget; the CPU time is the same within noise (BENCHMARKS.md, branch
+`allrules`). On the earlier, kinder 739 MB file, 12 MiB blocks had replayed in 5-10 % less wall
+time than 8 MiB ones."""
 TRUNCATION_MARKER = " …[logwatch: line truncated, {dropped} bytes dropped]"
 _NUL = b"\x00"
 _REPLACEMENT = "\ufffd".encode()
