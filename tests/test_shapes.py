@@ -331,6 +331,9 @@ def test_each_shape_takes_its_lines_and_leaves_near_misses() -> None:
         "hf-dict",
         "megatron-iteration",
         "megatron-skipped",
+        "dflash-data",
+        "dflash-clipping",
+        "megatron-timers",
     ]
     both_ways(lines, metrics=True)
 

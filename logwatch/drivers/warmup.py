@@ -43,6 +43,9 @@ _FORMS = (
     _HF,
     _MEGATRON.replace("{rest}", " lm loss: {loss} | loss scale: 65536.0 | grad norm: 1.349 |"),
     _MEGATRON.replace("{rest}", " loss scale: 65536.0 |"),  # a skipped iteration
+    _TS + "[data] worker 3 prefetched 32 batches (queue 100)",
+    _TS + "[train] grad clipping active: norm 12.4 > 1.0",
+    "time (ms) | forward-backward: 3361.16 | optimizer: 183.96",
     "step {n} | loss {loss} | grad_norm 1.0",  # no shape: the general path
 )
 WARM_UP_LINES: tuple[str, ...] = tuple(

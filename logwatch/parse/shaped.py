@@ -54,6 +54,8 @@ def shape_of(text: pl.Series) -> pl.Series | None:
     which: pl.Series | None = None
     for number, shape in enumerate(SHAPES):
         hit = text.str.contains(shape.literal, literal=True)
+        if which is not None:  # a line an earlier shape took is not tried again
+            hit &= which.is_null()  # (every Megatron iteration line holds ` | loss scale:`)
         if not hit.any():
             continue
         rows = hit.arg_true()
@@ -62,8 +64,7 @@ def shape_of(text: pl.Series) -> pl.Series | None:
             continue
         if which is None:
             which = pl.repeat(None, text.len(), dtype=pl.Int8, eager=True)
-        free = which.gather(rows).is_null()
-        taken = rows.filter(fits & free)
+        taken = rows.filter(fits)
         which = which.scatter(taken, pl.repeat(number, taken.len(), dtype=pl.Int8, eager=True))
     return which
 

@@ -40,6 +40,36 @@ _SNAPSHOT_FORBIDDEN = (
     r"|run start|nan|inf|rate|returned|unexpected|step.*step"
 )
 
+# DFlash's data-loader chatter: fixed words and plain counts, but for a shard's path. No value
+# column has a value on these lines: a path holding a word some general extractor reads (or
+# `step`, `snapshot`: the general path reads those anywhere on a line) takes the general path.
+_COUNT = r"[0-9]{1,9}"
+_TENTHS = r"[0-9]{1,9}\.[0-9]"
+_DATA_FORMS = (
+    rf"worker {_COUNT} prefetched {_COUNT} batches \(queue {_COUNT}\)",
+    rf"shard {_COUNT}/{_COUNT} opened: /[a-z0-9_./-]* \([0-9,]{{1,20}} rows\)",
+    rf"collate: {_COUNT} seqs, max_len {_COUNT}, pad {_TENTHS}%",
+    rf"worker {_COUNT} slow: {_TENTHS}s to fetch batch \(threshold {_TENTHS}s\)",
+)
+_DATA_LINE = "^" + _TS + r"\[data\] (?:" + "|".join(_DATA_FORMS) + ")$"
+_DATA_FORBIDDEN = _SNAPSHOT_FORBIDDEN + r"|step|snap"
+# Megatron-LM's timers line: `time (ms) | name: value | ...`, a value per timer it knows
+# (`optimizer-inner-step` is not among them: the general path reads a step from it).
+_MEGATRON_TIMERS = (
+    "forward-backward|forward-compute|backward-compute|batch-generator|forward-recv"
+    "|forward-send|backward-recv|backward-send|forward-send-forward-recv"
+    "|forward-send-backward-recv|backward-send-forward-recv|backward-send-backward-recv"
+    "|forward-backward-send-forward-backward-recv|layernorm-grads-all-reduce"
+    "|embedding-grads-all-reduce|all-grads-sync|params-all-gather|optimizer-copy-to-main-grad"
+    "|optimizer-unscale-and-check-inf|optimizer-clip-main-grad|optimizer-count-zeros"
+    "|optimizer-copy-main-to-model-params|optimizer"
+)
+
+_CLIPPING_LINE = (
+    "^" + _TS + r"\[train\] grad clipping active: norm " + _TENTHS + " > " + _TENTHS + "$"
+)
+_TIMERS_LINE = r"^time \(ms\)(?: \| (?:" + _MEGATRON_TIMERS + r"): [0-9]+\.[0-9]+)+$"
+
 
 Cast = Callable[[pl.Expr], pl.Expr]
 
@@ -291,6 +321,22 @@ SHAPES: tuple[Shape, ...] = (
         tokens=9,
         separator="|",
     ),
+    # Lines with no value at all (every value column null, flags false): found here only so
+    # that they skip the general path's passes.
+    Shape(
+        name="dflash-data",
+        literal=" [data] ",
+        pattern=_DATA_LINE,
+        cuts={},
+        forbidden=_DATA_FORBIDDEN,
+    ),
+    Shape(
+        name="dflash-clipping",
+        literal="] grad clipping active: norm ",
+        pattern=_CLIPPING_LINE,
+        cuts={},
+    ),
+    Shape(name="megatron-timers", literal="time (ms) | ", pattern=_TIMERS_LINE, cuts={}),
 )
 """The shapes the parser tries, in order (a line is taken by the first that accepts it)."""
 

@@ -100,8 +100,9 @@ class ClassifyRule:
     @property
     def line_gate(self) -> str | None:
         """For a wrapped rule: a gate that a line, or the line before it, matches wherever the
-        two joined can match (no literal in it holds the blank the join puts between them)."""
-        return gate_for(self.pattern, split_on=" ") if self.wrapped else self.needs.gate
+        two joined can match (no literal in it holds the blank the join puts between them),
+        its literals whole: the lines it selects are paired (`_paired`) in many passes."""
+        return gate_for(self.pattern, split_on=" ", whole=True) if self.wrapped else self.needs.gate
 
     def quiet(self, state: dict[str, Any]) -> bool:
         """Nothing to join on: no carried tail can start a match with the next line."""

@@ -16,11 +16,14 @@ import polars as pl
 from logwatch.sources.streams import ByteStream
 
 DEFAULT_MAX_LINE_BYTES = 1 << 20
-DEFAULT_BLOCK_BYTES = 12 << 20
-"""Replay's block: polars' per-query cost and the parse threads' hand-offs are paid per block.
-On the 739 MB benchmark log, 12 MiB blocks (two parsed ahead, one read ahead) replay in about
-5-10 % less wall time than 8 MiB blocks, at a peak RSS of about 420 MB; 16 MiB blocks save
-a little more but peak at 470-510 MB, too near replay's 512 MB budget (BENCHMARKS.md)."""
+DEFAULT_BLOCK_BYTES = 8 << 20
+"""Replay's block: polars' per-query cost and the parse threads' hand-offs are paid per block,
+and its working memory is held per block in flight (two parsed ahead, one read ahead). On the
+730 MB realistic DFlash log, all rules, 8 MiB blocks peak at 399 000-418 000 KB (GNU time,
+on a loaded machine) against 464 000-479 000 KB for 12 MiB, whose quiet peak of about 510 000
+KB was over replay's 512 MB budget; the CPU time is the same within noise (BENCHMARKS.md, branch
+`allrules`). On the earlier, kinder 739 MB file, 12 MiB blocks had replayed in 5-10 % less wall
+time than 8 MiB ones."""
 TRUNCATION_MARKER = " …[logwatch: line truncated, {dropped} bytes dropped]"
 _NUL = b"\x00"
 _REPLACEMENT = "\ufffd".encode()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 import pytest
@@ -222,6 +222,23 @@ def test_every_builtin_classify_rule_has_a_line_gate() -> None:
     assert [spec.id for spec in rules if spec.rule.line_gate is None] == []
 
 
+def test_a_wrapped_rules_line_gate_seeks_its_folded_literals_whole() -> None:
+    """cuda-oom's line gate passes by a DFlash snapshot (`cuda/alloc_gb=` holds `lloc` of
+    `allocating`, the spelled part of that literal), and still takes, in any casing, the half
+    of a wrapped message that holds a literal (the line after `CUDA out of`, here)."""
+    spec = next(spec for spec in RULES if spec.id == "cuda-oom")
+    gate = cast(ClassifyRule, spec.rule).line_gate
+    assert gate is not None
+    snapshot = "INFO [wandb] snapshot step=2 cuda/alloc_gb=63.8 cuda/reserved_gb=68.0"
+    assert not _matches(gate, snapshot)
+    for line in (
+        "MEMORY. Tried to allocate",
+        "when ALLOCATING tensor",
+        "CUBLAS_status_ALLOC_failed",
+    ):
+        assert _matches(gate, line), line
+
+
 def _recased(line: str, flips: list[bool]) -> str:
     cycle = itertools.islice(itertools.cycle(flips), len(line))
     return "".join(c.swapcase() if flip else c for c, flip in zip(line, cycle, strict=True))
@@ -244,7 +261,7 @@ def test_a_line_a_pattern_matches_matches_its_gates(
         pattern = getattr(rule, "pattern", None)
         if not isinstance(pattern, str) or not _matches(pattern, text):
             continue
-        gates = [rule.needs.gate, gate_for(pattern, split_on=" ")]
+        gates = [rule.needs.gate, gate_for(pattern, split_on=" "), getattr(rule, "line_gate", None)]
         for gate in gates:
             assert gate is None or _matches(gate, text), (spec.id, gate)
         pairs = gate_pairs(pattern, split_on=" ")

@@ -53,7 +53,8 @@ def test_every_piece_of_a_line_of_a_shape_is_one_its_lines_can_hold(
 def test_gates_reach_only_the_shapes_whose_lines_can_hold_them() -> None:
     snapshot, step, hf = SHAPE["dflash-snapshot"], SHAPE["dflash-step"], SHAPE["hf-dict"]
     assert all(_shape_automaton(number) is not None for number in range(len(SHAPES)))
-    assert reached("NCCL |nccl") == {snapshot}  # a snapshot key may be `nccl/...`
+    # a snapshot key may be `nccl/...`, a data loader's shard path `/nccl/...`
+    assert reached("NCCL |nccl") == {snapshot, SHAPE["dflash-data"]}
     assert reached("Traceback") == frozenset()  # no shape has an upper-case T there
     assert reached(r"NVRM: Xid \(") == frozenset()
     assert {step, hf, snapshot} <= reached("grad_norm")
