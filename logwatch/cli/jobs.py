@@ -13,10 +13,12 @@ from logwatch.alerts import AlertEvent
 from logwatch.cli.errors import status_line, warn_data, warn_rule_error
 from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay
 from logwatch.drivers.window import Window
+from logwatch.errors import ClusterError
 from logwatch.rules.loader import RuleSpec
 from logwatch.sources.streams import STDIN
 
 SMALL_INPUT_BYTES = 16 << 20  # below this, the default replays in this process (no start-up)
+DASK_TIMEOUT_ENV = "LOGWATCH_DASK_TIMEOUT"  # seconds --dask waits for the scheduler and a worker
 
 JOBS_OPTION = click.option(
     "--jobs",
@@ -36,6 +38,22 @@ DASK_OPTION = click.option(
     help="Replay the files on the workers of a running Dask cluster (tcp://HOST:PORT or a "
     "scheduler file) that see the same files; needs pip install 'logwatch[dask]'.",
 )
+
+
+def dask_timeout() -> dict[str, float]:
+    """`timeout_s` for `DaskRunner` from $LOGWATCH_DASK_TIMEOUT (seconds); unset: its default."""
+    given = os.environ.get(DASK_TIMEOUT_ENV)
+    if given is None:
+        return {}
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise ClusterError(
+            f"${DASK_TIMEOUT_ENV}: {given!r} is not a number of seconds over 0 (e.g. 10)"
+        )
+    return {"timeout_s": seconds}
 
 
 def cores() -> int:
@@ -74,7 +92,7 @@ def replay_where(
 
         merge = Merge(on_event, warn_rule_error, warn_data, status_line)
 
-        runner = DaskRunner(dask_address)
+        runner = DaskRunner(dask_address, **dask_timeout())
         try:
             return replay_parallel(
                 files,
