@@ -28,12 +28,9 @@ CORPUS: list[dict[str, Any]] = tomllib.loads(
     (Path(__file__).parent.parent / "data" / "stateful.toml").read_text("utf-8")
 )["case"]
 STATEFUL = ("run-crashed", "loss-spike", "throughput-drop", "loss-scale-overflow")
-# The splits: 1-byte reads give the engine one line a block (the live, line-at-a-time shape);
-# 300-byte reads give blocks of a few lines (3-10 here), each read cutting a line. Reads of 7
-# bytes, used here before, gave the engine exactly the blocks of 1-byte reads (the same lines,
-# numbers and offsets) wherever every line is longer than 7 bytes: the three samples, the
-# interleaved log below and 23 of the 26 crash excerpts, so each such case replayed the same
-# input twice.
+# 1-byte reads: one line a block (the live shape); 300-byte reads: a few lines a block, each
+# read cutting a line. 7-byte reads (before) gave the engine the very blocks of 1-byte reads
+# wherever every line is over 7 bytes (the samples, the interleaved log, 23 of 26 excerpts).
 SPLITS = (1, 300)
 
 
