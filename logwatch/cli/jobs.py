@@ -18,7 +18,7 @@ from logwatch.rules.loader import RuleSpec
 from logwatch.sources.streams import STDIN
 
 SMALL_INPUT_BYTES = 16 << 20  # below this, the default replays in this process (no start-up)
-DASK_TIMEOUT_ENV = "LOGWATCH_DASK_TIMEOUT"  # seconds --dask waits for the scheduler and a worker
+DASK_TIMEOUT_ENV = "LOGWATCH_DASK_TIMEOUT"
 
 JOBS_OPTION = click.option(
     "--jobs",
@@ -40,11 +40,12 @@ DASK_OPTION = click.option(
 )
 
 
-def dask_timeout() -> dict[str, float]:
-    """`timeout_s` for `DaskRunner` from $LOGWATCH_DASK_TIMEOUT (seconds); unset: its default."""
+def dask_timeout_s(default: float) -> float:
+    """How long `--dask` waits for the scheduler and a worker: $LOGWATCH_DASK_TIMEOUT
+    (seconds), else `default`."""
     given = os.environ.get(DASK_TIMEOUT_ENV)
     if given is None:
-        return {}
+        return default
     try:
         seconds = float(given)
     except ValueError:
@@ -53,7 +54,7 @@ def dask_timeout() -> dict[str, float]:
         raise ClusterError(
             f"${DASK_TIMEOUT_ENV}: {given!r} is not a number of seconds over 0 (e.g. 10)"
         )
-    return {"timeout_s": seconds}
+    return seconds
 
 
 def cores() -> int:
@@ -87,12 +88,12 @@ def replay_where(
         "window": window,
     }
     if dask_address is not None:
-        from logwatch.drivers.cluster import DaskRunner
+        from logwatch.drivers.cluster import CONNECT_TIMEOUT_S, DaskRunner
         from logwatch.drivers.parallel import Merge, replay_parallel
 
         merge = Merge(on_event, warn_rule_error, warn_data, status_line)
 
-        runner = DaskRunner(dask_address, **dask_timeout())
+        runner = DaskRunner(dask_address, timeout_s=dask_timeout_s(CONNECT_TIMEOUT_S))
         try:
             return replay_parallel(
                 files,

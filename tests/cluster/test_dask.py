@@ -26,6 +26,7 @@ from logwatch.drivers.cluster import DaskRunner
 from logwatch.drivers.parallel import Task, TaskResult, replay_parallel
 from logwatch.drivers.replay import replay
 from logwatch.sources.expand import expand_inputs
+from logwatch.testing import FakeClock
 from tests.drivers.test_parallel import gen, in_process, spawned
 
 pytest.importorskip("distributed")
@@ -123,26 +124,12 @@ def test_an_unreachable_scheduler_is_one_line_before_any_work(tmp_path: Path) ->
     ]
 
 
-class FakeClock:
-    """`time` for `logwatch.drivers.cluster`: a sleep moves the monotonic clock, at once."""
-
-    def __init__(self) -> None:
-        self.now_s = 1000.0
-        self.slept_s = 0.0
-
-    def monotonic(self) -> float:
-        return self.now_s
-
-    def sleep(self, seconds: float) -> None:
-        self.now_s += seconds
-        self.slept_s += seconds
-
-
 def test_the_give_up_is_10_s_unless_the_variable_says_otherwise(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without $LOGWATCH_DASK_TIMEOUT the scheduler gets 10 s (the probe's clock is a fake:
-    the 10 s pass at once); a value that is not seconds over 0 is one line, exit 2."""
+    """Without $LOGWATCH_DASK_TIMEOUT the scheduler gets 10 s (the probe's clock is a fake
+    clock, as `cluster.time`: the 10 s pass at once); a value that is not seconds over 0 is one
+    line, exit 2."""
     log = tmp_path / "train.log"
     log.write_text("step 1 loss 2.0\n")
     clock = FakeClock()
@@ -152,7 +139,7 @@ def test_the_give_up_is_10_s_unless_the_variable_says_otherwise(
     result = CliRunner().invoke(cli, args)
     assert (result.exit_code, result.stdout) == (2, "")
     assert "unreachable, gave up after 10 s (Connection refused)" in result.stderr
-    assert 9.0 <= clock.slept_s <= 10.0
+    assert 9.0 <= clock.monotonic() <= 10.0  # the probe's sleeps
     for bad in ("0", "-1", "ten", "nan"):
         monkeypatch.setenv(DASK_TIMEOUT_ENV, bad)
         result = CliRunner().invoke(cli, args)
