@@ -13,10 +13,12 @@ from logwatch.alerts import AlertEvent
 from logwatch.cli.errors import status_line, warn_data, warn_rule_error
 from logwatch.drivers.replay import ReplayOptions, ReplayResult, replay
 from logwatch.drivers.window import Window
+from logwatch.errors import ClusterError
 from logwatch.rules.loader import RuleSpec
 from logwatch.sources.streams import STDIN
 
 SMALL_INPUT_BYTES = 16 << 20  # below this, the default replays in this process (no start-up)
+DASK_TIMEOUT_ENV = "LOGWATCH_DASK_TIMEOUT"
 
 JOBS_OPTION = click.option(
     "--jobs",
@@ -36,6 +38,23 @@ DASK_OPTION = click.option(
     help="Replay the files on the workers of a running Dask cluster (tcp://HOST:PORT or a "
     "scheduler file) that see the same files; needs pip install 'logwatch[dask]'.",
 )
+
+
+def dask_timeout_s(default: float) -> float:
+    """How long `--dask` waits for the scheduler and a worker: $LOGWATCH_DASK_TIMEOUT
+    (seconds), else `default`."""
+    given = os.environ.get(DASK_TIMEOUT_ENV)
+    if given is None:
+        return default
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise ClusterError(
+            f"${DASK_TIMEOUT_ENV}: {given!r} is not a number of seconds over 0 (e.g. 10)"
+        )
+    return seconds
 
 
 def cores() -> int:
@@ -69,12 +88,12 @@ def replay_where(
         "window": window,
     }
     if dask_address is not None:
-        from logwatch.drivers.cluster import DaskRunner
+        from logwatch.drivers.cluster import CONNECT_TIMEOUT_S, DaskRunner
         from logwatch.drivers.parallel import Merge, replay_parallel
 
         merge = Merge(on_event, warn_rule_error, warn_data, status_line)
 
-        runner = DaskRunner(dask_address)
+        runner = DaskRunner(dask_address, timeout_s=dask_timeout_s(CONNECT_TIMEOUT_S))
         try:
             return replay_parallel(
                 files,

@@ -19,11 +19,14 @@ import pytest
 from click.testing import CliRunner
 
 from logwatch.cli import cli
+from logwatch.cli.jobs import DASK_TIMEOUT_ENV
 from logwatch.cli.options import config_and_rules
+from logwatch.drivers import cluster
 from logwatch.drivers.cluster import DaskRunner
 from logwatch.drivers.parallel import Task, TaskResult, replay_parallel
 from logwatch.drivers.replay import replay
 from logwatch.sources.expand import expand_inputs
+from logwatch.testing import FakeClock
 from tests.drivers.test_parallel import gen, in_process, spawned
 
 pytest.importorskip("distributed")
@@ -104,17 +107,46 @@ def test_a_file_the_workers_cannot_read_is_named_the_rest_completes(dask_cluster
 
 
 def test_an_unreachable_scheduler_is_one_line_before_any_work(tmp_path: Path) -> None:
-    """Nothing listens on the port: after 10 s, one line naming the address, exit 2, no
-    output."""
+    """Nothing listens on the port: after the give-up ($LOGWATCH_DASK_TIMEOUT, 1 s here; the
+    default is pinned below), one line naming the address, exit 2, no output."""
     log = tmp_path / "train.log"
     log.write_text("step 1 loss 2.0\n")
-    done = spawned("replay", "--dask", "tcp://127.0.0.1:9", str(log), str(log))
+    command = [sys.executable, "-m", "logwatch", "replay", "--dask", "tcp://127.0.0.1:9"]
+    env = {**os.environ, DASK_TIMEOUT_ENV: "1"}
+    done = subprocess.run(
+        [*command, str(log), str(log)], capture_output=True, text=True, env=env, check=False
+    )
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.strip().splitlines() == [
-        "Error: Dask scheduler tcp://127.0.0.1:9: unreachable, gave up after 10 s "
+        "Error: Dask scheduler tcp://127.0.0.1:9: unreachable, gave up after 1 s "
         "(Connection refused); check the address and that `dask scheduler` runs there"
     ]
+
+
+def test_the_give_up_is_10_s_unless_the_variable_says_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without $LOGWATCH_DASK_TIMEOUT the scheduler gets 10 s (the probe's clock is a fake
+    clock, as `cluster.time`: the 10 s pass at once); a value that is not seconds over 0 is one
+    line, exit 2."""
+    log = tmp_path / "train.log"
+    log.write_text("step 1 loss 2.0\n")
+    clock = FakeClock()
+    monkeypatch.setattr(cluster, "time", clock)
+    monkeypatch.delenv(DASK_TIMEOUT_ENV, raising=False)
+    args = ["replay", "--dask", "tcp://127.0.0.1:9", str(log), str(log)]
+    result = CliRunner().invoke(cli, args)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert "unreachable, gave up after 10 s (Connection refused)" in result.stderr
+    assert 9.0 <= clock.monotonic() <= 10.0  # the probe's sleeps
+    for bad in ("0", "-1", "ten", "nan"):
+        monkeypatch.setenv(DASK_TIMEOUT_ENV, bad)
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 2
+        assert result.stderr.splitlines() == [
+            f"Error: ${DASK_TIMEOUT_ENV}: {bad!r} is not a number of seconds over 0 (e.g. 10)"
+        ]
 
 
 def test_workers_with_another_logwatch_are_refused_before_any_work(dask_cluster: str, fleet, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # fmt: skip

@@ -42,26 +42,28 @@ def _run(args: list[str], profile: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def dump_dom(page: Path, profile: Path) -> str:
-    """The DOM after Chromium loaded and ran the page, serialized."""
-    return _run(["--dump-dom", page.as_uri()], profile).stdout
+def dump_dom(page: Path, profile: Path, *, shot: Path | None = None, width: int = 1400) -> str:
+    """The DOM after Chromium loaded and ran the page, serialized; with `shot`, also a
+    `width`x3000 screenshot of that same load written there (one browser start, not two)."""
+    window = [*_window(width, dark=False), f"--screenshot={shot}"] if shot is not None else []
+    return _run([*window, "--dump-dom", page.as_uri()], profile).stdout
 
 
 def screenshot(
     page: Path, out: Path, profile: Path, *, width: int = 1400, dark: bool = False
 ) -> Path:
     """A `width`x3000 screenshot of the page (`dark`: with the system in dark mode)."""
-    _run(
-        [
-            "--hide-scrollbars",
-            *(["--force-dark-mode"] if dark else []),
-            f"--screenshot={out}",
-            f"--window-size={width},3000",
-            page.as_uri(),
-        ],
-        profile,
-    )
+    _run([*_window(width, dark=dark), f"--screenshot={out}", page.as_uri()], profile)
     return out
+
+
+def _window(width: int, *, dark: bool) -> list[str]:
+    """A `width`x3000 window with no scrollbars (`dark`: the system in dark mode)."""
+    return [
+        "--hide-scrollbars",
+        *(["--force-dark-mode"] if dark else []),
+        f"--window-size={width},3000",
+    ]
 
 
 def first_pixel(png: Path) -> tuple[int, int, int]:

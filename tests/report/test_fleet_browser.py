@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser import keep_artefact, screenshot
+from browser import keep_artefact
 from test_report_browser import render
 
 from tests.support.paths import load_bench
@@ -32,7 +32,8 @@ def test_verdict_at_the_top_strip_marks_the_culprit_cascade_is_one_row(
     and the 31 others' a symptom; the table lists the root-cause first and the 31 ranks'
     timeouts as one folded row; the charts are drawn for two files (the culprit's stdout and
     rank 0's), with no header per file. A screenshot is kept as an artefact."""
-    page, dom = render(tmp_path, fleet.root)
+    shot = tmp_path / "fleet32.png"
+    page, dom = render(tmp_path, fleet.root, shot=shot, width=1280)
     rank, host = fleet.culprit_rank, fleet.culprit_host
     tags = [tag for tag, _ in dom.elements]
     h1 = tags.index("h1")
@@ -67,6 +68,5 @@ def test_verdict_at_the_top_strip_marks_the_culprit_cascade_is_one_row(
         "rank 0 on node-000 · stdout.log",
     }
     assert len(dom.charts()) < 20  # two files' charts and the strip, not 68 files' charts
-    shot = screenshot(page, tmp_path / "fleet32.png", tmp_path / "profile", width=1280)
     keep_artefact(shot)
     assert shot.stat().st_size > 50_000

@@ -6,7 +6,7 @@ import gzip
 from pathlib import Path
 
 import pytest
-from browser import Dom, dump_dom, screenshot
+from browser import Dom, dump_dom
 from click.testing import CliRunner
 
 from logwatch.cli import cli
@@ -17,13 +17,24 @@ DFLASH = sorted((SAMPLES / "dflash").glob("*.log"))
 
 
 def render(
-    tmp_path: Path, *logs: Path | str, name: str = "report.html", args: tuple[str, ...] = ()
+    tmp_path: Path,
+    *logs: Path | str,
+    name: str = "report.html",
+    args: tuple[str, ...] = (),
+    shot: Path | None = None,
+    width: int = 1400,
 ) -> tuple[Path, Dom]:
-    """`logwatch report LOGS -o FILE [ARGS]`, then the DOM Chromium made of the file."""
-    out = tmp_path / name
+    """`logwatch report LOGS -o FILE [ARGS]`, then the DOM Chromium made of the file (and,
+    with `shot`, its `width`x3000 screenshot from the same load)."""
+    out = report(tmp_path / name, *logs, args=args)
+    return out, Dom(dump_dom(out, tmp_path / "profile", shot=shot, width=width))
+
+
+def report(out: Path, *logs: Path | str, args: tuple[str, ...] = ()) -> Path:
+    """`logwatch report LOGS -o OUT [ARGS]`: the page, exit 0."""
     result = CliRunner().invoke(cli, ["report", *map(str, logs), "-o", str(out), *args])
     assert result.exit_code == 0, result.output
-    return out, Dom(dump_dom(out, tmp_path / "profile"))
+    return out
 
 
 def points(elements: list[tuple[str, dict[str, str]]]) -> int:
@@ -39,7 +50,8 @@ def test_every_chart_draws_points_and_the_table_lists_the_expected_alerts(
 ) -> None:
     """Each sample's report renders offline: every chart has data points, the alert table holds
     exactly the sample's expected alerts; a screenshot is saved as an artifact."""
-    page, dom = render(tmp_path, log)
+    shot = tmp_path / f"{log.stem}.png"
+    page, dom = render(tmp_path, log, shot=shot)
     html = page.read_text(encoding="utf-8")
     assert "http://" not in html and "https://" not in html
     assert not [a for t, a in dom.elements if t in ("link", "img", "iframe") or a.get("src")]
@@ -51,7 +63,6 @@ def test_every_chart_draws_points_and_the_table_lists_the_expected_alerts(
         assert points(elements) > 0, f"{chart_id} drew nothing"
     got = [(int(r["where"].rsplit(":", 1)[1]), r["rule"], r["status"].split()[0]) for r in dom.rows]
     assert got == expected_alerts(log)
-    shot = screenshot(page, tmp_path / f"{log.stem}.png", tmp_path / "profile")
     print(f"screenshot: {shot}")
     assert shot.stat().st_size > 10_000
 

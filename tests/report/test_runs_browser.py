@@ -11,7 +11,7 @@ from pathlib import Path
 
 from browser import first_pixel, keep_artefact, screenshot
 from runs import three_runs
-from test_report_browser import render
+from test_report_browser import render, report
 
 from logwatch.report.svg import LEFT, PLOT_W
 
@@ -65,7 +65,8 @@ def test_three_runs_a_day_apart_overlay_by_step(tmp_path: Path) -> None:
     value; no cell says `rank ?` or `-` for time, and the crash found at the end of r1's file
     carries r1's last time, marked. A screenshot is kept as an artefact."""
     logs = three_runs(tmp_path)
-    page, dom = render(tmp_path, *logs)
+    shot = tmp_path / "three_runs.png"
+    page, dom = render(tmp_path, *logs, shot=shot, width=1280)
     charts = dom.charts()
     for chart_id in ("loss", "grad-norm", "lr", "throughput"):
         legend = {
@@ -102,7 +103,6 @@ def test_three_runs_a_day_apart_overlay_by_step(tmp_path: Path) -> None:
     crashed = next(r for r in dom.rows if r["rule"] == "run-crashed")
     assert crashed["ts"].startswith("2026-11-26 09:18:45")
     assert "at end of file" in crashed["ts"]
-    shot = screenshot(page, tmp_path / "three_runs.png", tmp_path / "profile", width=1280)
     keep_artefact(shot)
     assert shot.stat().st_size > 50_000
     assert first_pixel(shot) == (255, 255, 255)
@@ -111,7 +111,7 @@ def test_three_runs_a_day_apart_overlay_by_step(tmp_path: Path) -> None:
 def test_dark_mode_follows_the_system(tmp_path: Path) -> None:
     """With the system in dark mode (`prefers-color-scheme: dark`), the page is dark; the
     screenshot is kept as an artefact."""
-    page, _ = render(tmp_path, *three_runs(tmp_path))
+    page = report(tmp_path / "report.html", *three_runs(tmp_path))  # no DOM needed: no dump
     shot = screenshot(page, tmp_path / "three_runs_dark.png", tmp_path / "profile", dark=True)
     keep_artefact(shot)
     assert sum(first_pixel(shot)) < 3 * 40
