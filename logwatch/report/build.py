@@ -31,7 +31,7 @@ from logwatch.report.charts import (
     place,
     run_of,
 )
-from logwatch.report.collect import Collector, Kind, Place
+from logwatch.report.collect import COLUMNS, Collector, Kind, Place
 from logwatch.report.page import page, run_header
 from logwatch.report.strip import strip_chart
 from logwatch.report.svg import XAxis
@@ -276,6 +276,7 @@ def _draw(
         options=ask.options,
         window=ask.window,
         on_frame=_with_pids(collector, pids) if pids is not None else collector,
+        frame_columns=COLUMNS | {"pid"} if pids is not None else COLUMNS,
         on_found=seen,
         on_error=warn[0],
         on_warning=warn[1],

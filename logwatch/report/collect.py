@@ -18,6 +18,7 @@ from typing import Any, Literal
 import polars as pl
 
 from logwatch.alerts import AlertEvent
+from logwatch.parse.telemetry import telemetry_pairs
 from logwatch.report.reduce import (
     Capped,
     MarkerReducer,
@@ -27,6 +28,12 @@ from logwatch.report.reduce import (
 )
 
 STEP_COLUMNS = ("loss", "grad_norm", "lr", "throughput")
+COLUMNS = frozenset(
+    {"source", "line", "ts", "text", "run_start", "step", *STEP_COLUMNS}
+    | {"q_hs", "q_hsb", "q_hsb_nonzero", "snapshot", "gpu_keys"}
+)
+"""The parsed columns the collector reads (replay's `frame_columns`): not `telemetry`, whose
+GPU pairs it reads from the snapshot lines' text itself (`_gpu_rows`)."""
 GPU_METRICS = {
     "util": "utilization %",
     "mem": "memory",
@@ -303,7 +310,7 @@ class Collector:
         data.ended = False
         data.lines += frame.height
         data.gaps.add(self._gaps(frame, data.last_ts))
-        rows = frame.select(*_filled(data), "text", "run_start", "gpu_keys", "telemetry")
+        rows = frame.select(*_filled(data), "text", "run_start", "gpu_keys", "snapshot")
         data.recent = [*data.recent[-1:], rows.select("line", "ts", "ts_line", "at_step", "run")]
         last = rows.tail(1).row(0, named=True)
         data.last_ts, data.last_ts_line = last["ts"], last["ts_line"]
@@ -361,9 +368,10 @@ class Collector:
             pl.lit(None, pl.Int64).alias("step"),
         )
         series = [long, q_hs]
-        snapshots = rows.get_column("gpu_keys") > 0
+        # the lines whose `telemetry` the parser reads: snapshots (with `gpu/` keys)
+        snapshots = (rows.get_column("gpu_keys") > 0) & rows.get_column("snapshot").fill_null(False)
         if snapshots.any():
-            snaps = rows.select("line", "ts", "at_step", "telemetry").filter(snapshots)
+            snaps = rows.select("line", "ts", "at_step", "text").filter(snapshots)
             series.append(_gpu_rows(snaps))
         starts = rows.select("line", "ts", "at_step", "text").filter(rows.get_column("run_start"))
         return Block(series, queue, starts)
@@ -439,10 +447,18 @@ def _shares(reports: pl.DataFrame) -> pl.DataFrame:
 
 
 def _gpu_rows(frame: pl.DataFrame) -> pl.DataFrame:
-    """One row per `gpu/<i>/<metric>` key of snapshot lines (`line`, `ts`, `at_step`, `telemetry`), keyed
-    `gpu/<i>/<metric>`; `mem_total` is capacity, not use."""
-    pairs = frame.explode("telemetry").unnest("telemetry")
-    names = pairs.get_column("key").unique().drop_nulls()
+    """One row per `gpu/<i>/<metric>` key of snapshot lines (`line`, `ts`, `at_step`, `text`),
+    keyed `gpu/<i>/<metric>`; `mem_total` is capacity, not use. The pairs are the parser's
+    `telemetry` (`parse.telemetry`: its pairs, each cut at its first `=`, which no key holds,
+    and the number after it read as a float), of the `gpu/` keys only."""
+    pairs = (
+        frame.select("line", "ts", "at_step", telemetry_pairs().alias("pair"))
+        .explode("pair")
+        .filter(pl.col("pair").str.starts_with("gpu/"))
+        .with_columns(pl.col("pair").str.splitn("=", 2).struct.rename_fields(["key", "value"]))
+        .unnest("pair")
+    )
+    names = pairs.get_column("key").unique()
     found = names.str.extract_groups(_GPU_KEY)
     keep = found.struct.field("1").is_not_null() & ~names.str.contains("total")
     metric = found.struct.field("2").replace_strict(
@@ -454,6 +470,6 @@ def _gpu_rows(frame: pl.DataFrame) -> pl.DataFrame:
         "line",
         "ts",
         "at_step",
-        pl.col("value").cast(pl.Float64).alias("y"),
+        pl.col("value").cast(pl.Float64, strict=False).alias("y"),
         pl.lit(None, pl.Int64).alias("step"),
     ).filter(pl.col("key").is_not_null())
