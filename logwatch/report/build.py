@@ -31,8 +31,9 @@ from logwatch.report.charts import (
     place,
     run_of,
 )
-from logwatch.report.collect import COLUMNS, Collector, Kind, Place
+from logwatch.report.collect import Collector, Kind, Place
 from logwatch.report.page import page, run_header
+from logwatch.report.project import COLUMNS
 from logwatch.report.strip import strip_chart
 from logwatch.report.svg import XAxis
 from logwatch.rules.loader import RuleSpec

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import polars as pl
 
 from logwatch.alerts import AlertEvent
-from logwatch.parse.telemetry import telemetry_pairs
+from logwatch.report.project import STEP_COLUMNS, THROUGHPUT, Block, project, shares
 from logwatch.report.reduce import (
     Capped,
     MarkerReducer,
@@ -26,31 +26,6 @@ from logwatch.report.reduce import (
     MixReducer,
     PointReducer,
 )
-
-STEP_COLUMNS = ("loss", "grad_norm", "lr", "throughput")
-COLUMNS = frozenset(
-    {"source", "line", "ts", "text", "run_start", "step", *STEP_COLUMNS}
-    | {"q_hs", "q_hsb", "q_hsb_nonzero", "snapshot", "gpu_keys"}
-)
-"""The parsed columns the collector reads (replay's `frame_columns`): not `telemetry`, whose
-GPU pairs it reads from the snapshot lines' text itself (`_gpu_rows`)."""
-GPU_METRICS = {
-    "util": "utilization %",
-    "mem": "memory",
-    "power": "power W",
-    "temp": "temperature °C",
-}
-"""Snapshot key families (`gpu/<i>/util`, `gpu/<i>/mem_gb`, `gpu/<i>/power_w`, `gpu/<i>/temp_c`)."""
-_GPU_KEY = r"^gpu/(\d+)/(util|mem|power|temp)[\w.-]*$"
-KEYS = {name: i for i, name in enumerate((*STEP_COLUMNS, "q_hs"))}
-"""Each series' key in the reducers; GPU metrics follow (`gpu_key`)."""
-THROUGHPUT = KEYS["throughput"]
-
-
-def gpu_key(gpu: int, metric: str) -> int:
-    """The reducers' key of one GPU's metric."""
-    return 16 + 4 * gpu + list(GPU_METRICS).index(metric)
-
 
 STARVED_AFTER = 5
 """Consecutive single-bucket queue reports shaded as starvation (bucket-starvation's count)."""
@@ -172,7 +147,7 @@ class View:
         self.markers.add(rows.filter(~finite))
         throughput = finite & (pl.col("key") == THROUGHPUT)
         self.medians.add(rows.filter(throughput).select("key", "x", "y", "line"))
-        self.mix.add(_shares(reports.filter(own)))
+        self.mix.add(shares(reports.filter(own)))
 
     def _span(self, xs: list[pl.Series]) -> None:
         for s in xs:
@@ -180,16 +155,6 @@ class View:
                 lo, hi = float(s.min()), float(s.max())  # type: ignore[arg-type]  # Float64
                 self.lo = lo if self.lo is None else min(self.lo, lo)
                 self.hi = hi if self.hi is None else max(self.hi, hi)
-
-
-@dataclass(frozen=True, slots=True)
-class Block:
-    """One block's projections: `series` rows (`key`, `line`, `ts`, `at_step`, `y`, `step`;
-    the step lines' first), the queue reports and the run starts."""
-
-    series: list[pl.DataFrame]
-    queue: pl.DataFrame
-    starts: pl.DataFrame
 
 
 @dataclass(slots=True)
@@ -326,7 +291,7 @@ class Collector:
             run = int(part.item(0, "run"))
             if run not in data.runs:
                 data.runs[run] = _new_run(part, data, self.kinds)
-            data.runs[run].add(self._block(part), stepped=data.stepped)
+            data.runs[run].add(project(part), stepped=data.stepped)
 
     def on_event(self, event: AlertEvent) -> None:
         """Remember where `event` sits, while its block is at hand."""
@@ -338,43 +303,6 @@ class Collector:
         """After each block: events until the next block come from the end of the file."""
         if source in self.sources:
             self.sources[source].ended = True
-
-    def _block(self, rows: pl.DataFrame) -> Block:
-        steps = rows.select("line", "ts", "at_step", "step", *STEP_COLUMNS).filter(
-            pl.any_horizontal(pl.col(c).is_not_null() for c in STEP_COLUMNS)
-        )
-        long = pl.concat(
-            [
-                steps.select(
-                    pl.lit(KEYS[c], pl.Int32).alias("key"),
-                    "line",
-                    "ts",
-                    "at_step",
-                    pl.col(c).alias("y"),
-                    "step",
-                ).filter(pl.col("y").is_not_null())
-                for c in STEP_COLUMNS
-            ]
-        )
-        queue = rows.select("line", "ts", "at_step", "q_hs", "q_hsb", "q_hsb_nonzero").filter(
-            pl.col("q_hs").is_not_null() | pl.col("q_hsb").is_not_null()
-        )
-        q_hs = queue.filter(pl.col("q_hs").is_not_null()).select(
-            pl.lit(KEYS["q_hs"], pl.Int32).alias("key"),
-            "line",
-            "ts",
-            "at_step",
-            pl.col("q_hs").cast(pl.Float64).alias("y"),
-            pl.lit(None, pl.Int64).alias("step"),
-        )
-        series = [long, q_hs]
-        # the lines whose `telemetry` the parser reads: snapshots (with `gpu/` keys)
-        snapshots = (rows.get_column("gpu_keys") > 0) & rows.get_column("snapshot").fill_null(False)
-        if snapshots.any():
-            snaps = rows.select("line", "ts", "at_step", "text").filter(snapshots)
-            series.append(_gpu_rows(snaps))
-        starts = rows.select("line", "ts", "at_step", "text").filter(rows.get_column("run_start"))
-        return Block(series, queue, starts)
 
     def _gaps(self, frame: pl.DataFrame, before: datetime | None) -> pl.DataFrame:
         """Where the log fell silent for `stall_after` or longer (by its own timestamps)."""
@@ -423,53 +351,3 @@ def _new_run(part: pl.DataFrame, data: SourceData, kinds: tuple[Kind, ...]) -> R
     start = str(first.item(0, "text")) if first.height else None
     data.run_lines.append(int(part.item(0, "line")))
     return RunData(start=start, kinds=kinds)
-
-
-def _shares(reports: pl.DataFrame) -> pl.DataFrame:
-    """Each queue report's share per length bucket (`b0`..; an all-zero report is all 0)."""
-    lists = reports.filter(pl.col("q_hsb").list.len() > 0)
-    if lists.is_empty():
-        return pl.DataFrame(schema={"key": pl.Int32, "x": pl.Float64, "line": pl.Int64})
-    width = int(lists.get_column("q_hsb").list.len().max())  # type: ignore[arg-type]  # UInt32
-    total = pl.col("q_hsb").list.sum().cast(pl.Float64)
-    return lists.select(
-        pl.lit(0, pl.Int32).alias("key"),
-        "x",
-        "line",
-        *(
-            (pl.col("q_hsb").list.get(i, null_on_oob=True).fill_null(0) / total)
-            .fill_nan(0.0)
-            .fill_null(0.0)
-            .alias(f"b{i}")
-            for i in range(width)
-        ),
-    )
-
-
-def _gpu_rows(frame: pl.DataFrame) -> pl.DataFrame:
-    """One row per `gpu/<i>/<metric>` key of snapshot lines (`line`, `ts`, `at_step`, `text`),
-    keyed `gpu/<i>/<metric>`; `mem_total` is capacity, not use. The pairs are the parser's
-    `telemetry` (`parse.telemetry`: its pairs, each cut at its first `=`, which no key holds,
-    and the number after it read as a float), of the `gpu/` keys only."""
-    pairs = (
-        frame.select("line", "ts", "at_step", telemetry_pairs().alias("pair"))
-        .explode("pair")
-        .filter(pl.col("pair").str.starts_with("gpu/"))
-        .with_columns(pl.col("pair").str.splitn("=", 2).struct.rename_fields(["key", "value"]))
-        .unnest("pair")
-    )
-    names = pairs.get_column("key").unique()
-    found = names.str.extract_groups(_GPU_KEY)
-    keep = found.struct.field("1").is_not_null() & ~names.str.contains("total")
-    metric = found.struct.field("2").replace_strict(
-        list(GPU_METRICS), range(len(GPU_METRICS)), default=0
-    )
-    ids = (16 + 4 * found.struct.field("1").cast(pl.Int32) + metric.cast(pl.Int32)).filter(keep)
-    return pairs.select(
-        pl.col("key").replace_strict(names.filter(keep), ids, default=None, return_dtype=pl.Int32),
-        "line",
-        "ts",
-        "at_step",
-        pl.col("value").cast(pl.Float64, strict=False).alias("y"),
-        pl.lit(None, pl.Int64).alias("step"),
-    ).filter(pl.col("key").is_not_null())

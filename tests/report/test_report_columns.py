@@ -9,7 +9,8 @@ import pytest
 
 from logwatch.drivers.replay import replay
 from logwatch.parse.block import parse_lines
-from logwatch.report.collect import COLUMNS, Collector, _gpu_rows
+from logwatch.report.collect import Collector
+from logwatch.report.project import COLUMNS, gpu_rows
 from logwatch.rules.loader import builtin_rules_dir, load_rules, pack_files
 from tests.support.paths import SAMPLES
 
@@ -54,7 +55,7 @@ def test_gpu_rows_from_the_text_are_those_of_the_parsed_telemetry() -> None:
     )
     snaps = frame.filter((pl.col("gpu_keys") > 0) & pl.col("snapshot").fill_null(False))
     assert snaps.height == 4  # the fixture means what it says
-    ours = _gpu_rows(snaps.select("line", "ts", "at_step", "text"))
+    ours = gpu_rows(snaps.select("line", "ts", "at_step", "text"))
     theirs = _parsed_way(snaps.select("line", "ts", "at_step", "telemetry"))
     assert ours.height >= 10
     assert ours.equals(theirs, null_equal=True)
