@@ -11,6 +11,8 @@ draw, not by the file's lines.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -250,7 +252,12 @@ class SourceData:
 
 class Collector:
     """Replay's `on_frame` hook for a report: reduces per run what the plots draw; its
-    `on_event` and `progress` place the alerts whose lines say no time or step."""
+    `on_event` and `progress` place the alerts whose lines say no time or step.
+
+    With `background`, each block's runs are reduced on a worker thread while replay's engine
+    works on the block (polars releases the GIL: on two cores the reduction takes the time the
+    engine leaves idle), one block at a time; `close` waits for the last and stops the thread.
+    What places the alerts is kept as each block comes, as without it."""
 
     def __init__(
         self,
@@ -258,6 +265,7 @@ class Collector:
         kinds: tuple[Kind, ...] = ("time", "line", "step"),
         *,
         one_file: bool = False,
+        background: bool = False,
     ) -> None:
         self.kinds = kinds
         # The default axis of a one-file report is the step axis once the file has a step
@@ -267,6 +275,10 @@ class Collector:
         self.sources: dict[str, SourceData] = {}
         self.stall_after = timedelta(seconds=stall_after_s)
         self.places: dict[int, Place] = {}  # by id() of the events of this replay
+        self._worker = (
+            ThreadPoolExecutor(1, thread_name_prefix="logwatch-report") if background else None
+        )
+        self._reducing: Future[None] | None = None  # the block the worker is on
 
     def __call__(self, frame: pl.DataFrame) -> None:
         if frame.is_empty():
@@ -287,11 +299,33 @@ class Collector:
         if self.one_file and not data.stepped:
             data.stepped = frame.get_column("step").is_not_null().any()
         parts = [rows] if rows.get_column("run").n_unique() == 1 else rows.partition_by("run")
+        work: list[tuple[RunData, pl.DataFrame]] = []
         for part in parts:
             run = int(part.item(0, "run"))
             if run not in data.runs:
                 data.runs[run] = _new_run(part, data, self.kinds)
-            data.runs[run].add(project(part), stepped=data.stepped)
+            work.append((data.runs[run], part))
+        if self._worker is None:
+            _reduce(work, data.stepped)
+            return
+        self.finish()  # one block at a time: the next waits for this one
+        self._reducing = self._worker.submit(_reduce, work, data.stepped)
+
+    def finish(self) -> None:
+        """Wait for the block being reduced on the worker thread, if any (raising what its
+        reduction raised): then every run holds every block."""
+        reducing, self._reducing = self._reducing, None
+        if reducing is not None:
+            reducing.result()
+
+    def close(self) -> None:
+        """`finish`, and stop the worker thread."""
+        try:
+            self.finish()
+        finally:
+            if self._worker is not None:
+                self._worker.shutdown(cancel_futures=True)
+                self._worker = None
 
     def on_event(self, event: AlertEvent) -> None:
         """Remember where `event` sits, while its block is at hand."""
@@ -315,6 +349,12 @@ class Collector:
             .filter((pl.col("ts") - pl.col("start")) >= self.stall_after)
             .select("line", "start", pl.col("ts").alias("end"))
         )
+
+
+def _reduce(work: Sequence[tuple[RunData, pl.DataFrame]], stepped: bool) -> None:
+    """Fold each run's part of a block into the run (`stepped`: see `RunData.add`)."""
+    for run, part in work:
+        run.add(project(part), stepped=stepped)
 
 
 def _filled(data: SourceData) -> list[pl.Expr | str]:

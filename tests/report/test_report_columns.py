@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from logwatch.drivers.replay import replay
+from logwatch.drivers.replay import ReplayOptions, replay
 from logwatch.parse.block import parse_lines
 from logwatch.report.collect import Collector
 from logwatch.report.project import COLUMNS, gpu_rows
@@ -96,3 +96,38 @@ def test_the_collector_keeps_the_same_rows_as_from_every_column(sample: str) -> 
                 assert a.counts == b.counts
                 for key in b.counts:
                     assert a.all_rows(key).equals(b.all_rows(key), null_equal=True)
+
+
+def test_a_collector_in_the_background_keeps_what_it_keeps_in_line() -> None:
+    """Reduced on the worker thread, block by block: the same rows in every reducer, and the
+    same places for the alerts, as reduced in the replay's own thread."""
+    path = str(SAMPLES / "dflash/train_restarted.log")
+    options = ReplayOptions(block_bytes=4096)
+    ours, theirs = Collector(background=True), Collector()
+    try:
+        replay([path], RULES, options=options, on_frame=ours, on_found=ours.on_event)
+    finally:
+        ours.close()
+    replay([path], RULES, options=options, on_frame=theirs, on_found=theirs.on_event)
+    assert len(ours.sources[path].runs) > 1
+    assert list(ours.places.values()) == list(theirs.places.values())
+    for mine, other in zip(
+        ours.sources[path].runs.values(), theirs.sources[path].runs.values(), strict=True
+    ):
+        for kind in ("time", "line", "step"):
+            a, b = mine.view(kind).points, other.view(kind).points  # type: ignore[arg-type]  # a Kind
+            assert a.counts == b.counts
+            for key in b.counts:
+                assert a.all_rows(key).equals(b.all_rows(key), null_equal=True)
+
+
+def test_a_failure_on_the_worker_thread_is_raised_not_lost() -> None:
+    """A block the reduction cannot read fails the report at `close`, as it would in line."""
+    frame = parse_lines(pl.Series("text", LINES), source="x", first_line=1)
+    broken = frame.with_columns(pl.col("lr").cast(pl.String))  # a series of text: no floats
+    with pytest.raises(pl.exceptions.PolarsError):
+        Collector().__call__(broken)
+    collector = Collector(background=True)
+    collector(broken)
+    with pytest.raises(pl.exceptions.PolarsError):
+        collector.close()
