@@ -106,10 +106,10 @@ def shares(reports: pl.DataFrame) -> pl.DataFrame:
 
 
 def gpu_rows(frame: pl.DataFrame) -> pl.DataFrame:
-    """One row per `gpu/<i>/<metric>` key of snapshot lines (`line`, `ts`, `at_step`, `text`),
-    keyed `gpu/<i>/<metric>`; `mem_total` is capacity, not use. The pairs are the parser's
-    `telemetry` (`parse.telemetry`: its pairs, each cut at its first `=`, which no key holds,
-    and the number after it read as a float), of the `gpu/` keys only."""
+    """One row per `gpu/<i>/<metric>` key of snapshot lines (`line`, `ts`, `at_step`, `text`):
+    `keyed` of their pairs, read as the parser reads `telemetry` (`parse.telemetry`: its pairs,
+    each cut at its first `=`, which no key holds, and the number after it read as a float),
+    of the `gpu/` keys only."""
     pairs = (
         frame.select("line", "ts", "at_step", telemetry_pairs().alias("pair"))
         .explode("pair")
@@ -117,7 +117,13 @@ def gpu_rows(frame: pl.DataFrame) -> pl.DataFrame:
         .with_columns(pl.col("pair").str.splitn("=", 2).struct.rename_fields(["key", "value"]))
         .unnest("pair")
     )
-    names = pairs.get_column("key").unique()
+    return keyed(pairs)
+
+
+def keyed(pairs: pl.DataFrame) -> pl.DataFrame:
+    """Snapshot pairs (`line`, `ts`, `at_step`, `key`, `value`) as series rows, keyed
+    `gpu/<i>/<metric>` (`gpu_key`); the other keys left out, and `mem_total`: capacity, not use."""
+    names = pairs.get_column("key").unique().drop_nulls()
     found = names.str.extract_groups(_GPU_KEY)
     keep = found.struct.field("1").is_not_null() & ~names.str.contains("total")
     metric = found.struct.field("2").replace_strict(

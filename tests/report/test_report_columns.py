@@ -10,7 +10,7 @@ import pytest
 from logwatch.drivers.replay import ReplayOptions, replay
 from logwatch.parse.block import parse_lines
 from logwatch.report.collect import Collector
-from logwatch.report.project import COLUMNS, gpu_rows
+from logwatch.report.project import COLUMNS, gpu_rows, keyed
 from logwatch.rules.loader import builtin_rules_dir, load_rules, pack_files
 from tests.support.paths import SAMPLES
 
@@ -27,26 +27,6 @@ LINES = [
 ]
 
 
-def _parsed_way(frame: pl.DataFrame) -> pl.DataFrame:
-    """The GPU rows as the collector read them from the parsed `telemetry` column before."""
-    pairs = frame.explode("telemetry").unnest("telemetry")
-    names = pairs.get_column("key").unique().drop_nulls()
-    found = names.str.extract_groups(r"^gpu/(\d+)/(util|mem|power|temp)[\w.-]*$")
-    keep = found.struct.field("1").is_not_null() & ~names.str.contains("total")
-    metric = found.struct.field("2").replace_strict(
-        ["util", "mem", "power", "temp"], range(4), default=0
-    )
-    ids = (16 + 4 * found.struct.field("1").cast(pl.Int32) + metric.cast(pl.Int32)).filter(keep)
-    return pairs.select(
-        pl.col("key").replace_strict(names.filter(keep), ids, default=None, return_dtype=pl.Int32),
-        "line",
-        "ts",
-        "at_step",
-        pl.col("value").cast(pl.Float64).alias("y"),
-        pl.lit(None, pl.Int64).alias("step"),
-    ).filter(pl.col("key").is_not_null())
-
-
 def test_gpu_rows_from_the_text_are_those_of_the_parsed_telemetry() -> None:
     """Shaped and general-path snapshots, a key said twice, NaN/Inf, capacities, keys that are
     no GPU metric, a non-snapshot line: the same rows, values and order."""
@@ -56,7 +36,9 @@ def test_gpu_rows_from_the_text_are_those_of_the_parsed_telemetry() -> None:
     snaps = frame.filter((pl.col("gpu_keys") > 0) & pl.col("snapshot").fill_null(False))
     assert snaps.height == 4  # the fixture means what it says
     ours = gpu_rows(snaps.select("line", "ts", "at_step", "text"))
-    theirs = _parsed_way(snaps.select("line", "ts", "at_step", "telemetry"))
+    # as the collector read them before: from the parsed `telemetry` column
+    parsed = snaps.select("line", "ts", "at_step", "telemetry").explode("telemetry")
+    theirs = keyed(parsed.unnest("telemetry"))
     assert ours.height >= 10
     assert ours.equals(theirs, null_equal=True)
 
