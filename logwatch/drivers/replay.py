@@ -17,7 +17,13 @@ from logwatch.drivers.ahead import ordered_map as _ordered_map
 from logwatch.drivers.ahead import prefetch as _prefetch
 from logwatch.drivers.placing import fleet_facts
 from logwatch.drivers.ranks import FleetFacts, SourceTap
-from logwatch.drivers.replay_many import SMALL_FILE_BYTES, ManyOptions, Prepare, replay_all
+from logwatch.drivers.replay_many import (
+    SMALL_FILE_BYTES,
+    ManyOptions,
+    Prepare,
+    parsed_columns,
+    replay_all,
+)
 from logwatch.drivers.verdict import Fleet, analyse
 from logwatch.drivers.window import Window
 from logwatch.engine import (
@@ -139,7 +145,8 @@ def _scan(
 
 FrameHook = Callable[[pl.DataFrame], None]
 """Sees each parsed block (inside the window, with the `SCHEMA` columns) before the rules do:
-exports, reports, metrics."""
+exports, reports, metrics. Every column is computed, unless replay is told which the hook
+reads (`frame_columns`): then those and the engine's, the others null."""
 
 
 def replay_file(
@@ -152,15 +159,18 @@ def replay_file(
     window: Window | None = None,
     on_frame: FrameHook | None = None,
     tap: FrameHook | None = None,
+    frame_columns: frozenset[str] | None = None,
 ) -> Iterator[AlertEvent]:
     """Yield the alert events of one file, in file order; `source` names it (default: `path`),
-    `window` keeps only the lines between `--since` and `--until`, `on_frame` sees each block,
-    `tap` each block as the engine gets it (ranks and times: `logwatch.drivers.ranks`)."""
+    `window` keeps only the lines between `--since` and `--until`, `on_frame` sees each block
+    (with `frame_columns` computed: `FrameHook`), `tap` each block as the engine gets it (ranks
+    and times: `logwatch.drivers.ranks`)."""
     name = source or path
     stats = engine.state_of(name).stats
     rates: list[pl.Series] = []
-    # Hooks see whole frames; the engine alone needs only what its rules read.
-    columns = None if on_frame is not None else engine.columns | _stats_columns(options)
+    # Hooks see whole frames (or the columns they read); the engine alone needs only what its
+    # rules read.
+    columns = parsed_columns(engine.columns | _stats_columns(options), on_frame, frame_columns)
     # a window keeps other rows
     prepare = partial(engine.prepare, computed=columns) if window is None else None
     last: pl.DataFrame | None = None  # the last lines, for the rules that read them at the end
@@ -301,9 +311,11 @@ def replay(
     on_frame: FrameHook | None = None,
     on_warning: WarningHandler | None = None,
     on_found: Callable[[AlertEvent], None] | None = None,
+    frame_columns: frozenset[str] | None = None,
 ) -> ReplayResult:
     """Replay files one after another through one engine; each file is its own source.
-    `window`: only the lines between `--since` and `--until`; `on_frame` sees each block;
+    `window`: only the lines between `--since` and `--until`; `on_frame` sees each block
+    (`frame_columns`: the columns it reads, see `FrameHook`; None: every column);
     `on_warning` each data warning (`DataWarning`: what was read otherwise than written).
     `on_event` gets each event as it goes out: a file's at its end, with its rank, host and
     line time (`FleetFacts.label`), then the fleet's verdicts; `on_found` each event as the
@@ -331,6 +343,7 @@ def replay(
             window=window,
             on_frame=on_frame,
             tap=tap.see,
+            frame_columns=frame_columns,
         )
 
     try:
@@ -343,6 +356,7 @@ def replay(
             progress=progress,
             window=window,
             on_frame=on_frame,
+            frame_columns=frame_columns,
         )
         for event in found:
             if on_found is not None:

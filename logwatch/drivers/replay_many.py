@@ -273,6 +273,16 @@ FrameHook = Callable[[pl.DataFrame], None]
 ReplayOne = Callable[[str], Iterator[AlertEvent]]
 
 
+def parsed_columns(
+    engine_columns: frozenset[str], on_frame: FrameHook | None, frame_columns: frozenset[str] | None
+) -> frozenset[str] | None:
+    """The columns a replay parses: those its engine reads, and with a frame hook those the
+    hook reads too (`frame_columns`; None: every `SCHEMA` column, the result's None)."""
+    if on_frame is None:
+        return engine_columns
+    return None if frame_columns is None else engine_columns | frame_columns
+
+
 def replay_group(
     files: Sequence[_File],
     engine: Engine,
@@ -428,12 +438,14 @@ def replay_all(
     progress: Progress | None = None,
     window: Window | None = None,
     on_frame: FrameHook | None = None,
+    frame_columns: frozenset[str] | None = None,
 ) -> Iterator[AlertEvent]:
     """Every file's events in order: a large file by `one` (`replay_file`, block by block),
     runs of small ones parsed a group at a time on the parse threads. `start(path)`, as a
-    grouped file's turn comes, gives its tap (`one` starts its own files' taps)."""
+    grouped file's turn comes, gives its tap (`one` starts its own files' taps).
+    `frame_columns`: what `on_frame` reads (`parsed_columns`)."""
     stats = frozenset({"throughput"}) if options.stats else frozenset()
-    columns = None if on_frame is not None else engine.columns | stats
+    columns = parsed_columns(engine.columns | stats, on_frame, frame_columns)
     small = min(options.small_file_bytes, options.block_bytes)
     runs = list(groups(paths, small, min(GROUP_BYTES, options.block_bytes)))
     # as `replay_file`: what no engine state changes is computed on the parse threads

@@ -33,6 +33,7 @@ from logwatch.report.charts import (
 )
 from logwatch.report.collect import Collector, Kind, Place
 from logwatch.report.page import page, run_header
+from logwatch.report.project import COLUMNS
 from logwatch.report.strip import strip_chart
 from logwatch.report.svg import XAxis
 from logwatch.rules.loader import RuleSpec
@@ -258,7 +259,9 @@ def _draw(
     paths, progress = ask.paths, ask.progress
     # Which axis is drawn is known only at the end, unless `--x` says: then only its view
     # is fed (the step view alone costs about a fifth of a replay on a DFlash log).
-    collector = Collector(kinds=_KINDS[x], one_file=x is None and len(set(paths)) == 1)
+    collector = Collector(
+        kinds=_KINDS[x], one_file=x is None and len(set(paths)) == 1, background=True
+    )
     found: list[AlertEvent] = []  # as the engine found them, while their block was at hand
 
     def read(source: str, done: int, total: int) -> None:
@@ -270,17 +273,21 @@ def _draw(
         collector.on_event(event)
         found.append(event)
 
-    result = replay(
-        paths,
-        ask.rules,
-        options=ask.options,
-        window=ask.window,
-        on_frame=_with_pids(collector, pids) if pids is not None else collector,
-        on_found=seen,
-        on_error=warn[0],
-        on_warning=warn[1],
-        progress=read,
-    )
+    try:
+        result = replay(
+            paths,
+            ask.rules,
+            options=ask.options,
+            window=ask.window,
+            on_frame=_with_pids(collector, pids) if pids is not None else collector,
+            frame_columns=COLUMNS | {"pid"} if pids is not None else COLUMNS,
+            on_found=seen,
+            on_error=warn[0],
+            on_warning=warn[1],
+            progress=read,
+        )
+    finally:
+        collector.close()  # the last block reduced (the worker thread's)
     stage("drawing the charts")
     names = [p for p in dict.fromkeys(paths) if p in result.stats]
     timed = bool(names) and all(result.stats[p].first_ts is not None for p in names)

@@ -17,16 +17,14 @@ from logwatch.alerts import FIRING, AlertEvent
 from logwatch.engine import run_id
 from logwatch.redact import redact
 from logwatch.report.collect import (
-    GPU_METRICS,
-    KEYS,
     RUN_CAP,
     Kind,
     Place,
     RunData,
     SourceData,
     View,
-    gpu_key,
 )
+from logwatch.report.project import GPU_METRICS, KEYS, gpu_key
 from logwatch.report.series import Points, draw_exp, has, points, rolling_median, shares
 from logwatch.report.svg import (
     PALETTE,

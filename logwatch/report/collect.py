@@ -11,6 +11,8 @@ draw, not by the file's lines.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -18,6 +20,7 @@ from typing import Any, Literal
 import polars as pl
 
 from logwatch.alerts import AlertEvent
+from logwatch.report.project import STEP_COLUMNS, THROUGHPUT, Block, project, shares
 from logwatch.report.reduce import (
     Capped,
     MarkerReducer,
@@ -25,25 +28,6 @@ from logwatch.report.reduce import (
     MixReducer,
     PointReducer,
 )
-
-STEP_COLUMNS = ("loss", "grad_norm", "lr", "throughput")
-GPU_METRICS = {
-    "util": "utilization %",
-    "mem": "memory",
-    "power": "power W",
-    "temp": "temperature °C",
-}
-"""Snapshot key families (`gpu/<i>/util`, `gpu/<i>/mem_gb`, `gpu/<i>/power_w`, `gpu/<i>/temp_c`)."""
-_GPU_KEY = r"^gpu/(\d+)/(util|mem|power|temp)[\w.-]*$"
-KEYS = {name: i for i, name in enumerate((*STEP_COLUMNS, "q_hs"))}
-"""Each series' key in the reducers; GPU metrics follow (`gpu_key`)."""
-THROUGHPUT = KEYS["throughput"]
-
-
-def gpu_key(gpu: int, metric: str) -> int:
-    """The reducers' key of one GPU's metric."""
-    return 16 + 4 * gpu + list(GPU_METRICS).index(metric)
-
 
 STARVED_AFTER = 5
 """Consecutive single-bucket queue reports shaded as starvation (bucket-starvation's count)."""
@@ -165,7 +149,7 @@ class View:
         self.markers.add(rows.filter(~finite))
         throughput = finite & (pl.col("key") == THROUGHPUT)
         self.medians.add(rows.filter(throughput).select("key", "x", "y", "line"))
-        self.mix.add(_shares(reports.filter(own)))
+        self.mix.add(shares(reports.filter(own)))
 
     def _span(self, xs: list[pl.Series]) -> None:
         for s in xs:
@@ -173,16 +157,6 @@ class View:
                 lo, hi = float(s.min()), float(s.max())  # type: ignore[arg-type]  # Float64
                 self.lo = lo if self.lo is None else min(self.lo, lo)
                 self.hi = hi if self.hi is None else max(self.hi, hi)
-
-
-@dataclass(frozen=True, slots=True)
-class Block:
-    """One block's projections: `series` rows (`key`, `line`, `ts`, `at_step`, `y`, `step`;
-    the step lines' first), the queue reports and the run starts."""
-
-    series: list[pl.DataFrame]
-    queue: pl.DataFrame
-    starts: pl.DataFrame
 
 
 @dataclass(slots=True)
@@ -278,7 +252,12 @@ class SourceData:
 
 class Collector:
     """Replay's `on_frame` hook for a report: reduces per run what the plots draw; its
-    `on_event` and `progress` place the alerts whose lines say no time or step."""
+    `on_event` and `progress` place the alerts whose lines say no time or step.
+
+    With `background`, each block's runs are reduced on a worker thread while replay's engine
+    works on the block (polars releases the GIL: on two cores the reduction takes the time the
+    engine leaves idle), one block at a time; `close` waits for the last and stops the thread.
+    What places the alerts is kept as each block comes, as without it."""
 
     def __init__(
         self,
@@ -286,6 +265,7 @@ class Collector:
         kinds: tuple[Kind, ...] = ("time", "line", "step"),
         *,
         one_file: bool = False,
+        background: bool = False,
     ) -> None:
         self.kinds = kinds
         # The default axis of a one-file report is the step axis once the file has a step
@@ -295,6 +275,10 @@ class Collector:
         self.sources: dict[str, SourceData] = {}
         self.stall_after = timedelta(seconds=stall_after_s)
         self.places: dict[int, Place] = {}  # by id() of the events of this replay
+        self._worker = (
+            ThreadPoolExecutor(1, thread_name_prefix="logwatch-report") if background else None
+        )
+        self._reducing: Future[None] | None = None  # the block the worker is on
 
     def __call__(self, frame: pl.DataFrame) -> None:
         if frame.is_empty():
@@ -303,7 +287,7 @@ class Collector:
         data.ended = False
         data.lines += frame.height
         data.gaps.add(self._gaps(frame, data.last_ts))
-        rows = frame.select(*_filled(data), "text", "run_start", "gpu_keys", "telemetry")
+        rows = frame.select(*_filled(data), "text", "run_start", "gpu_keys", "snapshot")
         data.recent = [*data.recent[-1:], rows.select("line", "ts", "ts_line", "at_step", "run")]
         last = rows.tail(1).row(0, named=True)
         data.last_ts, data.last_ts_line = last["ts"], last["ts_line"]
@@ -315,11 +299,33 @@ class Collector:
         if self.one_file and not data.stepped:
             data.stepped = frame.get_column("step").is_not_null().any()
         parts = [rows] if rows.get_column("run").n_unique() == 1 else rows.partition_by("run")
+        work: list[tuple[RunData, pl.DataFrame]] = []
         for part in parts:
             run = int(part.item(0, "run"))
             if run not in data.runs:
                 data.runs[run] = _new_run(part, data, self.kinds)
-            data.runs[run].add(self._block(part), stepped=data.stepped)
+            work.append((data.runs[run], part))
+        if self._worker is None:
+            _reduce(work, data.stepped)
+            return
+        self.finish()  # one block at a time: the next waits for this one
+        self._reducing = self._worker.submit(_reduce, work, data.stepped)
+
+    def finish(self) -> None:
+        """Wait for the block being reduced on the worker thread, if any (raising what its
+        reduction raised): then every run holds every block."""
+        reducing, self._reducing = self._reducing, None
+        if reducing is not None:
+            reducing.result()
+
+    def close(self) -> None:
+        """`finish`, and stop the worker thread."""
+        try:
+            self.finish()
+        finally:
+            if self._worker is not None:
+                self._worker.shutdown(cancel_futures=True)
+                self._worker = None
 
     def on_event(self, event: AlertEvent) -> None:
         """Remember where `event` sits, while its block is at hand."""
@@ -332,42 +338,6 @@ class Collector:
         if source in self.sources:
             self.sources[source].ended = True
 
-    def _block(self, rows: pl.DataFrame) -> Block:
-        steps = rows.select("line", "ts", "at_step", "step", *STEP_COLUMNS).filter(
-            pl.any_horizontal(pl.col(c).is_not_null() for c in STEP_COLUMNS)
-        )
-        long = pl.concat(
-            [
-                steps.select(
-                    pl.lit(KEYS[c], pl.Int32).alias("key"),
-                    "line",
-                    "ts",
-                    "at_step",
-                    pl.col(c).alias("y"),
-                    "step",
-                ).filter(pl.col("y").is_not_null())
-                for c in STEP_COLUMNS
-            ]
-        )
-        queue = rows.select("line", "ts", "at_step", "q_hs", "q_hsb", "q_hsb_nonzero").filter(
-            pl.col("q_hs").is_not_null() | pl.col("q_hsb").is_not_null()
-        )
-        q_hs = queue.filter(pl.col("q_hs").is_not_null()).select(
-            pl.lit(KEYS["q_hs"], pl.Int32).alias("key"),
-            "line",
-            "ts",
-            "at_step",
-            pl.col("q_hs").cast(pl.Float64).alias("y"),
-            pl.lit(None, pl.Int64).alias("step"),
-        )
-        series = [long, q_hs]
-        snapshots = rows.get_column("gpu_keys") > 0
-        if snapshots.any():
-            snaps = rows.select("line", "ts", "at_step", "telemetry").filter(snapshots)
-            series.append(_gpu_rows(snaps))
-        starts = rows.select("line", "ts", "at_step", "text").filter(rows.get_column("run_start"))
-        return Block(series, queue, starts)
-
     def _gaps(self, frame: pl.DataFrame, before: datetime | None) -> pl.DataFrame:
         """Where the log fell silent for `stall_after` or longer (by its own timestamps)."""
         stamped = frame.select("line", "ts").filter(pl.col("ts").is_not_null())
@@ -379,6 +349,12 @@ class Collector:
             .filter((pl.col("ts") - pl.col("start")) >= self.stall_after)
             .select("line", "start", pl.col("ts").alias("end"))
         )
+
+
+def _reduce(work: Sequence[tuple[RunData, pl.DataFrame]], stepped: bool) -> None:
+    """Fold each run's part of a block into the run (`stepped`: see `RunData.add`)."""
+    for run, part in work:
+        run.add(project(part), stepped=stepped)
 
 
 def _filled(data: SourceData) -> list[pl.Expr | str]:
@@ -415,45 +391,3 @@ def _new_run(part: pl.DataFrame, data: SourceData, kinds: tuple[Kind, ...]) -> R
     start = str(first.item(0, "text")) if first.height else None
     data.run_lines.append(int(part.item(0, "line")))
     return RunData(start=start, kinds=kinds)
-
-
-def _shares(reports: pl.DataFrame) -> pl.DataFrame:
-    """Each queue report's share per length bucket (`b0`..; an all-zero report is all 0)."""
-    lists = reports.filter(pl.col("q_hsb").list.len() > 0)
-    if lists.is_empty():
-        return pl.DataFrame(schema={"key": pl.Int32, "x": pl.Float64, "line": pl.Int64})
-    width = int(lists.get_column("q_hsb").list.len().max())  # type: ignore[arg-type]  # UInt32
-    total = pl.col("q_hsb").list.sum().cast(pl.Float64)
-    return lists.select(
-        pl.lit(0, pl.Int32).alias("key"),
-        "x",
-        "line",
-        *(
-            (pl.col("q_hsb").list.get(i, null_on_oob=True).fill_null(0) / total)
-            .fill_nan(0.0)
-            .fill_null(0.0)
-            .alias(f"b{i}")
-            for i in range(width)
-        ),
-    )
-
-
-def _gpu_rows(frame: pl.DataFrame) -> pl.DataFrame:
-    """One row per `gpu/<i>/<metric>` key of snapshot lines (`line`, `ts`, `at_step`, `telemetry`), keyed
-    `gpu/<i>/<metric>`; `mem_total` is capacity, not use."""
-    pairs = frame.explode("telemetry").unnest("telemetry")
-    names = pairs.get_column("key").unique().drop_nulls()
-    found = names.str.extract_groups(_GPU_KEY)
-    keep = found.struct.field("1").is_not_null() & ~names.str.contains("total")
-    metric = found.struct.field("2").replace_strict(
-        list(GPU_METRICS), range(len(GPU_METRICS)), default=0
-    )
-    ids = (16 + 4 * found.struct.field("1").cast(pl.Int32) + metric.cast(pl.Int32)).filter(keep)
-    return pairs.select(
-        pl.col("key").replace_strict(names.filter(keep), ids, default=None, return_dtype=pl.Int32),
-        "line",
-        "ts",
-        "at_step",
-        pl.col("value").cast(pl.Float64).alias("y"),
-        pl.lit(None, pl.Int64).alias("step"),
-    ).filter(pl.col("key").is_not_null())

@@ -49,6 +49,7 @@ class CellReducer:
         self.exp: int | None = None
         self.lo = math.inf
         self.hi = -math.inf
+        self._by_key: dict[int, pl.DataFrame] | None = None  # `kept` cut per key, when drawn
 
     def add(self, rows: pl.DataFrame) -> None:
         """Fold in one block's rows."""
@@ -90,9 +91,12 @@ class CellReducer:
         if self.exp is not None:
             rows = self._cells(rows, self.exp)
         self.kept = rows if settled is None else pl.concat([settled, rows], how="diagonal_relaxed")
+        self._by_key = None
 
     def _cells(self, rows: pl.DataFrame, exp: int) -> pl.DataFrame:
         """The rows of reduced keys merged per cell; the others as they are."""
+        if self.reduced.issuperset(self.counts):  # every key (a long log's usual case)
+            return self.merge(rows, exp)
         mine = pl.col("key").is_in(self.reduced)
         merged = self.merge(rows.filter(mine), exp)
         return pl.concat([rows.filter(~mine), merged], how="diagonal_relaxed")
@@ -101,22 +105,29 @@ class CellReducer:
         """The rows of `key` to draw at cell width `2**exp` (or this reducer's own width, if
         wider), sorted by x; every row when the key stayed under its raw cap, unless
         `always` (a chart among many, drawn coarser)."""
-        if self.pending:
-            self._compact(everything=False)
-        if self.kept is None:
+        rows = self._kept_of(key)
+        if rows is None:
             return self.prepare(self.empty())
-        rows = self.kept.filter(pl.col("key") == key)
         if always or (key in self.reduced and self.exp is not None):
             rows = self.merge(rows, exp if self.exp is None else max(exp, self.exp))
         return rows.sort("x", maintain_order=True)
 
     def all_rows(self, key: int) -> pl.DataFrame:
         """Every row kept of `key`, as streamed (no further merge)."""
+        rows = self._kept_of(key)
+        return self.prepare(self.empty()) if rows is None else rows
+
+    def _kept_of(self, key: int) -> pl.DataFrame | None:
+        """The rows kept of `key` in the order kept (None: nothing kept at all). Drawing asks
+        for each key's rows, so `kept` is cut per key once (it changes no more by then)."""
         if self.pending:
             self._compact(everything=False)
         if self.kept is None:
-            return self.prepare(self.empty())
-        return self.kept.filter(pl.col("key") == key)
+            return None
+        if self._by_key is None:
+            parts = self.kept.partition_by("key", as_dict=True, maintain_order=True)
+            self._by_key = {int(k[0]): part for k, part in parts.items()}
+        return self._by_key.get(key, self.kept.clear())
 
     def on_lines(self, rows: pl.DataFrame) -> pl.DataFrame:
         """Rows of this reducer with their x in line numbers (for a line-number axis)."""
@@ -153,7 +164,7 @@ class PointReducer(CellReducer):
             return rows
         picked = (
             rows.with_row_index("_i")
-            .group_by("key", cell_of(exp).alias("_c"))
+            .group_by(_cell_ids(rows, exp))
             .agg(
                 pl.col("_i").min_by("x").alias("a"),
                 pl.col("_i").max_by("x").alias("b"),
@@ -163,6 +174,16 @@ class PointReducer(CellReducer):
         )
         keep = pl.concat([picked.get_column(c) for c in "abcd"]).unique().sort()
         return rows.gather(keep)
+
+
+def _cell_ids(rows: pl.DataFrame, exp: int) -> pl.Expr | list[pl.Expr]:
+    """Each row's (`key`, cell) as one Int64 (one group key hashes faster than two): the cells
+    counted from the first, in strides of their span; two keys past what an Int64 holds."""
+    cell = cell_of(exp)
+    span = rows.select(cell.max() - cell.min() + 1).item()
+    if span is None or span >= 1 << 31:  # `key` is an Int32: the ids stay under 2**62
+        return [pl.col("key"), cell.alias("_c")]
+    return (pl.col("key").cast(pl.Int64) * int(span) + cell - cell.min()).alias("_c")
 
 
 _KIND = (

@@ -9,7 +9,8 @@ from pathlib import Path
 import polars as pl
 
 import logwatch
-from logwatch.report.collect import KEYS, Block, Collector, RunData, Streaks
+from logwatch.report.collect import Collector, RunData, Streaks
+from logwatch.report.project import KEYS, Block
 from logwatch.report.reduce import MAX_CELLS, RAW_MARKERS, RAW_ROWS, PointReducer, cell_of
 from logwatch.report.series import draw_exp, points
 from logwatch.report.svg import PLOT_W
