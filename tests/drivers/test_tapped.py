@@ -9,7 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logwatch.drivers.layout import path_identity
-from logwatch.drivers.lineinfo import classed, tapped
+from logwatch.drivers.lineinfo import (
+    CLASS_ANY,
+    CLASS_WORDS,
+    IDENTITY_ANY,
+    IDENTITY_WORDS,
+    classed,
+    tapped,
+)
 from logwatch.drivers.ranks import FleetFacts, SourceTap
 from logwatch.parse import parse_lines
 from tests.support.properties import examples
@@ -117,3 +124,20 @@ def test_a_tap_keeps_only_the_candidates_classed_would_class() -> None:
     kept = pl.concat(tap.records)
     assert kept.get_column("line").to_list() == [2, 4]
     assert classed(kept).get_column("line").to_list() == [2, 4]
+
+
+_PARTS = [*"naNIfx :=-'|.*+?()[]\\$^", "NCCL INFO", "Error", "inf", "GROUP_RANK"]
+_WORDY = st.lists(st.sampled_from(_PARTS), max_size=12).map("".join)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(texts=st.lists(st.one_of(_WORDY, st.sampled_from(LINES)), max_size=20))
+def test_the_word_regexes_select_what_contains_any_selects(texts: list[str]) -> None:
+    """The literal first passes (`CLASS_ANY`, `IDENTITY_ANY`: one regex alternation, faster
+    than Aho-Corasick) select exactly the lines `str.contains_any` of their words selects,
+    regex metacharacters in the text or in the words included."""
+    text = pl.col("text")
+    frame = pl.DataFrame({"text": texts}, schema={"text": pl.String})
+    for pattern, words in ((CLASS_ANY, CLASS_WORDS), (IDENTITY_ANY, IDENTITY_WORDS)):
+        found = frame.select(text.str.contains(pattern).alias("a"), text.str.contains_any(words))
+        assert found.get_column("a").to_list() == found.get_column("text").to_list()
