@@ -8,18 +8,16 @@ import polars as pl
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from logwatch.drivers.layout import path_identity
-from logwatch.drivers.lineinfo import (
+from logwatch.drivers.classes import (
     CLASS_ANY,
     CLASS_GATE,
     CLASS_WORDS,
     CLASSES,
     IDENTITY_ANY,
     IDENTITY_WORDS,
-    classed,
-    maybe_classed,
-    tapped,
 )
+from logwatch.drivers.layout import path_identity
+from logwatch.drivers.lineinfo import classed, maybe_classed, tapped
 from logwatch.drivers.ranks import FleetFacts, SourceTap
 from logwatch.parse import parse_lines
 from logwatch.parse.prefix import with_prefixes
