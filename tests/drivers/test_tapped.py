@@ -149,7 +149,7 @@ _LOSS_PARTS = [*" _'\":=+-x", "train", "loss", "LOSS", "Loss", "nan", "NaN", "in
 _WRITTEN_ONCE = r"(?i)\b(?:train[_ ])?loss\b['\"]?\s*[:=]?\s*['\"]?[-+]?(?:nan|inf)\b"
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(texts=st.lists(st.lists(st.sampled_from(_LOSS_PARTS), max_size=10).map("".join)))
 @example(texts=["train_loss: nan", "train loss='inf'", "gloss nan", "xtrain_loss nan", "Loss -INF"])
 def test_the_nan_loss_class_matches_what_its_one_alternative_form_matched(
@@ -171,7 +171,7 @@ def _class_lines() -> st.SearchStrategy[str]:
     return st.tuples(word, pattern, word).map("".join)
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(texts=st.lists(st.one_of(_class_lines(), st.sampled_from(LINES)), max_size=12))
 @example(
     texts=[
