@@ -100,3 +100,30 @@ def test_logwatch_test_shows_its_progress_in_a_terminal(tmp_path: Path) -> None:
     assert seen, "no progress line was ever on the screen"
     assert not re.search(r"\d+/10 left", final)  # transient: gone at the end
     assert out.read_text().splitlines()[-1] == "10 tests, 0 failed"
+
+
+_SHOWN = (
+    "import sys; from logwatch.cli.progress import ReplayProgress; "
+    "bar = ReplayProgress(min_bytes=0); bar('a.log', 1, 2); bar.close(); "
+    "print('rich.console' in sys.modules)"
+)
+
+
+@pytest.mark.parametrize(
+    ("env", "imported"),
+    [({}, "False"), ({"FORCE_COLOR": "1"}, "True"), ({"TTY_COMPATIBLE": "1"}, "True")],
+)
+def test_a_pipe_gets_no_bar_without_importing_rich(env: dict[str, str], imported: str) -> None:
+    """On a pipe the bar is not drawn and rich is not imported (a replay's start-up); where the
+    environment makes a pipe a terminal for rich (`FORCE_COLOR`, `TTY_COMPATIBLE=1`), rich
+    decides, as before."""
+    base = {k: v for k, v in os.environ.items() if k not in {"FORCE_COLOR", "TTY_COMPATIBLE"}}
+    done = subprocess.run(
+        [sys.executable, "-c", _SHOWN],
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == imported
+    assert (done.stderr != "") == (imported == "True")

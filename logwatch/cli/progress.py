@@ -4,6 +4,7 @@ test`'s count of tests run. rich draws them (imported here, when one is shown)."
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -16,10 +17,25 @@ REPLAY_MIN_BYTES = 64 << 20
 def _console(console: Any) -> Any:
     """The given console, else one on stderr; None when it is not a terminal."""
     if console is None:
+        if not _maybe_terminal(sys.stderr):
+            return None  # what rich would say, without importing it (0.05 s of a replay)
         from rich.console import Console
 
         console = Console(file=sys.stderr)
     return console if console.is_terminal else None
+
+
+def _maybe_terminal(stream: Any) -> bool:
+    """Whether rich's `Console.is_terminal` may take `stream` for a terminal: a tty, or the
+    environment says so (`TTY_COMPATIBLE=1`, a non-empty `FORCE_COLOR`); False only where it
+    surely would not."""
+    if os.environ.get("TTY_COMPATIBLE") == "1" or os.environ.get("FORCE_COLOR"):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty is not None and isatty())
+    except ValueError:  # a closed stream
+        return False
 
 
 class ReplayProgress:

@@ -2,8 +2,9 @@
 expressions over a block: the launchers' line prefixes (`[rankN]:`, `[defaultL]:`, `N: `,
 `[1,N]<stderr>:`, pdsh `host: `), the lines that name a rank or host (NCCL `host:pid:tid [L]`
 headers and `comm ... rank R nRanks W`, `Setting up process group ... [rank=R]`, a kernel
-log's host, what a launcher says of its node: `logwatch.drivers.noderank`), and for fleet-relevant lines their class: a primary (the failure itself) or a
-symptom (what the other ranks print because of it)."""
+log's host, what a launcher says of its node: `logwatch.drivers.noderank`), and for
+fleet-relevant lines their class (`logwatch.drivers.classes`): a primary (the failure itself)
+or a symptom (what the other ranks print because of it)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,22 @@ from typing import NamedTuple
 
 import polars as pl
 
-from logwatch.drivers.noderank import NODE_PATTERNS, NODE_SCHEMA, NODE_WORDS
+# re-exported (`as`): their home was here
+from logwatch.drivers.classes import CAUSE_TEXT as CAUSE_TEXT
+from logwatch.drivers.classes import (
+    CLASS_ANY,
+    CLASS_GATE,
+    CLASSES,
+    IDENTITY_ANY,
+    NONFINITE_CLASSES,
+    OTHER_ANY,
+)
+from logwatch.drivers.classes import IDENTITY_WORDS as IDENTITY_WORDS
+from logwatch.drivers.classes import PRIMARY as PRIMARY
+from logwatch.drivers.classes import SYMPTOM as SYMPTOM
+from logwatch.drivers.noderank import NODE_PATTERNS, NODE_SCHEMA
 from logwatch.parse.prefix import PREFIX, with_prefixes
 from logwatch.parse.prefix import prefixes as prefixes  # re-exported: its home was here
-
-PRIMARY = "primary"
-SYMPTOM = "symptom"
-
 
 # Lines that say who wrote them (kept per source to resolve ranks and hosts): NCCL's INFO lines
 # (`host:pid:tid [dev] NCCL INFO comm 0x.. rank R nRanks W ... busId B`), torch's process group
@@ -32,94 +42,7 @@ NCCL_INFO = (
 )
 SETUP = r"Setting up process group[^\n]*\[rank=(?P<srank>\d+), world_size=(?P<sworld>\d+)\]"
 KERNEL = r"^(?:\S+|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d) (?P<khost>[A-Za-z][\w.-]*) kernel:"
-# (kind, class, pattern): the first that matches a line classes it. Hardware and CUDA errors
-# come before the watchdog symptoms (`watchdog thread terminated with exception: CUDA error`
-# is the culprit's own error); a Python exception not raised by c10d comes last.
-CLASSES: tuple[tuple[str, str, str], ...] = (
-    ("gpu-lost", PRIMARY, r"Xid \([^)]*\): 79\b|fallen off the bus|GPU is lost|GpuIsLost"),
-    ("xid", PRIMARY, r"NVRM: Xid \("),
-    (
-        "cuda-oom",
-        PRIMARY,
-        r"CUDA out of memory|OutOfMemoryError: CUDA|CUDA error: out of memory|"
-        r"CUDA_ERROR_OUT_OF_MEMORY",
-    ),
-    (
-        "cuda-error",
-        PRIMARY,
-        r"CUDA error: |an illegal memory access was encountered|uncorrectable ECC error|"
-        r"unspecified launch failure|device-side assert|CUDA_ERROR_ECC_UNCORRECTABLE",
-    ),
-    (
-        "host-oom",
-        PRIMARY,
-        r"Out of memory: Kill(?:ed)? process|invoked oom-killer|Memory cgroup out of memory|"
-        r"oom[-_]kill event|\bOOMKilled\b",
-    ),
-    ("segfault", PRIMARY, r"Segmentation fault|\bSIGSEGV\b|\bSIGBUS\b|Bus error \(core dumped\)"),
-    (
-        "nan-loss",
-        PRIMARY,
-        r"(?i)\b(?:train[_ ])?loss\b['\"]?\s*[:=]?\s*['\"]?[-+]?(?:nan|inf)\b",
-    ),
-    ("nan-grad", PRIMARY, r"(?i)\bgrad[_ ]?norm\b['\"]?\s*[:=]?\s*['\"]?[-+]?(?:nan|inf)\b"),
-    (
-        "nccl-timeout",
-        SYMPTOM,
-        r"Watchdog caught collective operation timeout|Timeout at NCCL work|"
-        r"detected by watchdog at work|Some NCCL operations have failed or timed out|"
-        r"taking the entire process down|Received a dump signal|"
-        r"Observed flight recorder dump signal|First PG on this rank to signal dumping|"
-        r"preparing to dump debug info|Terminating the process after attempting to dump|"
-        r"watchdog got stuck|flight recorder dumps to finish|collective operation timeout",
-    ),
-    (
-        "nccl-error",
-        SYMPTOM,
-        r"ncclRemoteError|remote process exited|Connection closed by remote peer|"
-        r"NCCL communicator was aborted|NCCL WARN|NCCL error",
-    ),
-    ("dist-error", SYMPTOM, r"DistNetworkError|DistBackendError|DistStoreError"),
-    (
-        "stopped",
-        SYMPTOM,
-        r"closing signal SIG[A-Z]+|Received Signals?\.SIG|SignalException|got signal: \d+|"
-        r"Signal \d+ \(SIG[A-Z]+\) received by PID|sigkill_handler|"
-        r"srun: error: [^\n]*task[s]? [\d-]+: (?:Exited|Killed|Terminated)|CANCELLED AT|"
-        r"\*\*\* STEP [^\n]* CANCELLED",
-    ),
-    ("child-failed", SYMPTOM, r"ChildFailedError"),
-    (
-        "run-crashed",
-        PRIMARY,
-        r"^(?:[^\n]{0,48}\]: ?|\d+: )?(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception)(?:: |$)",
-    ),
-)
-CLASS_GATE = "|".join(f"(?:{pattern})" for _, _, pattern in CLASSES)
-# Literal words one of which every classed line has: a cheap first pass (Aho-Corasick) so the
-# regexes run only on the few lines that may match.
-CLASS_WORDS = [
-    *("Xid", "fallen off", "GPU is lost", "GpuIsLost", "CUDA", "ECC", "launch failure"),
-    *("device-side", "oom", "OOM", "Out of memory", "out of memory", "Segmentation", "SIG"),
-    # not "INF" nor "inf" alone: every INFO and info line has them
-    *("Bus error", "nan", "NaN", "NAN", " inf", "=inf", ":inf", "'inf", "-inf", "Inf"),
-    *(" INF ", "=INF", ":INF", "'INF", "atchdog", "Timeout", "timed out"),
-    *("timeout", "taking the entire", "dump", "NCCL", "nccl", "Dist", "signal", "Signal"),
-    *("sigkill", "srun:", "CANCELLED", "ChildFailed", "Error", "Exception"),
-]
-IDENTITY_WORDS = ["NCCL INFO", "Setting up process group", " kernel:", *NODE_WORDS]
-CAUSE_TEXT = {
-    "gpu-lost": "GPU fell off the bus (Xid 79)",
-    "xid": "Xid error",
-    "cuda-oom": "CUDA out of memory",
-    "cuda-error": "CUDA error",
-    "host-oom": "host out of memory",
-    "segfault": "segmentation fault",
-    "nan-loss": "non-finite loss",
-    "nan-grad": "non-finite grad norm",
-    "run-crashed": "Python exception",
-    "none": "printed nothing",
-}
+
 
 _NUMBERS = {
     "seq": r"SeqNum=(\d+)|NCCL work: (\d+)|work sequence id: (\d+)|detected by watchdog at work: (\d+)",
@@ -179,10 +102,23 @@ local world size, global ranks: `logwatch.drivers.noderank`)."""
 def maybe_classed(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFrame:
     """The rows of a block that may be fleet-relevant (one literal pass; `classed` decides,
     once for every source, as its regexes cost more per call than per line)."""
-    rows = frame.filter(pl.col("text").str.contains_any(CLASS_WORDS))
-    # `classed`'s own first filter, on the few rows the literals pass: a word can be on every
-    # line (Megatron's `number of nan iterations: 0`), and what passes is kept to the file's end
-    rows = rows.filter(pl.col("text").str.contains(CLASS_GATE))
+    text = pl.col("text")
+    rows = frame.filter(text.str.contains(CLASS_ANY))
+    # `classed`'s own first filter, on the rows the literals pass: a word can be on every line
+    # (Megatron's `number of nan iterations: 0`, `check-inf`), and what passes is kept to the
+    # file's end. The whole gate is one slow regex (no literal to start from): only the NaN and
+    # Inf classes' own run on every row, the whole gate only where another class's words are
+    # (`OTHER_ANY`: any other class's match has one of them).
+    marks = rows.select(
+        text.str.contains(NONFINITE_CLASSES).fill_null(False).alias("nonfinite"),
+        text.str.contains(OTHER_ANY).fill_null(False).alias("other"),
+    )
+    kept, other = marks.get_column("nonfinite"), marks.get_column("other")
+    undecided = other & ~kept
+    if undecided.any():
+        gated = rows.filter(undecided).select(text.str.contains(CLASS_GATE).fill_null(False))
+        kept = kept.scatter(undecided.arg_true(), gated.to_series())
+    rows = rows.filter(kept)
     # kept to the file's end: the text in buffers of its own, not views into the whole block's
     return rows.select(*keep, *CANDIDATE_COLUMNS).with_columns(pl.col("text") + pl.lit(""))
 
@@ -227,7 +163,7 @@ def _first_number(text: pl.Expr, pattern: str) -> pl.Expr:
 def facts(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFrame:
     """The rows of a block that name their writer, as `FACT_SCHEMA` rows (and the `keep`
     columns of `frame`), in the order of the patterns that found them."""
-    rows = frame.filter(pl.col("text").str.contains_any(IDENTITY_WORDS))
+    rows = frame.filter(pl.col("text").str.contains(IDENTITY_ANY))
     if rows.is_empty():
         return pl.DataFrame(schema={**FACT_SCHEMA, **{name: frame.schema[name] for name in keep}})
     # The identity patterns read the line after its launcher prefixes.

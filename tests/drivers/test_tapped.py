@@ -5,13 +5,22 @@ lines, its classed fleet records, its writer facts and its writers."""
 from __future__ import annotations
 
 import polars as pl
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from logwatch.drivers.classes import (
+    CLASS_ANY,
+    CLASS_GATE,
+    CLASS_WORDS,
+    CLASSES,
+    IDENTITY_ANY,
+    IDENTITY_WORDS,
+)
 from logwatch.drivers.layout import path_identity
-from logwatch.drivers.lineinfo import classed, tapped
+from logwatch.drivers.lineinfo import classed, maybe_classed, tapped
 from logwatch.drivers.ranks import FleetFacts, SourceTap
 from logwatch.parse import parse_lines
+from logwatch.parse.prefix import with_prefixes
 from tests.support.properties import examples
 
 LINES = [
@@ -117,3 +126,68 @@ def test_a_tap_keeps_only_the_candidates_classed_would_class() -> None:
     kept = pl.concat(tap.records)
     assert kept.get_column("line").to_list() == [2, 4]
     assert classed(kept).get_column("line").to_list() == [2, 4]
+
+
+_PARTS = [*"naNIfx :=-'|.*+?()[]\\$^", "NCCL INFO", "Error", "inf", "GROUP_RANK"]
+_WORDY = st.lists(st.sampled_from(_PARTS), max_size=12).map("".join)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(texts=st.lists(st.one_of(_WORDY, st.sampled_from(LINES)), max_size=20))
+def test_the_word_regexes_select_what_contains_any_selects(texts: list[str]) -> None:
+    """The literal first passes (`CLASS_ANY`, `IDENTITY_ANY`: one regex alternation, faster
+    than Aho-Corasick) select exactly the lines `str.contains_any` of their words selects,
+    regex metacharacters in the text or in the words included."""
+    text = pl.col("text")
+    frame = pl.DataFrame({"text": texts}, schema={"text": pl.String})
+    for pattern, words in ((CLASS_ANY, CLASS_WORDS), (IDENTITY_ANY, IDENTITY_WORDS)):
+        found = frame.select(text.str.contains(pattern).alias("a"), text.str.contains_any(words))
+        assert found.get_column("a").to_list() == found.get_column("text").to_list()
+
+
+_LOSS_PARTS = [*" _'\":=+-x", "train", "loss", "LOSS", "Loss", "nan", "NaN", "inf", "INF", "lm "]
+_WRITTEN_ONCE = r"(?i)\b(?:train[_ ])?loss\b['\"]?\s*[:=]?\s*['\"]?[-+]?(?:nan|inf)\b"
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(_LOSS_PARTS), max_size=10).map("".join)))
+@example(texts=["train_loss: nan", "train loss='inf'", "gloss nan", "xtrain_loss nan", "Loss -INF"])
+def test_the_nan_loss_class_matches_what_its_one_alternative_form_matched(
+    texts: list[str],
+) -> None:
+    """`nan-loss`, written as two alternatives that begin with a literal (fast on lines that say
+    `loss` without a NaN), classes exactly the lines `\\b(?:train[_ ])?loss\\b...` did."""
+    pattern = dict((kind, pattern) for kind, _, pattern in CLASSES)["nan-loss"]
+    frame = pl.DataFrame({"text": texts}, schema={"text": pl.String})
+    text = pl.col("text")
+    found = frame.select(text.str.contains(pattern).alias("now"), text.str.contains(_WRITTEN_ONCE))
+    assert found.get_column("now").to_list() == found.get_column("text").to_list()
+
+
+def _class_lines() -> st.SearchStrategy[str]:
+    """Lines that match one class's pattern (any class), with a NaN word or two around."""
+    pattern = st.sampled_from([pattern for _, _, pattern in CLASSES]).flatmap(st.from_regex)
+    word = st.sampled_from(["", "nan ", " inf ", "x-inf: ", "NaN"])
+    return st.tuples(word, pattern, word).map("".join)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(texts=st.lists(st.one_of(_class_lines(), st.sampled_from(LINES)), max_size=12))
+@example(
+    texts=[
+        "remote process exited nan",
+        "nan an illegal memory access was encountered",
+        "Inf: Connection closed by remote peer",
+    ]
+)
+def test_a_tap_keeps_the_lines_the_whole_class_gate_keeps(texts: list[str]) -> None:
+    """`maybe_classed` runs the whole class gate only on lines with another class's words
+    (`OTHER_ANY`), the NaN classes' own patterns on the rest: it keeps exactly the lines with a
+    class word that the whole gate matches, for lines of every class with NaN words around."""
+    frame = with_prefixes(
+        _frame("job.out", texts).with_columns(pl.col("ts").is_not_null().alias("timed"))
+    )
+    text = pl.col("text")
+    expected = frame.filter(text.str.contains_any(CLASS_WORDS) & text.str.contains(CLASS_GATE))
+    kept = maybe_classed(frame)
+    assert kept.get_column("line").to_list() == expected.get_column("line").to_list()
