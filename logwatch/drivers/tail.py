@@ -32,7 +32,8 @@ from logwatch.drivers.tail_rounds import TailRounds
 from logwatch.drivers.warmup import warm_up
 from logwatch.engine import Engine
 from logwatch.sources.fileset import FileSet
-from logwatch.sources.watch import WatchdogWatcher, WatcherFactory
+from logwatch.sources.inotify import default_watcher
+from logwatch.sources.watch import WatcherFactory
 
 QUIET_BEFORE_CHECKPOINT_S = 0.05
 """How long no line may arrive before a due checkpoint is written between rounds."""
@@ -56,7 +57,7 @@ class TailDriver(TailRounds):
         clock: Clock | None = None,
         state_dir: Path | None = None,
         options: TailOptions | None = None,
-        watcher_factory: WatcherFactory | None = WatchdogWatcher,
+        watcher_factory: WatcherFactory | None = default_watcher,
         status: Status = lambda message: None,
     ) -> None:
         options = options or TailOptions()
