@@ -78,7 +78,11 @@ class InotifyWatcher:
         self._paths: dict[int, str] = {}  # watch descriptor -> its directory
         self._recursive: dict[int, bool] = {}
         self._roots: dict[str, int | None] = {}  # each watched directory's descriptor
-        self._stop_r, self._stop_w = os.pipe2(os.O_CLOEXEC)
+        try:
+            self._stop_r, self._stop_w = os.pipe2(os.O_CLOEXEC)
+        except OSError:
+            os.close(fd)  # out of descriptors: said by the caller, nothing left open
+            raise
         self._stopping = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="logwatch-inotify", daemon=True)
         self._thread.start()
