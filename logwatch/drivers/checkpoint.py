@@ -162,7 +162,7 @@ class StateDir:
             if record is None or self._delta_fd is None:
                 self._save_full(checkpoint)
             else:
-                line = json.dumps(record, separators=(",", ":")).encode() + b"\n"
+                line = f"{record}\n".encode()
                 if os.fstat(self._delta_fd).st_nlink == 0:  # the directory was removed
                     raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), DELTA)
                 self._delta.invalidate()  # until the line is durable

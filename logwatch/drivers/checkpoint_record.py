@@ -25,6 +25,9 @@ class Checkpoint:
     files: list[Position] = field(default_factory=list)
     sources: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     extras: Mapping[str, Any] = field(default_factory=dict)  # state of the driver's hooks
+    # each source's state as `delta.py`'s JSON text, where the driver has it already (from an
+    # earlier checkpoint, its state unchanged since): not serialized again
+    source_texts: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """The checkpoint file's JSON object."""

@@ -11,7 +11,7 @@ rewritten (and the delta emptied) once the delta grows past half its size.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
 from logwatch.drivers.checkpoint_record import Checkpoint
@@ -30,24 +30,30 @@ class DeltaTracker:
         self.files: dict[str, str] | None = None  # None: the next save must be a full one
         self.sources: dict[str, str] = {}
         self.base_bytes = self.delta_bytes = 0
+        self._made: tuple[Checkpoint, dict[str, str], dict[str, str]] | None = None
 
-    def record(self, checkpoint: Checkpoint, seq: int) -> dict[str, Any] | None:
-        """The delta line for `checkpoint`, or None when a full save is due instead."""
+    def record(self, checkpoint: Checkpoint, seq: int) -> str | None:
+        """The delta line for `checkpoint` (JSON text, no newline), or None when a full save
+        is due instead. The changed entries' texts go into it as they are: each entry is
+        serialized once per save (`saved` keeps the same texts), not parsed back and again."""
         if self.files is None or self.delta_bytes * 2 > max(self.base_bytes, 1 << 16):
             return None
-        files, sources = _texts(checkpoint)
-        return {
-            "seq": seq,
-            "files": {k: json.loads(v) for k, v in files.items() if self.files.get(k) != v},
-            "gone": [k for k in self.files if k not in files],
-            "sources": {s: json.loads(v) for s, v in sources.items() if self.sources.get(s) != v},
-            "gone_sources": [s for s in self.sources if s not in sources],
-            "extras": dict(checkpoint.extras),
-        }
+        files, sources = self._texts(checkpoint)
+        old_files, old_sources = self.files, self.sources
+        changed = _members((k, v) for k, v in files.items() if old_files.get(k) != v)
+        changed_sources = _members((s, v) for s, v in sources.items() if old_sources.get(s) != v)
+        gone = _compact([k for k in old_files if k not in files])
+        gone_sources = _compact([s for s in old_sources if s not in sources])
+        extras = _compact(dict(checkpoint.extras))
+        return (
+            f'{{"seq":{seq},"files":{changed},"gone":{gone},"sources":{changed_sources},'
+            f'"gone_sources":{gone_sources},"extras":{extras}}}'
+        )
 
     def saved(self, checkpoint: Checkpoint, size: int, *, full: bool) -> None:
         """A save of `checkpoint` (`size` bytes, full or a delta line) is durable."""
-        self.files, self.sources = _texts(checkpoint)
+        self.files, self.sources = self._texts(checkpoint)
+        self._made = None
         if full:
             self.base_bytes, self.delta_bytes = size, 0
         else:
@@ -57,11 +63,53 @@ class DeltaTracker:
         """A delta write failed (maybe half done): the next save rewrites the base."""
         self.files = None
 
+    def _texts(self, checkpoint: Checkpoint) -> tuple[dict[str, str], dict[str, str]]:
+        """The entries' texts of `checkpoint`, made once for its `record` and `saved`."""
+        if self._made is not None and self._made[0] is checkpoint:
+            return self._made[1], self._made[2]
+        files = {_key(e): _compact(e) for e in checkpoint.to_json()["files"]}
+        texts = checkpoint.source_texts
+        sources = {s: texts.get(s) or _compact(v) for s, v in checkpoint.sources.items()}
+        self._made = (checkpoint, files, sources)
+        return files, sources
 
-def _texts(checkpoint: Checkpoint) -> tuple[dict[str, str], dict[str, str]]:
-    files = {_key(e): json.dumps(e, sort_keys=True) for e in checkpoint.to_json()["files"]}
-    sources = {s: json.dumps(v, sort_keys=True) for s, v in checkpoint.sources.items()}
-    return files, sources
+
+def _compact(value: Any) -> str:
+    """`value` as a checkpoint's JSON text of it: compact, keys sorted (the same value gives
+    the same text, in whatever order its dicts were built)."""
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def _members(items: Iterable[tuple[str, str]]) -> str:
+    """A JSON object of names to entries that are JSON texts already."""
+    return "{" + ",".join(f"{json.dumps(name)}:{text}" for name, text in items) + "}"
+
+
+class SourceTexts:
+    """Each followed source's engine state and its JSON text, as the last checkpoint exported
+    them. A checkpoint exports again only the sources whose state may have changed since (the
+    driver's `touched`): with thousands of files followed, most are quiet in any one second."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[Mapping[str, Any], str]] = {}
+
+    def export(
+        self,
+        sources: Iterable[str],
+        touched: Container[str],
+        export: Callable[[str], Mapping[str, Any]],
+    ) -> tuple[dict[str, Mapping[str, Any]], dict[str, str]]:
+        """Each source's state and text (`export(source)` for a touched or new one); the
+        sources not given are forgotten."""
+        kept: dict[str, tuple[Mapping[str, Any], str]] = {}
+        for source in sources:
+            entry = self._kept.get(source)
+            if entry is None or source in touched:
+                state = export(source)
+                entry = (state, _compact(state))
+            kept[source] = entry
+        self._kept = kept
+        return {s: state for s, (state, _) in kept.items()}, {s: t for s, (_, t) in kept.items()}
 
 
 _RECORD = {"seq": INT, "files": OBJECT, "gone": LIST, "sources": OBJECT, "gone_sources": LIST}

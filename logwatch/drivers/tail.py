@@ -23,6 +23,7 @@ from logwatch.alerts import Sink
 from logwatch.clock import Clock, SystemClock
 from logwatch.drivers.checkpoint import StateDir
 from logwatch.drivers.checkpoint_record import Checkpoint
+from logwatch.drivers.delta import SourceTexts
 from logwatch.drivers.gc_rounds import RoundCollector
 from logwatch.drivers.plugins import TailPlugin
 from logwatch.drivers.tail_options import Status, TailOptions
@@ -31,7 +32,8 @@ from logwatch.drivers.tail_rounds import TailRounds
 from logwatch.drivers.warmup import warm_up
 from logwatch.engine import Engine
 from logwatch.sources.fileset import FileSet
-from logwatch.sources.watch import WatchdogWatcher, WatcherFactory
+from logwatch.sources.inotify import default_watcher
+from logwatch.sources.watch import WatcherFactory
 
 QUIET_BEFORE_CHECKPOINT_S = 0.05
 """How long no line may arrive before a due checkpoint is written between rounds."""
@@ -55,7 +57,7 @@ class TailDriver(TailRounds):
         clock: Clock | None = None,
         state_dir: Path | None = None,
         options: TailOptions | None = None,
-        watcher_factory: WatcherFactory | None = WatchdogWatcher,
+        watcher_factory: WatcherFactory | None = default_watcher,
         status: Status = lambda message: None,
     ) -> None:
         options = options or TailOptions()
@@ -91,6 +93,7 @@ class TailDriver(TailRounds):
         self._more = self._stopping = self._opened = self._syncing = False
         self._last_checkpoint = float("-inf")
         self._due_since: float | None = None  # when the due checkpoint fell due
+        self._texts = SourceTexts()  # each source's state as the last checkpoint held it
 
     # --- life cycle ----------------------------------------------------------------------
 
@@ -296,9 +299,11 @@ class TailDriver(TailRounds):
             return
         followers = [f for f in self.files.followers.values() if f.checkpointed]
         files = [f.position() for f in followers]
-        sources = {f.source: self.engine.export_state(f.source) for f in followers}
+        names = [f.source for f in followers]
+        sources, texts = self._texts.export(names, self.touched, self.engine.export_state)
+        self.touched.clear()
         extras = {p.name: state for p in self.plugins if (state := p.export_state()) is not None}
-        if not self.state.save(Checkpoint(files, sources, extras)):
+        if not self.state.save(Checkpoint(files, sources, extras, source_texts=texts)):
             self._dirty = True  # kept in memory: the next round that is due tries again
         for key in self._replayed:  # still needed until every re-read line is behind us
             self.state.record_emitted(key)

@@ -87,6 +87,9 @@ class TailRounds:
         self._last_line: dict[str, int] = {}
         self._wallclock = bool(engine.wallclock_rules)
         self._dirty = True  # something a checkpoint would record changed since the last one
+        # The sources whose engine state may have changed since the last checkpoint: only
+        # these are exported again (`delta.SourceTexts`); every engine call on a source adds it.
+        self.touched: set[str] = set()
         self._last_tick = float("-inf")
         # When the last round started, how many lines it read (`drivers.tail_pace`)
         self.round_started, self.round_lines = float("-inf"), 0
@@ -208,6 +211,8 @@ class TailRounds:
         for note in result.notes:
             self.status(note)
         self._dirty |= bool(result.batches or result.notes)
+        if result.batches or result.truncated_at is not None:
+            self.touched.add(follower.source)
         events: list[AlertEvent] = []
         for index, batch in enumerate(result.batches):
             if index == result.truncated_at:
@@ -228,6 +233,7 @@ class TailRounds:
     def _truncated(self, follower: Follower) -> list[AlertEvent]:
         """A truncated file starts over like a restarted run: its alerts end, fixed by nothing."""
         why = "the file was truncated (read again from its start)"
+        self.touched.add(follower.source)
         return self.engine.restart(follower.source, line=1, ts=None, why=why)
 
     def _process(self, follower: Follower, batch: Batch) -> list[AlertEvent]:
@@ -245,6 +251,7 @@ class TailRounds:
         return self._evaluate(follower, frame)
 
     def _evaluate(self, follower: Follower, frame: pl.DataFrame) -> list[AlertEvent]:
+        self.touched.add(follower.source)
         self._observe(frame)
         return self.engine.process(frame, self.columns)
 
@@ -277,10 +284,20 @@ class TailRounds:
             return
         self._last_tick = now
         wall = self.clock.now()
+        clocked = [spec.id for spec in self.engine.wallclock_rules]
         for source, follower in list(self._live.items()):
             line = self._last_line.get(source, 0)
             arrived = source in self._arrived
-            self._emit(self.engine.tick(source, wall, arrived=arrived, line=line), follower.gen_id)
+            state = self.engine.sources.get(source)
+            before = None if state is None else [state.rule_states.get(i) for i in clocked]
+            events = self.engine.tick(source, wall, arrived=arrived, line=line)
+            # A rule step returns its state object itself when nothing changed (a quiet
+            # second of a quiet file): then the checkpoint need not export the source again.
+            after = None if state is None else [state.rule_states.get(i) for i in clocked]
+            same = before is not None and after is not None and _same(before, after)
+            if events or not same or self.engine.sources.get(source) is not state:
+                self.touched.add(source)
+            self._emit(events, follower.gen_id)
         self._arrived.clear()
 
     # --- new files -----------------------------------------------------------------------
@@ -314,6 +331,7 @@ class TailRounds:
 
     def _rename_source(self, follower: Follower, name: str) -> None:
         old, follower.source = follower.source, name
+        self.touched.update((old, name))
         line = self._last_line.pop(old, 0)
         self._last_line[name] = line
         if self._live.get(old) is follower:
@@ -330,6 +348,7 @@ class TailRounds:
         """A new file under a name an earlier, closed file left state under: that run is over."""
         if follower.source in self.engine.sources:
             why = f"{follower.path} is a new file"
+            self.touched.add(follower.source)
             self._last_line.pop(follower.source, None)
             events = self.engine.restart(follower.source, line=1, ts=None, why=why)
             self._emit(events, follower.gen_id)
@@ -353,6 +372,7 @@ class TailRounds:
             "reading it from the start"
         )
         self.engine.sources.pop(follower.source, None)
+        self.touched.add(follower.source)
         return False
 
     def _reattach(self, follower: Follower) -> bool:
@@ -449,3 +469,8 @@ class TailRounds:
                     stalled = rule_state["stalled"]
                     out[source] = datetime.fromtimestamp(rule_state["last_s"]) if stalled else None
         return out
+
+
+def _same(before: Sequence[object], after: Sequence[object]) -> bool:
+    """Whether each rule state after a step is the very object it was before."""
+    return all(a is b for a, b in zip(before, after, strict=True))

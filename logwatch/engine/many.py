@@ -17,7 +17,7 @@ import bisect
 import contextlib
 import itertools
 from collections.abc import Iterable, Sequence
-from typing import cast
+from typing import Any, cast
 
 import polars as pl
 
@@ -345,10 +345,10 @@ class _Many(_Evaluator):
         states = [self.state_of(source) for source in sources]
         for order, rule in self._batched.items():
             spec = self.rules[order]
-            parts = [
-                Part(b, e, self._rule_state(spec, state))
-                for state, (b, e) in zip(states, bounds, strict=True)
-            ]
+            rule_states = [self._rule_state(spec, state) for state in states]
+            if self._shut(order, sources, heights, rule_states):
+                continue  # each source's turn skips it (quiet, its gate shut): nothing to step
+            parts = [Part(b, e, state) for (b, e), state in zip(bounds, rule_states, strict=True)]
             try:
                 outcomes = rule.evaluate_many(whole, parts)
             except Exception:  # each source's own step raises it again, as its error
@@ -356,6 +356,25 @@ class _Many(_Evaluator):
             for source, (b, e), outcome in zip(sources, bounds, outcomes, strict=True):
                 if outcome is not None and (spec.id, source) not in self._failed:
                     self._ready[order, source] = (e - b, outcome)
+
+    def _shut(
+        self, order: int, sources: list[str], heights: list[int], states: list[dict[str, Any]]
+    ) -> bool:
+        """Whether a rule is quiet in every source and its gate opens on none of their small
+        batches, as `_ready_checks` found: then each source's turn skips it (`_evaluate`), and
+        stepping it here for all is a wasted query or three (a live round of a node's ranks
+        shuts most of the line rules). Only a cache goes unfilled: a turn that does need the
+        step (a run restarted mid-batch) takes it itself."""
+        needs = self._needs[order]
+        if needs.gate is None or needs.quiet is None:
+            return False
+        for source, height, state in zip(sources, heights, states, strict=True):
+            ready = self._ready_live.get(source)
+            if ready is None or ready.rows != height or height > _SMALL_BATCH:
+                return False
+            if ready.gates.get(needs.gate, True) or not needs.quiet(state):
+                return False
+        return True
 
     def _forget_ready(self, source: str) -> None:
         """Drop what was computed for `source` and not taken (a rule its batch did not step)."""

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from logwatch.sources.descriptors import DescriptorBudget, inotify_note, open_descriptors
 from logwatch.sources.follow import Follower, FollowOptions
+from logwatch.sources.inotify import default_watcher
 from logwatch.sources.matching import Matcher
 from logwatch.sources.pipe import PIPE, PipeSource
 from logwatch.sources.rotated import unseen_rotations
@@ -25,7 +26,6 @@ from logwatch.sources.schedule import PollSchedule
 from logwatch.sources.sniff import UTF16_BOMS, utf16_note
 from logwatch.sources.watch import (
     NETWORK_FS,
-    WatchdogWatcher,
     Watcher,
     WatcherFactory,
     fs_type,
@@ -52,7 +52,7 @@ class FileSet:
         follow: FollowOptions | None = None,
         poll_interval_s: float = 1.0,
         rotate_wait_s: float = 5.0,
-        watcher_factory: WatcherFactory | None = WatchdogWatcher,
+        watcher_factory: WatcherFactory | None = default_watcher,
         wake: Callable[[], None] = lambda: None,
         status: Callable[[str], None] = lambda message: None,
         stdin: int = 0,

@@ -227,14 +227,14 @@ class DeafWatcher:
     (an overflowed inotify queue): created, moved and deleted files are still heard of."""
 
     def __call__(self, on_event: OnEvent) -> Watcher:
-        from logwatch.sources.watch import WatchdogWatcher
+        from logwatch.sources.inotify import default_watcher
 
         def structural_only(
             structural: bool, created: str | None = None, changed: str | None = None
         ) -> None:
             on_event(structural, created)
 
-        return WatchdogWatcher(structural_only)
+        return default_watcher(structural_only)
 
 
 # --- Slack (issue 4; the server lives in logwatch/testing_slack.py) ------------------------------

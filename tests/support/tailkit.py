@@ -17,7 +17,8 @@ from logwatch.engine import Engine
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir, load_rules
 from logwatch.sinks.base import ListSink, Sink
 from logwatch.sources.follow import FollowOptions
-from logwatch.sources.watch import WatchdogWatcher, WatcherFactory
+from logwatch.sources.inotify import default_watcher
+from logwatch.sources.watch import WatcherFactory
 from logwatch.testing import FakeClock, RecordingRule, recording_spec
 
 BUILTIN = load_rules([builtin_rules_dir()])
@@ -55,7 +56,7 @@ class Tail:
         rules: Sequence[RuleSpec] = (),
         state: bool = True,
         clock: FakeClock | None = None,
-        watcher_factory: WatcherFactory | None = WatchdogWatcher,
+        watcher_factory: WatcherFactory | None = default_watcher,
         plugins: Sequence[TailPlugin] = (),
         extra_sinks: Sequence[Sink] = (),
         **option_changes: Any,
