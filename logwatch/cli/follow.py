@@ -48,6 +48,7 @@ def follow_setup(
     layout: str | None = None,
     gpus_per_node: int | None = None,
     warm_up: bool = True,
+    watcher: str = "auto",
 ) -> Follow:
     """Config, rules, a secured state directory, tail options and the GPU side, from `tail`'s
     option values (the same checks and errors, in the same order); `adjust` applies options to
@@ -57,6 +58,7 @@ def follow_setup(
     from logwatch.drivers.statesafe import secure_state_dir
     from logwatch.drivers.tail_options import StartMode, TailOptions
     from logwatch.sources.follow import FollowOptions
+    from logwatch.sources.inotify import watcher_named
 
     if from_beginning and from_end:
         raise click.UsageError("--from-beginning and --from-end exclude each other; pick one")
@@ -69,6 +71,10 @@ def follow_setup(
     start = (
         StartMode.BEGINNING if from_beginning else StartMode.END if from_end else StartMode.CATCH_UP
     )
+    try:
+        watcher_named(watcher)  # inotify off Linux: said before anything starts
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     if layout is not None:
         layout_pattern(layout)  # InputError for a pattern it cannot read, before anything starts
     options = TailOptions(
@@ -79,6 +85,7 @@ def follow_setup(
         layout=layout,
         gpus_per_node=gpus_per_node,
         warm_up=warm_up,
+        watcher=watcher,
     )
     check_patterns(patterns)
     gpu_line: list[str] = []  # said last in the startup block, once the sinks are open too

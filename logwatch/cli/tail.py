@@ -23,6 +23,7 @@ from logwatch.cli.options import (
     Duration,
     logging_to_stderr,
 )
+from logwatch.sources.inotify import WATCHERS
 
 
 @click.command(
@@ -88,6 +89,17 @@ from logwatch.cli.options import (
     "first alert).",
 )
 @click.option(
+    "--watcher",
+    type=click.Choice(list(WATCHERS)),
+    default="auto",
+    envvar="LOGWATCH_WATCHER",
+    show_envvar=True,
+    show_default=True,
+    help="What hears file events: inotify read by logwatch itself (Linux; one thread, many "
+    "events a read), watchdog's observer, or auto (inotify on Linux, watchdog elsewhere). "
+    "Either way, files are also polled.",
+)
+@click.option(
     "--gpu",
     "gpu_mode",
     type=click.Choice(["auto", "required", "off"]),
@@ -151,6 +163,7 @@ def tail_cmd(
     gpus_per_node: int | None,
     max_batch_delay: float,
     warm_up: bool,
+    watcher: str,
     gpu_mode: str | None,
     gpu_interval: float | None,
     alertmanager_urls: tuple[str, ...],
@@ -194,6 +207,7 @@ def tail_cmd(
         layout=layout,
         gpus_per_node=gpus_per_node,
         warm_up=warm_up,
+        watcher=watcher,
     )
     try:
         condition = exit_condition(exit_on, (spec.id for spec in setup.specs)) if exit_on else None

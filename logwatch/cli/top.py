@@ -27,6 +27,7 @@ TOP_SHARED = (
     "gpu_interval",
     "config_path",
     "warm_up",
+    "watcher",
 )
 """`tail`'s parameters that `top` takes as they are (what to follow, rules, state, GPUs)."""
 

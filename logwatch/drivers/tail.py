@@ -32,7 +32,7 @@ from logwatch.drivers.tail_rounds import TailRounds
 from logwatch.drivers.warmup import warm_up
 from logwatch.engine import Engine
 from logwatch.sources.fileset import FileSet
-from logwatch.sources.inotify import default_watcher
+from logwatch.sources.inotify import default_watcher, watcher_named
 from logwatch.sources.watch import WatcherFactory
 
 QUIET_BEFORE_CHECKPOINT_S = 0.05
@@ -61,6 +61,8 @@ class TailDriver(TailRounds):
         status: Status = lambda message: None,
     ) -> None:
         options = options or TailOptions()
+        if watcher_factory is default_watcher:  # not chosen by the caller: `--watcher`'s
+            watcher_factory = watcher_named(options.watcher)
         state = (
             StateDir(state_dir, status, retry_s=options.checkpoint_interval_s)
             if state_dir is not None

@@ -39,6 +39,8 @@ class TailOptions:
     warm_up: bool = True  # run the rules once over typical lines at start (`drivers.warmup`)
     layout: str | None = None  # `--layout`: rank and host from paths no built-in layout knows
     gpus_per_node: int | None = None  # `--gpus-per-node`: a local rank and its node's index
+    # `--watcher`: what hears file events (`sources.inotify.WATCHERS`); auto: inotify on Linux
+    watcher: str = "auto"
 
     def __post_init__(self) -> None:
         if not self.max_batch_delay_s >= 0:

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Mapping
 
-from logwatch.sources.watch import OnEvent, WatchdogWatcher, Watcher
+from logwatch.sources.watch import OnEvent, WatchdogWatcher, Watcher, WatcherFactory
 
 IN_MODIFY = 0x2
 IN_ATTRIB = 0x4
@@ -209,11 +209,33 @@ class InotifyWatcher:
             self._on_event(True)
 
 
+WATCHERS = ("auto", "inotify", "watchdog")
+"""`tail --watcher`: auto is inotify read here on Linux and watchdog's observer elsewhere."""
+
+
 def default_watcher(on_event: OnEvent) -> Watcher:
     """The file-event watcher `tail` uses: inotify read here on Linux, watchdog's elsewhere."""
     if sys.platform.startswith("linux"):
         return InotifyWatcher(on_event)
     return WatchdogWatcher(on_event)
+
+
+def watcher_named(name: str) -> WatcherFactory:
+    """The watcher `tail --watcher NAME` asks for; ValueError (one line, the fix in it) for a
+    name not in `WATCHERS`, or inotify off Linux."""
+    if name == "auto":
+        return default_watcher
+    if name == "watchdog":
+        return WatchdogWatcher
+    if name == "inotify":
+        if not sys.platform.startswith("linux"):
+            raise ValueError(
+                f"--watcher inotify needs Linux, not {sys.platform}; use --watcher watchdog or auto"
+            )
+        return InotifyWatcher
+    raise ValueError(
+        f"unknown file-event watcher {name!r} (expected one of: {', '.join(WATCHERS)})"
+    )
 
 
 def _libc() -> ctypes.CDLL:

@@ -24,12 +24,13 @@ a tail that a parallel test starves of CPU for a quarter second finds the oldest
 already deleted; the renames it must follow by inode are the same either way."""
 
 
-def follow_rotating_writer(folder: Path, pattern: str) -> list[int]:
+def follow_rotating_writer(folder: Path, pattern: str, watcher: str = "auto") -> list[int]:
     """Run `logwatch tail PATTERN` (one alert per line) while a writer subprocess logs RATE
     numbered lines/s through a 10 KiB RotatingFileHandler (BACKUPS kept) for SECONDS; the seq
     numbers of the alerts it printed."""
     (folder / "pack.toml").write_text(EACH_LINE_PACK, encoding="utf-8")
     args = [str(folder / pattern), "--format", "jsonl", "--no-builtin-rules", "--gpu", "off"]
+    args += ["--watcher", watcher]
     args += ["--rules", str(folder / "pack.toml"), "--state-dir", str(folder / "state")]
     tail = subprocess.Popen(
         [sys.executable, "-m", "logwatch", "tail", *args],
@@ -64,11 +65,17 @@ def follow_rotating_writer(folder: Path, pattern: str) -> list[int]:
     return [int(json.loads(line)["labels"]["seq"]) for line in out]
 
 
-@pytest.mark.parametrize("pattern", ["train.log", "train.log*"])
-def test_fast_rotation_loses_and_repeats_no_line(tmp_path: Path, pattern: str) -> None:
+@pytest.mark.parametrize(
+    ("pattern", "watcher"),
+    [("train.log", "inotify"), ("train.log*", "inotify"), ("train.log", "watchdog")],
+)
+def test_fast_rotation_loses_and_repeats_no_line(
+    tmp_path: Path, pattern: str, watcher: str
+) -> None:
     """Every numbered line of a writer rotating ~20 times a second is alerted on exactly once,
-    whether the rotated names match the pattern or not (a renamed file is known by its inode)."""
-    seen = follow_rotating_writer(tmp_path, pattern)
+    whether the rotated names match the pattern or not (a renamed file is known by its inode),
+    with logwatch's own inotify reader and with watchdog's observer (`--watcher`)."""
+    seen = follow_rotating_writer(tmp_path, pattern, watcher)
     total = int(RATE * SECONDS)
     missing = sorted(set(range(1, total + 1)) - set(seen))
     twice = sorted(n for n, count in collections.Counter(seen).items() if count > 1)

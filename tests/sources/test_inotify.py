@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+import sys
 import threading
 from pathlib import Path
 
@@ -16,7 +17,10 @@ from logwatch.sources.inotify import (
     IN_ISDIR,
     IN_MODIFY,
     InotifyWatcher,
+    default_watcher,
+    watcher_named,
 )
+from logwatch.sources.watch import WatchdogWatcher
 from tests.support.tailkit import wait_until
 
 Call = tuple[bool, str | None, str | None]
@@ -161,3 +165,19 @@ def test_a_root_that_is_gone_is_skipped(tmp_path: Path, heard: Heard) -> None:
         wait_until(lambda: heard.structural() > made, 5)
     finally:
         watcher.stop()
+
+
+def test_the_watcher_option_names_each_watcher_and_refuses_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`tail --watcher`: auto and inotify are logwatch's reader on Linux, watchdog is watchdog's
+    observer; inotify off Linux and an unknown name are one line that names the choices."""
+    assert watcher_named("auto") is default_watcher
+    assert watcher_named("inotify") is InotifyWatcher
+    assert watcher_named("watchdog") is WatchdogWatcher
+    with pytest.raises(ValueError, match=r"unknown file-event watcher 'fsevents' .*auto, inotify"):
+        watcher_named("fsevents")
+    monkeypatch.setattr(sys, "platform", "darwin")
+    with pytest.raises(ValueError, match="--watcher inotify needs Linux, not darwin; use"):
+        watcher_named("inotify")
+    assert watcher_named("auto") is default_watcher

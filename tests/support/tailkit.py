@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -17,11 +18,14 @@ from logwatch.engine import Engine
 from logwatch.rules.loader import RuleSpec, builtin_rules_dir, load_rules
 from logwatch.sinks.base import ListSink, Sink
 from logwatch.sources.follow import FollowOptions
-from logwatch.sources.inotify import default_watcher
+from logwatch.sources.inotify import watcher_named
 from logwatch.sources.watch import WatcherFactory
 from logwatch.testing import FakeClock, RecordingRule, recording_spec
 
 BUILTIN = load_rules([builtin_rules_dir()])
+SUITE_WATCHER = watcher_named(os.environ.get("LOGWATCH_WATCHER", "auto"))
+"""The in-process tails' watcher: `LOGWATCH_WATCHER=watchdog pytest tests/drivers` runs them all
+with watchdog's observer (the rotation test runs both in every run)."""
 _SEQ = re.compile(r"seq=(\d+)")
 
 
@@ -56,7 +60,7 @@ class Tail:
         rules: Sequence[RuleSpec] = (),
         state: bool = True,
         clock: FakeClock | None = None,
-        watcher_factory: WatcherFactory | None = default_watcher,
+        watcher_factory: WatcherFactory | None = SUITE_WATCHER,
         plugins: Sequence[TailPlugin] = (),
         extra_sinks: Sequence[Sink] = (),
         **option_changes: Any,
