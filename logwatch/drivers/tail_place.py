@@ -19,8 +19,9 @@ from typing import Any
 import polars as pl
 
 from logwatch.alerts import AlertEvent, Status
+from logwatch.drivers.classes import IDENTITY_ANY
 from logwatch.drivers.layout import path_identity
-from logwatch.drivers.lineinfo import FACT_SCHEMA, IDENTITY_WORDS, distinct_facts, facts
+from logwatch.drivers.lineinfo import FACT_SCHEMA, distinct_facts, facts
 from logwatch.drivers.plugins import DriverView, Plugin
 from logwatch.drivers.ranks import SourceTap, Who, placed, resolve, writer_labels
 from logwatch.parse.prefix import prefixes
@@ -133,7 +134,7 @@ class LivePlacement(Plugin):
         ).filter(pl.col("ts").is_not_null())
         # the prefixes of the few lines that name a writer, not of every line
         naming = frame.select("source", "line", "ts", "text").filter(
-            pl.col("text").str.contains_any(IDENTITY_WORDS)
+            pl.col("text").str.contains(IDENTITY_ANY)
         )
         found = facts(naming.with_columns(prefixes(pl.col("text")))) if naming.height else None
         if names is None:
