@@ -214,14 +214,13 @@ class LogGpuRows:
     def sliced(self, begin: int, end: int) -> LogGpuRows:
         """The rows of the log rows [begin, end), counted from `begin` (a piece of the batch):
         what reading that piece gives, as each row is read from its own line."""
-        row = pl.col("_log_row")
-        narrow = self.narrow.filter((row >= begin) & (row < end))
-        return LogGpuRows(narrow.with_columns(row - begin), self.metrics)
+        return self.pieces([(begin, end)], keys=False)[0]
 
-    def pieces(self, bounds: Sequence[tuple[int, int]]) -> list[LogGpuRows]:
+    def pieces(self, bounds: Sequence[tuple[int, int]], *, keys: bool = True) -> list[LogGpuRows]:
         """`sliced` of each piece [begin, end) (ascending, not overlapping), with the GPU frames
         built so far and the scores of the rules of scope "gpu" cut to it as well (rows read,
-        framed and scored once for a group of files, `Engine.prepare_many`): all row by row."""
+        framed and scored once for a group of files, `Engine.prepare_many`): all row by row;
+        `keys`: with each piece's GPUs of each cut score (`keys_of`), found in one query."""
         out = [
             LogGpuRows(narrow, self.metrics) for narrow in cut_rows(self.narrow, "_log_row", bounds)
         ]
@@ -230,8 +229,9 @@ class LogGpuRows:
                 piece._frames[metrics] = cut
         for key, scored in self._scored.items():
             if key in self._row_scored:
-                cuts, keys = cut_rows(scored, _ROW, bounds), piece_keys(scored, _ROW, bounds)
-                for piece, cut, gpus in zip(out, cuts, keys, strict=True):
+                gpus_of = piece_keys(scored, _ROW, bounds) if keys else [None] * len(bounds)
+                cuts = cut_rows(scored, _ROW, bounds)
+                for piece, cut, gpus in zip(out, cuts, gpus_of, strict=True):
                     piece._scored[key], piece._row_scored[key] = cut, gpus
         return out
 
