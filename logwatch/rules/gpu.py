@@ -23,7 +23,7 @@ from logwatch.alerts import FIRING, RESOLVED
 from logwatch.gpu.frames import GPU_SCHEMA, LOG_METRIC_OF, narrow_metrics, narrow_to_gpu_frame
 from logwatch.gpu.log_rows import DroppedPair, cut_rows, read_telemetry_rows
 from logwatch.rules.base import Needs, RuleType, Transition
-from logwatch.rules.gpu_many import piece_keys
+from logwatch.rules.gpu_many import piece_keys, scored_metrics
 from logwatch.rules.params import Columns, Kind, Param
 
 LOG_GPU_COLUMNS = frozenset({"text", "snapshot", "gpu_keys", "ts", "line"})
@@ -212,8 +212,7 @@ class LogGpuRows:
         self._row_scored: dict[int, list[str] | None] = {}
 
     def sliced(self, begin: int, end: int) -> LogGpuRows:
-        """The rows of the log rows [begin, end), counted from `begin` (a piece of the batch):
-        what reading that piece gives, as each row is read from its own line."""
+        """The rows of the log rows [begin, end), counted from `begin`: `pieces` of one."""
         return self.pieces([(begin, end)], keys=False)[0]
 
     def pieces(self, bounds: Sequence[tuple[int, int]], *, keys: bool = True) -> list[LogGpuRows]:
@@ -240,11 +239,12 @@ class LogGpuRows:
         return self._row_scored.get(id(rule))
 
     def scored(self, rule: HoldRule) -> pl.DataFrame:
-        """`rule.score` of the frame of the metrics it reads, computed once per rule: the
-        engine may compute it ahead, on a parse thread (`Engine.prepare`)."""
+        """`rule.score` of a frame of the metrics it reads (`scored_metrics`), computed once per
+        rule: the engine may compute it ahead, on a parse thread (`Engine.prepare`)."""
         found = self._scored.get(id(rule))
         if found is None:
-            found = self._scored[id(rule)] = rule.score(self.frame(rule.log_metrics))
+            metrics = scored_metrics(rule.log_metrics, self.metrics)
+            found = self._scored[id(rule)] = rule.score(self.frame(metrics))
             if rule.scope != "run":  # "run" folds each time's rows into one
                 self._row_scored[id(rule)] = None
         return found
