@@ -103,6 +103,8 @@ def _follow(tails: pl.DataFrame, template: Template) -> tuple[pl.DataFrame, pl.D
     cut = tails.with_columns(pl.col("_tail").str.split_exact(" ", width).alias("_f")).unnest("_f")
     checked = cut.select("_log_row", "ts", "_tail", agree, *values)
     kept = checked.select(follows).to_series()
+    if kept.all():  # the usual batch: every line follows its run's one template
+        return _long(checked, template), tails.clear()
     return _long(checked.filter(kept), template), checked.filter(~kept).select(tails.columns)
 
 
