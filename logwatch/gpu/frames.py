@@ -167,8 +167,13 @@ def narrow_to_gpu_frame(
     if len(wanted) == 1:  # one metric: its rows are the frame, no pivot
         wide = narrow.rename({"value": wanted[0]}).drop("metric")
     else:
-        wide = narrow.with_columns(pl.col("metric").cast(pl.String)).pivot(
-            on="metric", index=["_log_row", "ts", "gpu"], values="value", maintain_order=True
+        dense = _dense_wide(narrow, sorted(wanted, key=list(_LOG_METRICS).index))
+        wide = (
+            dense
+            if dense is not None
+            else narrow.with_columns(pl.col("metric").cast(pl.String)).pivot(
+                on="metric", index=["_log_row", "ts", "gpu"], values="value", maintain_order=True
+            )
         )
     named = wide.rename(
         {key: column for key, (column, _) in _LOG_METRICS.items() if key in wide.columns}
@@ -176,6 +181,31 @@ def narrow_to_gpu_frame(
     # `narrow` is in (`_log_row`, gpu) order, and the pivot keeps its (`_log_row`, gpu) in the
     # order it finds them: one row per GPU and line, in order, without a sort
     return _as_gpu_frame(named, row_column, ordered=True)
+
+
+def _dense_wide(narrow: pl.DataFrame, metrics: list[str]) -> pl.DataFrame | None:
+    """The pivot of `narrow` (in (`_log_row`, gpu, metric) order) when each of its GPUs and
+    lines has a row of every one of `metrics` (in `METRIC` order): every k-th row, no hash
+    of keys (a snapshot line nearly always says each metric of each GPU); else None."""
+    k = len(metrics)
+    if narrow.height % k:
+        return None
+    position = pl.int_range(pl.len(), dtype=pl.UInt32) % k
+    codes = pl.Series([list(_LOG_METRICS).index(name) for name in metrics], dtype=pl.UInt32)
+    row, gpu = pl.col("_log_row"), pl.col("gpu")
+    same_key = ((row == row.shift(1)) & (gpu == gpu.shift(1))).fill_null(False)
+    dense = (pl.col("metric").to_physical().cast(pl.UInt32) == pl.lit(codes).gather(position)) & (
+        same_key == (position != 0)
+    )
+    if not narrow.select(dense.all()).item():
+        return None
+    value = pl.col("value")
+    return narrow.select(
+        row.gather_every(k),
+        pl.col("ts").gather_every(k),
+        gpu.gather_every(k),
+        *[value.gather_every(k, offset=n).alias(name) for n, name in enumerate(metrics)],
+    )
 
 
 def narrow_metrics(narrow: pl.DataFrame) -> list[str]:

@@ -98,6 +98,20 @@ def _template(
 def _follow(tails: pl.DataFrame, template: Template) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The rows of the lines (`_log_row`, ts, `_tail`) whose tokens agree with `template`,
     and the other lines."""
+    agree, values, follows = _checks(template)
+    width = len(template.prefixes)
+    cut = tails.with_columns(pl.col("_tail").str.split_exact(" ", width).alias("_f")).unnest("_f")
+    checked = cut.select("_log_row", "ts", "_tail", agree, *values)
+    kept = checked.select(follows).to_series()
+    if kept.all():  # the usual batch: every line follows its run's one template
+        return _long(checked, template), tails.clear()
+    return _long(checked.filter(kept), template), checked.filter(~kept).select(tails.columns)
+
+
+@lru_cache(maxsize=64)  # as `_template`: built once per template, not per batch
+def _checks(template: Template) -> tuple[pl.Expr, tuple[pl.Expr, ...], pl.Expr]:
+    """`_follow`'s expressions over a line's tokens (`field_<n>`): whether its other tokens
+    agree (`_agree`), its taken values (`_v<n>`), and whether it follows the template."""
     width = len(template.prefixes)
     token = [pl.col(f"field_{n}") for n in range(width + 1)]
     values = []
@@ -111,17 +125,12 @@ def _follow(tails: pl.DataFrame, template: Template) -> tuple[pl.DataFrame, pl.D
         token[n].str.starts_with(template.prefixes[n]) == template.is_gpu[n] for n in sorted(others)
     ]
     agree.append(token[width].is_null())  # a token more than the template: field_<width> holds it
-    cut = tails.with_columns(pl.col("_tail").str.split_exact(" ", width).alias("_f")).unnest("_f")
-    checked = cut.select(
-        "_log_row",
-        "ts",
-        "_tail",
-        pl.all_horizontal(agree).fill_null(False).alias("_agree"),
-        *values,
-    )
     read = [pl.col(f"_v{n}").is_not_null() for n in range(len(values))]
-    follows = checked.select(pl.all_horizontal("_agree", *read)).to_series()
-    return _long(checked.filter(follows), template), checked.filter(~follows).select(tails.columns)
+    return (
+        pl.all_horizontal(agree).fill_null(False).alias("_agree"),
+        tuple(values),
+        pl.all_horizontal("_agree", *read),
+    )
 
 
 def _long(followed: pl.DataFrame, template: Template) -> pl.DataFrame:

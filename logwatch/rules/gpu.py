@@ -23,7 +23,7 @@ from logwatch.alerts import FIRING, RESOLVED
 from logwatch.gpu.frames import GPU_SCHEMA, LOG_METRIC_OF, narrow_metrics, narrow_to_gpu_frame
 from logwatch.gpu.log_rows import DroppedPair, cut_rows, read_telemetry_rows
 from logwatch.rules.base import Needs, RuleType, Transition
-from logwatch.rules.gpu_many import piece_keys
+from logwatch.rules.gpu_many import piece_keys, scored_metrics
 from logwatch.rules.params import Columns, Kind, Param
 
 LOG_GPU_COLUMNS = frozenset({"text", "snapshot", "gpu_keys", "ts", "line"})
@@ -212,16 +212,14 @@ class LogGpuRows:
         self._row_scored: dict[int, list[str] | None] = {}
 
     def sliced(self, begin: int, end: int) -> LogGpuRows:
-        """The rows of the log rows [begin, end), counted from `begin` (a piece of the batch):
-        what reading that piece gives, as each row is read from its own line."""
-        row = pl.col("_log_row")
-        narrow = self.narrow.filter((row >= begin) & (row < end))
-        return LogGpuRows(narrow.with_columns(row - begin), self.metrics)
+        """The rows of the log rows [begin, end), counted from `begin`: `pieces` of one."""
+        return self.pieces([(begin, end)], keys=False)[0]
 
-    def pieces(self, bounds: Sequence[tuple[int, int]]) -> list[LogGpuRows]:
+    def pieces(self, bounds: Sequence[tuple[int, int]], *, keys: bool = True) -> list[LogGpuRows]:
         """`sliced` of each piece [begin, end) (ascending, not overlapping), with the GPU frames
         built so far and the scores of the rules of scope "gpu" cut to it as well (rows read,
-        framed and scored once for a group of files, `Engine.prepare_many`): all row by row."""
+        framed and scored once for a group of files, `Engine.prepare_many`): all row by row;
+        `keys`: with each piece's GPUs of each cut score (`keys_of`), found in one query."""
         out = [
             LogGpuRows(narrow, self.metrics) for narrow in cut_rows(self.narrow, "_log_row", bounds)
         ]
@@ -230,8 +228,9 @@ class LogGpuRows:
                 piece._frames[metrics] = cut
         for key, scored in self._scored.items():
             if key in self._row_scored:
-                cuts, keys = cut_rows(scored, _ROW, bounds), piece_keys(scored, _ROW, bounds)
-                for piece, cut, gpus in zip(out, cuts, keys, strict=True):
+                gpus_of = piece_keys(scored, _ROW, bounds) if keys else [None] * len(bounds)
+                cuts = cut_rows(scored, _ROW, bounds)
+                for piece, cut, gpus in zip(out, cuts, gpus_of, strict=True):
                     piece._scored[key], piece._row_scored[key] = cut, gpus
         return out
 
@@ -240,11 +239,12 @@ class LogGpuRows:
         return self._row_scored.get(id(rule))
 
     def scored(self, rule: HoldRule) -> pl.DataFrame:
-        """`rule.score` of the frame of the metrics it reads, computed once per rule: the
-        engine may compute it ahead, on a parse thread (`Engine.prepare`)."""
+        """`rule.score` of a frame of the metrics it reads (`scored_metrics`), computed once per
+        rule: the engine may compute it ahead, on a parse thread (`Engine.prepare`)."""
         found = self._scored.get(id(rule))
         if found is None:
-            found = self._scored[id(rule)] = rule.score(self.frame(rule.log_metrics))
+            metrics = scored_metrics(rule.log_metrics, self.metrics)
+            found = self._scored[id(rule)] = rule.score(self.frame(metrics))
             if rule.scope != "run":  # "run" folds each time's rows into one
                 self._row_scored[id(rule)] = None
         return found

@@ -1,6 +1,7 @@
 """The GPU hold rules over many files' GPU rows at once: what each file's step asks of its
 scored rows before anything else (which GPUs they are of, when no condition holds on them),
-answered for every file of a parse group in one query (`LogGpuRows.pieces`)."""
+answered for every file of a parse group in one query (`LogGpuRows.pieces`), and the one GPU
+frame a batch's hold rules are scored on."""
 
 from __future__ import annotations
 
@@ -36,3 +37,17 @@ def piece_keys(
     )
     keys: dict[int, list[str]] = dict(found.iter_rows())
     return [keys.get(n, []) for n in range(len(bounds))]
+
+
+def scored_metrics(
+    wanted: frozenset[str] | None, read: frozenset[str] | None
+) -> frozenset[str] | None:
+    """The metrics of the GPU frame a hold rule that reads `wanted` (`HoldRule.log_metrics`) is
+    scored on, of rows read for `read` (None: all): all of `read`, so that one frame serves
+    every hold rule of a batch. Its scored rows are those of the frame of `wanted` alone: a
+    row without one of `wanted` has a null condition (`_log_metrics`), which `_scored` drops,
+    and it reads no other metric. `wanted` itself where it is not within `read` (the frame
+    then says what is missing)."""
+    if wanted is not None and (read is None or wanted <= read):
+        return read
+    return wanted
