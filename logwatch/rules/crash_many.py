@@ -69,9 +69,10 @@ class Facts:
 
 def facts_of(frame: pl.DataFrame, open_before: Mapping[str, int]) -> Facts:
     """The facts of one source's batch."""
-    rows = frame.select(*READ).with_row_index("_row").with_columns(_part=pl.lit(0, pl.UInt32))
+    row = pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row")
+    rows = frame.select(row, *READ, pl.lit(0, pl.UInt32).alias("_part"))
     known = _known([open_before])
-    return _facts(classified(rows, known), [0])[0]
+    return _facts(classified(rows, known, alone=True), [0])[0]
 
 
 def facts_many(frame: pl.DataFrame, parts: Sequence[Part], chosen: Sequence[int]) -> list[Facts]:
@@ -94,7 +95,7 @@ def facts_many(frame: pl.DataFrame, parts: Sequence[Part], chosen: Sequence[int]
         .with_columns(pl.col("_row").cast(pl.UInt32))
     )
     known = _known([p.state["open"] for p in picked])
-    return _facts(classified(rows, known), range(len(picked)))
+    return _facts(classified(rows, known, alone=len(picked) == 1), range(len(picked)))
 
 
 def _known(open_before: Sequence[Mapping[str, int]]) -> pl.Expr:
@@ -114,26 +115,38 @@ def _facts(rows: pl.DataFrame, numbers: Sequence[int]) -> list[Facts]:
     """Each part's facts from its classified rows (`rows` ordered by part)."""
     out = {n: Facts(rows, n, len(numbers) == 1) for n in numbers}
     deciding = rows.filter(pl.col("_deciding") | pl.col("_ended"))
-    for row in deciding.group_by("_part", maintain_order=True).first().iter_rows(named=True):
-        out[row["_part"]].deciding = row
+    if len(numbers) == 1 and deciding.height:
+        out[numbers[0]].deciding = deciding.row(0, named=True)
+    elif deciding.height:
+        for row in deciding.group_by("_part", maintain_order=True).first().iter_rows(named=True):
+            out[row["_part"]].deciding = row
+    alone = len(numbers) == 1  # one part: its ranks alone, a cheaper key
+    keys = ["_rk"] if alone else ["_part", "_rk"]
     marked = rows.filter(pl.col("_marker").is_not_null())
-    last = marked.group_by(_KEY, maintain_order=True).agg(pl.col("_marker").last())
-    for n, rank, marker in last.iter_rows():
+    last = marked.group_by(keys, maintain_order=True).agg(pl.col("_marker").last())
+    for *key, marker in last.iter_rows():
+        n, rank = (numbers[0], key[0]) if alone else key
         out[n].markers[rank] = marker
     progress = rows.filter(pl.col("_progress"))
-    first = progress.group_by(_KEY, maintain_order=True).agg(pl.col("_row").min())
-    for n, rank, row in first.iter_rows():
+    first = progress.group_by(keys, maintain_order=True).agg(pl.col("_row").min())
+    for *key, row in first.iter_rows():
+        n, rank = (numbers[0], key[0]) if alone else key
         out[n].first_progress[rank] = row
     for row in rows.filter(pl.col("_exception")).iter_rows(named=True):
         out[row["_part"]].exceptions.append(row)
     return [out[n] for n in numbers]
 
 
-def classified(rows: pl.DataFrame, known: pl.Expr) -> pl.DataFrame:
+def classified(rows: pl.DataFrame, known: pl.Expr, *, alone: bool) -> pl.DataFrame:
     """Every row (`READ`, `_row` within its part, `_part`) with its rank key, whether it is
     progress, a deciding line, a line saying the process ended, or an exception line: a
     traceback's last line (its first unindented line), or a line a logger or a user decorated
-    that names an exception."""
+    that names an exception. `alone`: the rows are one part's (no need to keep parts apart)."""
+    stream = ["_rk"] if alone else list(_KEY)
+
+    def within(expr: pl.Expr) -> pl.Expr:  # over the part
+        return expr if alone else expr.over("_part")
+
     msg = (
         pl.col("text")
         .str.replace(_PREFIX, "")
@@ -151,7 +164,7 @@ def classified(rows: pl.DataFrame, known: pl.Expr) -> pl.DataFrame:
     )
 
     def before(marker: str) -> pl.Expr:
-        return pl.col(marker).shift(1).forward_fill().over(_KEY).fill_null(known)
+        return pl.col(marker).shift(1).forward_fill().over(stream).fill_null(known)
 
     progress = pl.any_horizontal(
         pl.col(name).is_not_null() for name in ("loss", "grad_norm", "throughput")
@@ -204,11 +217,9 @@ def classified(rows: pl.DataFrame, known: pl.Expr) -> pl.DataFrame:
             .otherwise(plain)
             .str.replace_all("**", "", literal=True)
             .alias("_exception_text"),
-            _next(pl.col("_progress")).over(_KEY).alias("_next_same"),
-            _next(pl.col("_progress") & pl.col("rank").is_null())
-            .over("_part")
-            .alias("_next_unranked"),
-            _next(pl.col("_progress")).over("_part").alias("_next_any"),
+            _next(pl.col("_progress")).over(stream).alias("_next_same"),
+            within(_next(pl.col("_progress") & pl.col("rank").is_null())).alias("_next_unranked"),
+            within(_next(pl.col("_progress"))).alias("_next_any"),
         )
     )
 
