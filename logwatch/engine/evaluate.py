@@ -52,7 +52,10 @@ class _Evaluator(_Stepping):
 
     def state_of(self, source: str) -> SourceState:
         """The state of one source, created on first use."""
-        return self.sources.setdefault(source, SourceState())
+        state = self.sources.get(source)
+        if state is None:  # (not `setdefault`: it would build a state to drop at every call)
+            state = self.sources[source] = SourceState()
+        return state
 
     def prepare(
         self,

@@ -340,8 +340,7 @@ class _Many(_Evaluator):
     def _ready_steps(self, whole: pl.DataFrame, sources: list[str], heights: list[int]) -> None:
         """The batched rules' steps of each source (`BatchedRule.evaluate_many`)."""
         bounds = list(itertools.pairwise(itertools.accumulate(heights, initial=0)))
-        # each source's state looked up once, not once per rule (`state_of` makes a new
-        # `SourceState` to offer `setdefault` at every call: 70 000 of them for 4 353 files)
+        # each source's state looked up once, not once per rule
         states = [self.state_of(source) for source in sources]
         for order, rule in self._batched.items():
             spec = self.rules[order]

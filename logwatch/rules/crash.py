@@ -48,9 +48,17 @@ from logwatch.rules.base import (
     Transition,
     replace_state,
 )
+from logwatch.rules.crash_many import (
+    CLOSED,
+    CRASH_HINT,
+    MARKUP,
+    OPEN,
+    READ,
+    Facts,
+    facts_many,
+    facts_of,
+)
 from logwatch.rules.exits import (
-    DECIDING,
-    ENDED,
     LAST_LINES,
     ROOT_CAUSE_RANK,
     died_at_prompt,
@@ -61,32 +69,7 @@ from logwatch.rules.exits import (
 )
 from logwatch.rules.params import Kind, Param
 
-CRASH_HINT = (
-    r"most recent call last|File \"|Error|Exception|Interrupt|ChildFailedError|exitcode|SIGKILL"
-    r"|exits with return code|(?i:killed|segmentation fault|aborted|bus error|terminated)"
-    r"|Floating point exception|Illegal instruction|exit code|Exited with|\(local_rank"
-)
-_PREFIX = r"^\s*(?:\[(?:rank|default)\d+\]:\s?|\[\d+,mpirank:\d+[^\]]*\]<std(?:out|err)>:\s?|\d+: )"
-_HEADER = "Traceback (most recent call last)"
-_STACK = "Stack (most recent call last)"  # logging's stack_info: a stack, no exception
-_GLUED_HEADER = r"\[rank(\d+)\]:\s?Traceback \(most recent"
-# A frame (`  File "x.py", line 3, in f`; loguru marks the failing one `> File`), or a line of a
-# rich traceback box: the body of a traceback, however indented.
-_FRAME = r'^\s*(?:>\s*)?File "[^"]*", line \d+'
-_BODY = r"^(?:\s|$|[\u2500-\u257f])|" + _FRAME
-# The last line of a Python traceback: `RuntimeError: ...`, `torch.OutOfMemoryError: ...`,
-# `KeyboardInterrupt`. A progress line (`steps: 80 loss: 1.2`) is not one.
-_EXCEPTION = r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::|$)"
-# An exception named as such (`RuntimeError:`, `torch.OutOfMemoryError:`, `KeyboardInterrupt`),
-# anywhere in a line a logger or a user decorated: `ERROR ... RuntimeError: ...`, `**...**`.
-_NAMED = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)\b(?::|\s*$)"
-_NAMED_IN = r"(?:^|[^\w.])" + _NAMED
-_MARKUP = r"^[\s>*_`]+"  # markdown quoting, bold, code around a pasted line
-_LOGGED_ERROR = r"\b(?:ERROR|CRITICAL|FATAL)\b|^E\d{4} "
-# Traceback markers per line: the state a line leaves its rank's stream in (null: unchanged).
-_CLOSED, _OPEN, _IN_STACK, _HEADLESS = 0, 1, 2, 3
 _EXCEPTION_CHARS = 200
-_READ = ("line", "ts", "step", "text", "rank", "loss", "grad_norm", "throughput")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +82,7 @@ class CrashRule:
     def needs(self) -> Needs:
         """What a pending exception records and progress reads; a quiet rule moves only on a
         traceback's line, an exception's or a deciding line."""
-        return Needs(frozenset(_READ), CRASH_HINT, last_lines=LAST_LINES)
+        return Needs(frozenset(READ), CRASH_HINT, last_lines=LAST_LINES)
 
     def quiet(self, state: dict[str, Any]) -> bool:
         """Fired already, or no traceback open and no exception pending."""
@@ -115,25 +98,22 @@ class CrashRule:
             return [], state
         if self.quiet(state) and not frame.get_column("text").str.contains(CRASH_HINT).any():
             return [], state
-        rows = _classified(frame, state["open"])
-        pending = _pending(rows, state["pending"])
-        deciding = rows.filter(pl.col("_deciding") | pl.col("_ended"))
-        still_open = _still_open(rows, state["open"])
-        new_state = {
-            **state,
-            "open": still_open,
-            "opened": _opened(rows, state.get("opened", {}), still_open),
-        }
-        if not deciding.is_empty():
-            first = deciding.row(0, named=True)
-            alive = [p for p in pending if p["at"] < first["_row"] and _alive(p, first["_row"])]
-            fired = _fire(first["_row"], alive, first)
-            return [fired], {**new_state, "pending": [], "opened": {}, "fired": True}
-        survivors = [_stored(p) for p in pending if p["cleared"] is None]
-        latest: dict[str, dict[str, Any]] = {}
-        for p in survivors:  # one per rank: its latest exception (a chained traceback's last)
-            latest[p["rank"]] = p
-        return [], {**new_state, "pending": sorted(latest.values(), key=lambda p: p["line"])}
+        return _step(facts_of(frame, state["open"]), state)
+
+    def evaluate_many(self, frame: pl.DataFrame, parts: Sequence[Part]) -> list[Outcome | None]:
+        """`evaluate` on each part, its lines classed in one query for all (`crash_many`)."""
+        out: list[Outcome | None] = [([], part.state) for part in parts]
+        quiet = [not part.state["fired"] and self.quiet(part.state) for part in parts]
+        if any(quiet):  # a quiet part moves only where a line of it matches the hint
+            hinted = _hinted(frame, parts)
+        chosen = [
+            n
+            for n, part in enumerate(parts)
+            if not part.state["fired"] and (not quiet[n] or hinted[n])
+        ]
+        for n, facts in zip(chosen, facts_many(frame, parts, chosen), strict=True):
+            out[n] = _step(facts, parts[n].state)
+        return out
 
     def finish(
         self, state: dict[str, Any], last: pl.DataFrame
@@ -170,6 +150,36 @@ class CrashRule:
         return _decide(state)
 
 
+def _hinted(frame: pl.DataFrame, parts: Sequence[Part]) -> list[bool]:
+    """Whether a line of each part matches `CRASH_HINT`."""
+    rows = frame.get_column("text").str.contains(CRASH_HINT).arg_true()
+    begins = pl.Series([part.begin for part in parts], dtype=rows.dtype)
+    at = rows.search_sorted(begins, side="left").to_list()
+    ends = rows.search_sorted(pl.Series([p.end for p in parts], dtype=rows.dtype)).to_list()
+    return [high > low for low, high in zip(at, ends, strict=True)]
+
+
+def _step(facts: Facts, state: dict[str, Any]) -> Outcome:
+    """A step of a source that is not fired, from its batch's facts."""
+    pending = _pending(facts, state["pending"])
+    still_open = _still_open(facts.markers, state["open"])
+    new_state = {
+        **state,
+        "open": still_open,
+        "opened": _opened(facts, state.get("opened", {}), still_open),
+    }
+    first = facts.deciding
+    if first is not None:
+        alive = [p for p in pending if p["at"] < first["_row"] and _alive(p, first["_row"])]
+        fired = _fire(first["_row"], alive, first)
+        return [fired], {**new_state, "pending": [], "opened": {}, "fired": True}
+    survivors = [_stored(p) for p in pending if p["cleared"] is None]
+    latest: dict[str, dict[str, Any]] = {}
+    for p in survivors:  # one per rank: its latest exception (a chained traceback's last)
+        latest[p["rank"]] = p
+    return [], {**new_state, "pending": sorted(latest.values(), key=lambda p: p["line"])}
+
+
 def _ended(state: dict[str, Any], found: Transition | None) -> Outcome:
     """The outcome of a prompt that ended the log (`found`), or of none."""
     if found is None:
@@ -197,128 +207,24 @@ def _decide(state: dict[str, Any]) -> tuple[list[Transition], dict[str, Any]]:
     return [fired], replace_state(state, pending=[], opened={}, fired=True)
 
 
-def _classified(frame: pl.DataFrame, open_before: Mapping[str, int]) -> pl.DataFrame:
-    """Every row with its rank key, whether it is progress, a deciding line, a line saying the
-    process ended, or an exception line: a traceback's last line (its first unindented line),
-    or a line a logger or a user decorated that names an exception."""
-    msg = (
-        pl.col("text")
-        .str.replace(_PREFIX, "")
-        .str.replace(r"^.*\[rank\d+\]:\s?(Traceback \(most)", "$1")
-    )
-    plain = pl.col("_msg").str.replace(_MARKUP, "")
-    first_pass = (
-        pl.when(pl.col("_header"))
-        .then(_OPEN)
-        .when(pl.col("_msg").str.contains(_STACK, literal=True))
-        .then(_IN_STACK)
-        .when(pl.col("_body"))
-        .then(None)
-        .otherwise(_CLOSED)
-    )
-    known = pl.col("_rk").replace_strict(
-        {rank: int(marker) for rank, marker in open_before.items()},
-        default=_CLOSED,
-        return_dtype=pl.Int8,
-    )
-
-    def before(marker: str) -> pl.Expr:
-        return pl.col(marker).shift(1).forward_fill().over("_rk").fill_null(known)
-
-    progress = pl.any_horizontal(
-        pl.col(name).is_not_null() for name in ("loss", "grad_norm", "throughput")
-    )
-    named = pl.col("_msg").str.contains(_NAMED_IN)
-    in_traceback = pl.col("_before").is_in([_OPEN, _HEADLESS]) & (
-        (pl.col("_before") == _OPEN) & plain.str.contains(_EXCEPTION) | named
-    )
-    decorated = named & (
-        pl.col("_msg").str.contains(_LOGGED_ERROR) | pl.col("_msg").str.contains(r"^\s*[*_`]")
-    )
-    return (
-        frame.select(*_READ)
-        .with_row_index("_row")
-        .with_columns(
-            # `...4.12s/it][rank1]: Traceback`: a header glued onto a progress bar has its rank.
-            pl.coalesce(
-                pl.col("text").str.extract(_GLUED_HEADER, 1), pl.col("rank").cast(pl.String)
-            )
-            .fill_null("-1")
-            .alias("_rk"),
-            msg.alias("_msg"),
-            progress.alias("_progress"),
-        )
-        .with_columns(
-            pl.col("_msg").str.contains(_HEADER, literal=True).alias("_header"),
-            pl.col("_msg").str.contains(_BODY).alias("_body"),
-            pl.col("_msg").str.contains(_FRAME).alias("_frame"),
-            pl.any_horizontal(pl.col("text").str.contains(p) for p, _, _ in DECIDING).alias(
-                "_deciding"
-            ),
-            pl.any_horizontal(_unmarked().str.contains(p) for p in ENDED).alias("_ended"),
-        )
-        .with_columns(first_pass.cast(pl.Int8).alias("_first"))
-        .with_columns(
-            # frames with no header before them (an excerpt that starts at its frames)
-            pl.when(pl.col("_frame") & (before("_first") == _CLOSED))
-            .then(pl.lit(_HEADLESS, dtype=pl.Int8))
-            .otherwise(pl.col("_first"))
-            .alias("_marker")
-        )
-        .with_columns(before("_marker").alias("_before"))
-        .with_columns(
-            (
-                ~pl.col("_header")
-                & ~pl.col("_body")
-                & ~pl.col("_progress")
-                & (in_traceback | decorated)
-            ).alias("_exception"),
-            pl.when(named & ~plain.str.contains(_EXCEPTION))
-            .then(pl.col("_msg").str.extract("(" + _NAMED + ".*)", 1))
-            .otherwise(plain)
-            .str.replace_all("**", "", literal=True)
-            .alias("_exception_text"),
-            _next(pl.col("_progress")).over("_rk").alias("_next_same"),
-            _next(pl.col("_progress") & pl.col("rank").is_null()).alias("_next_unranked"),
-            _next(pl.col("_progress")).alias("_next_any"),
-        )
-    )
-
-
-def _unmarked() -> pl.Expr:
-    """The line without its rank prefix and the markdown a paste wraps it in (`**Killed**`)."""
-    return pl.col("_msg").str.replace(_MARKUP, "").str.replace(r"[\s*_`]+$", "")
-
-
-def _next(condition: pl.Expr) -> pl.Expr:
-    """The index of the first later row meeting `condition` (null when none in the batch)."""
-    return pl.when(condition).then(pl.col("_row")).shift(-1).backward_fill()
-
-
-def _still_open(rows: pl.DataFrame, before: Mapping[str, int]) -> dict[str, int]:
+def _still_open(last: Mapping[str, int], before: Mapping[str, int]) -> dict[str, int]:
     """Per rank: the traceback it is inside of (a header or frames seen, no unindented line
-    since; or a logged stack), as its marker; ranks outside of one are left out."""
-    last = (
-        rows.filter(pl.col("_marker").is_not_null())
-        .group_by("_rk", maintain_order=True)
-        .agg(pl.col("_marker").last())
-    )
-    markers = {
-        **{rank: int(marker) for rank, marker in before.items()},
-        **dict(zip(last.get_column("_rk"), last.get_column("_marker"), strict=True)),
-    }
-    return {rank: marker for rank, marker in markers.items() if marker != _CLOSED}
+    since; or a logged stack), as its marker; ranks outside of one are left out. `last`: each
+    rank's last marker in the batch."""
+    markers = {**{rank: int(marker) for rank, marker in before.items()}, **last}
+    return {rank: marker for rank, marker in markers.items() if marker != CLOSED}
 
 
 def _opened(
-    rows: pl.DataFrame, carried: Mapping[str, dict[str, Any]], still_open: Mapping[str, int]
+    facts: Facts, carried: Mapping[str, dict[str, Any]], still_open: Mapping[str, int]
 ) -> dict[str, dict[str, Any]]:
     """Per rank inside a traceback that has its header: where it began and its last frame so
     far, unless a later progress line (the rank's or an unranked one) says the run went on."""
     out: dict[str, dict[str, Any]] = {}
-    for rank, marker in still_open.items():
-        if marker != _OPEN:
-            continue
+    inside = [rank for rank, marker in still_open.items() if marker == OPEN]
+    rows = facts.rows() if inside else None
+    for rank in inside:
+        assert rows is not None
         own = rows.filter(pl.col("_rk") == rank)
         headers = own.filter(pl.col("_header"))
         if headers.is_empty():
@@ -352,16 +258,11 @@ def _record(row: Mapping[str, Any], rank: str) -> dict[str, Any]:
     }
 
 
-def _pending(rows: pl.DataFrame, carried: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _pending(facts: Facts, carried: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Carried and new pending exceptions, each with `at` (its row; -1 when carried) and
     `cleared` (the row of the progress that dropped it, or None)."""
     out: list[dict[str, Any]] = []
-    first = (
-        rows.filter(pl.col("_progress"))
-        .group_by("_rk", maintain_order=True)
-        .agg(pl.col("_row").min())
-    )
-    first_by_rank = dict(zip(first.get_column("_rk"), first.get_column("_row"), strict=True))
+    first_by_rank = facts.first_progress
     any_first = min(first_by_rank.values(), default=None)
     for p in carried:
         if p["rank"] == "-1":
@@ -369,7 +270,7 @@ def _pending(rows: pl.DataFrame, carried: list[dict[str, Any]]) -> list[dict[str
         else:
             cleared = _earliest(first_by_rank.get(p["rank"]), first_by_rank.get("-1"))
         out.append({**p, "at": -1, "cleared": cleared})
-    for r in rows.filter(pl.col("_exception")).iter_rows(named=True):
+    for r in facts.exceptions:
         if r["_rk"] == "-1":
             cleared = r["_next_any"]
         else:
@@ -440,7 +341,7 @@ def _writer(text: str, rank: str) -> tuple[str, str]:
 def _fire(row: int, alive: list[dict[str, Any]], deciding: Mapping[str, Any]) -> Transition:
     """The alert at a deciding line, naming the earliest pending exception if there is one."""
     text = str(deciding["text"])
-    unmarked = re.sub(r"[\s*_`]+$", "", re.sub(_MARKUP, "", str(deciding["_msg"])))
+    unmarked = re.sub(r"[\s*_`]+$", "", re.sub(MARKUP, "", str(deciding["_msg"])))
     rank, code, ended = ended_by(unmarked) if deciding["_ended"] else (None, None, None)
     rank, code, local = named_by_deciding(text, rank, code)
     first = min(alive, key=lambda p: p["line"]) if alive else None

@@ -6,6 +6,7 @@ after them, where an alert can resolve) only."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,7 @@ import polars as pl
 
 from logwatch.rules.base import Needs, Outcome, Part, Transition
 from logwatch.rules.log import StreakRule
-from logwatch.rules.ranked import after_tail, by_rank, quiet_ranks, rank_states
+from logwatch.rules.ranked import UNRANKED, after_tail, by_rank, quiet_ranks, rank_states
 
 # Lines after which the next throughput report is a pause, not a slowdown: checkpoint saves and
 # evaluation / validation runs. Case-sensitive literals, so the scan is a fast literal search.
@@ -58,6 +59,11 @@ def _judged(x: pl.Series, first: int, at: pl.Series, window: int) -> pl.DataFram
     return stats.with_columns(
         (pl.col("_i") - first).alias("_p"), x.gather(stats.get_column("_i")).alias("_x")
     )
+
+
+def _initial() -> dict[str, Any]:
+    """A history's state before its first value."""
+    return {"values": [], "seen": False, "skip": False, "streak": {"run": 0}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,23 +113,28 @@ class DropRule:
             state,
             column=self.column,
             step=self._step,
-            initial={"values": [], "seen": False, "skip": False, "streak": {"run": 0}},
+            initial=_initial(),
             firing=lambda rank: int(rank["streak"]["run"]) >= self.count,
             shared=PAUSES,
         )
 
     def evaluate_many(self, frame: pl.DataFrame, parts: Sequence[Part]) -> list[Outcome | None]:
-        """`evaluate` on each part without a value or a pause line (no history moves: in one
-        query for all); None for the others."""
+        """`evaluate` on each part without a value or a pause line (no history moves), and on
+        each calm one (`_calm_many`), in a few queries for all; None for the others."""
         pauses = _pauses(frame)
         moving = (frame.get_column(self.column).is_not_null() | pauses).cast(pl.UInt32).cum_sum()
         out: list[Outcome | None] = []
-        for part in parts:
+        moved: list[int] = []
+        for n, part in enumerate(parts):
             before = int(moving[part.begin - 1]) if part.begin else 0
             if part.end > part.begin and int(moving[part.end - 1]) > before:
                 out.append(None)
+                moved.append(n)
             else:
                 out.append(([], {"ranks": dict(rank_states(part.state))}))
+        if moved:
+            for n, calm in zip(moved, _calm_many(self, frame, pauses, parts, moved), strict=True):
+                out[n] = calm
         return out
 
     def _step(
@@ -222,6 +233,57 @@ def _pauses(frame: pl.DataFrame) -> pl.Series:
     if PAUSES in frame.columns:
         return frame.get_column(PAUSES)
     return frame.select(_PAUSE_ROWS).to_series()
+
+
+def _calm_many(
+    rule: DropRule,
+    frame: pl.DataFrame,
+    pauses: pl.Series,
+    parts: Sequence[Part],
+    chosen: list[int],
+) -> list[Outcome | None]:
+    """`_drop_calm` of each chosen part with no rank (lines or state) and no pause: its values'
+    count, min, max and last `window` (one query for all); None where it is not calm (or a
+    value is NaN, which Python's min and max would not order as polars does)."""
+    begins = pl.Series([parts[n].begin for n in chosen], dtype=pl.Int64)
+    ends = pl.Series([parts[n].end for n in chosen], dtype=pl.Int64)
+    index = pl.int_range(frame.height, dtype=pl.Int64, eager=True)
+    number = (begins.search_sorted(index, side="right").cast(pl.Int64) - 1).clip(0)
+    inside = (index >= begins.gather(number)) & (index < ends.gather(number))
+    value = pl.col("_v").drop_nulls().cast(pl.Float64)
+    found = (
+        pl.DataFrame([number.alias("_n"), frame.get_column(rule.column).alias("_v")])
+        .with_columns(_pause=pauses, _ranked=frame.get_column("rank").is_not_null())
+        .filter(inside)
+        .group_by("_n")
+        .agg(
+            (pl.col("_pause").any() | pl.col("_ranked").any() | value.is_nan().any()).alias("_no"),
+            value.min().alias("_min"),
+            value.max().alias("_max"),
+            value.len().alias("_len"),
+            value.tail(rule.window).alias("_tail"),
+        )
+    )
+    out: list[Outcome | None] = [None] * len(chosen)
+    for at, no, low, high, length, tail in found.iter_rows():
+        ranks = rank_states(parts[chosen[at]].state)
+        if no or not length or not set(ranks) <= {UNRANKED}:
+            continue
+        state = ranks.get(UNRANKED) or _initial()
+        if not _drop_quiet(state) or rule.fraction < 0 or state["skip"]:
+            continue
+        history: list[float] = state["values"]
+        if any(math.isnan(v) for v in history):
+            continue
+        size = len(history) + length
+        ratio = 1 / rule.extreme if rule.extreme > 0 else 0.0
+        factor = max(rule.fraction, ratio) if size > rule.window else ratio
+        if size > rule.extreme_after and not low >= factor * max([*history, high]):
+            continue
+        kept = [*history, *tail][-rule.window :]
+        calm = {**state, "values": kept, "seen": True, "skip": False}
+        out[at] = ([], {"ranks": {**ranks, UNRANKED: calm}})
+    return out
 
 
 def _drop_calm(
