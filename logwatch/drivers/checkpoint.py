@@ -185,8 +185,7 @@ class StateDir:
         return True
 
     def _save_full(self, checkpoint: Checkpoint) -> None:
-        data = {**checkpoint.to_json(), "seq": self._seq + 1}
-        raw = json.dumps(data, separators=(",", ":")).encode()
+        raw = self._delta.full(checkpoint, self._seq + 1).encode()
         self.fs.replace(self.path / CHECKPOINT, raw)
         self._seq += 1
         if self._delta_fd is not None:

@@ -59,6 +59,17 @@ class DeltaTracker:
         else:
             self.delta_bytes += size
 
+    def full(self, checkpoint: Checkpoint, seq: int) -> str:
+        """The whole of `checkpoint` as `checkpoint.json`'s text, numbered `seq`: its sources'
+        texts (`_texts`) spliced in, not serialized again."""
+        _, sources = self._texts(checkpoint)
+        data = checkpoint.to_json()
+        return (
+            f'{{"version":{_compact(data["version"])},"files":{_compact(data["files"])},'
+            f'"sources":{_members(sources.items())},"extras":{_compact(data["extras"])},'
+            f'"seq":{seq}}}'
+        )
+
     def invalidate(self) -> None:
         """A delta write failed (maybe half done): the next save rewrites the base."""
         self.files = None
@@ -77,7 +88,12 @@ class DeltaTracker:
 def _compact(value: Any) -> str:
     """`value` as a checkpoint's JSON text of it: compact, keys sorted (the same value gives
     the same text, in whatever order its dicts were built)."""
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return _ENCODER.encode(value)
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), sort_keys=True)
+"""`json.dumps(value, separators=(",", ":"), sort_keys=True)`'s encoder, made once: `dumps`
+makes one per call when given options, which costs as much as encoding a small state."""
 
 
 def _members(items: Iterable[tuple[str, str]]) -> str:

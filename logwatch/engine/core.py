@@ -21,7 +21,7 @@ from logwatch.engine.state import (
     SourceStats,
     Step,
     _unreported,
-    masked,
+    masked_rule_states,
 )
 from logwatch.parse import SCHEMA
 from logwatch.rules.base import EndOfInputRule, Part, WallClockRule
@@ -179,7 +179,7 @@ class Engine(_Many):
         stats = {name: getattr(state.stats, name) for name in SourceStats.__slots__}
         stats["fired"] = dict(state.stats.fired)
         return {
-            "rule_states": masked(state.rule_states),  # a rule may keep a line (classify)
+            "rule_states": masked_rule_states(state),  # a rule may keep a line (classify)
             "last_step": state.last_step,
             "active": state.alerts.export_json(),
             "stats": stats,

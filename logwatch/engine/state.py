@@ -125,6 +125,11 @@ class SourceState:
     alerts: Lifecycle = field(default_factory=lambda: Lifecycle(_summary))
     stats: SourceStats = field(default_factory=SourceStats)
     run_id: str | None = None  # what the current run's `run start:` line calls it
+    # each rule state's redacted copy as the last export made it, kept with the state object
+    # it was made of (`masked_rule_states`)
+    masked_rules: dict[str, tuple[dict[str, Any], dict[str, Any]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 _RUN_ID = re.compile(r"\brun[_ -]?(?:id|name)\s*[=:]\s*['\"]?([\w.:/@+-]{1,80})")
@@ -182,6 +187,25 @@ def masked(value: _T) -> _T:
 
 _PLAIN = frozenset({int, float, bool, type(None)})
 """The exact types `masked` returns as they are (no string inside)."""
+
+
+def masked_rule_states(state: SourceState) -> dict[str, dict[str, Any]]:
+    """`masked(state.rule_states)`, each rule's redacted copy made again only when its state is
+    another object than at the last export. Exact because a rule step never changes a state in
+    place: it returns the same object when nothing changed, a new one otherwise (checked for
+    every built-in rule in `tests/test_engine_export.py`). A live checkpoint exports every
+    busy source each second; most of its rules' states did not move since the last one."""
+    kept = state.masked_rules
+    out: dict[str, dict[str, Any]] = {}
+    for rule_id, rule_state in state.rule_states.items():
+        entry = kept.get(rule_id)
+        if entry is None or entry[0] is not rule_state:
+            entry = kept[rule_id] = (rule_state, masked(rule_state))
+        out[rule_id] = entry[1]
+    if len(kept) > len(out):  # a state gone (a restart): its copy goes too
+        for rule_id in [r for r in kept if r not in out]:
+            del kept[rule_id]
+    return out
 
 
 def _unreported(rule_id: str, source: str, exc: Exception) -> None:

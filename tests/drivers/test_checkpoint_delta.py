@@ -5,9 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
+
+from logwatch.api import load_rules
 from logwatch.drivers.checkpoint import CHECKPOINT, DELTA, StateDir
 from logwatch.drivers.checkpoint_record import Checkpoint
+from logwatch.drivers.delta import DeltaTracker, SourceTexts
+from logwatch.engine import Engine
+from logwatch.parse import parse_lines
 from logwatch.sources.follow import Position
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
 
 def _pos(i: int, line: int) -> Position:
@@ -66,3 +74,32 @@ def test_a_checkpoint_without_seq_or_delta_still_loads(tmp_path: Path) -> None:
     (tmp_path / CHECKPOINT).write_text(json.dumps(old))
     loaded = StateDir(tmp_path, print).load()
     assert loaded is not None and [p.line for p in loaded.files] == [3, 4]
+
+
+def test_a_full_save_splices_the_source_texts_and_loads_back_as_the_states(
+    tmp_path: Path,
+) -> None:
+    """A full save writes the sources' texts as the delta made them (not serialized again):
+    what `checkpoint.json` holds is the checkpoint's JSON object with its `seq`, and a new
+    StateDir loads every source's state, file and extra back; a text that does not match its
+    state is what gets written (the texts are the record, the states only their source)."""
+    engine = Engine(load_rules())
+    rows = (SAMPLES / "dflash/train_nan.log").read_text().splitlines()
+    for n, source in enumerate(["a.log", "b.log"]):
+        engine.process(parse_lines(pl.Series(rows[n * 50 :]), source=source, first_line=1))
+    states, texts = SourceTexts().export(["a.log", "b.log"], set(), engine.export_state)
+    checkpoint = Checkpoint([_pos(1, 3)], states, {"x": [1]}, source_texts=texts)
+    assert json.loads(DeltaTracker().full(checkpoint, 4)) == {
+        **json.loads(json.dumps(checkpoint.to_json())),
+        "seq": 4,
+    }
+    state = StateDir(tmp_path, print)
+    state.open()
+    assert state.save(checkpoint)
+    loaded = StateDir(tmp_path, print).load()
+    assert loaded is not None and loaded == Checkpoint(
+        [_pos(1, 3)], json.loads(json.dumps(states)), {"x": [1]}
+    )
+    state.close()
+    stale = Checkpoint([_pos(1, 3)], states, {}, source_texts={**texts, "a.log": '{"n":1}'})
+    assert json.loads(DeltaTracker().full(stale, 5))["sources"]["a.log"] == {"n": 1}
