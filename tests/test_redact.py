@@ -9,6 +9,8 @@ from enum import StrEnum
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from logwatch import redact as redact_module
 from logwatch.alerts import event_from_json
@@ -17,6 +19,7 @@ from logwatch.engine import run_id
 from logwatch.engine.state import masked
 from logwatch.redact import MASK, redact, register_secret
 from logwatch.sinks.slack import messages
+from tests.support.properties import examples
 
 # A Python snippet run in a child process, so a regex that backtracks for hours can be killed.
 _HANG_CHECK = """
@@ -189,3 +192,35 @@ def test_masked_state_masks_every_string_and_keeps_the_rest() -> None:
     assert out["keys"]["0"] == {"since": 1.5, "n": 3, "firing": False, "value": None, "line": MASK}
     assert out["kept"][:4] == [1, 2.5, True, None]
     assert out["kept"][5] == [MASK, 4]
+
+
+_PIECES = [
+    *("xoxb-", "xapp-1-", "://", "hooks.slack.com/", "/services/T0A/B0B/", "hf_", "sk-"),
+    *("AKIA", "ghp_", "gho_", "github_pat_", "eyJ", ".eyJ", "aws_", "AWS_SECRET_ACCESS_KEY"),
+    *("Bearer ", "bEaReR ", "api_key", "API-KEY", "Token", "secret", "PassWd", "password"),
+    *("=", ": ", "'", '"', "@", "/", "-", "_", " ", "x", "loss 2.1", "tok/s 5", "gpu/0/util=9"),
+    *("abcdefghij", "0123456789", "A1b2C3d4E5f6G7h8I9j0", "\u017fecret", "\u212aey", "é"),
+    *(AWS_SECRET, GH_CLASSIC, GH_FINE, JWT, "AKIAABCDEFGHIJKLMNOP", "ghr_" + "D4" * 18),
+    *("sk-abcdefghij0123456789", "hf_" + "a1" * 16, "xoxb-1111-2222-abc", "xapp-1-A0B1"),
+    *("PASSWD=hunter2hunter2", "api-key: 0a1b2c3d4e", "x_token=abc123def456", "https://u:pw@h"),
+    *("bearer 0a1b2c3d4e5f6a7b8c9d", "aws_secret_access_key=" + AWS_SECRET),
+    "https://hooks.slack.com/services/T0A/B0B/c0C",
+]
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=12))
+def test_the_word_check_skips_only_text_no_pattern_would_change(pieces: list[str]) -> None:
+    """Lines made of the patterns' words, near misses and tokens, in any case, ASCII or not:
+    `redact` (which skips the patterns when none of their words is in an ASCII line) gives
+    what running every pattern gives."""
+    text = "".join(pieces)
+    assert redact(text) == redact_module._shapes(text)
+
+
+def test_each_word_and_token_alone_or_after_another_is_masked_as_every_pattern_masks_it() -> None:
+    """Each piece alone, between spaces, and after each other piece: `redact` gives what
+    running every pattern gives (a word left out of the check shows here at once)."""
+    for piece in _PIECES:
+        for text in [piece, f" {piece} ", *(other + piece for other in _PIECES)]:
+            assert redact(text) == redact_module._shapes(text), text
