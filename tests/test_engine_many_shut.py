@@ -1,5 +1,6 @@
 """`Engine.process_many` does not step a batched rule that every source's turn skips (quiet,
-its gate shut on each small batch), and steps it as before once one batch opens its gate."""
+its gate shut on each small batch; a quiet streak rule no line can start a streak in), and
+steps it as before once one batch opens its gate or can start its streak."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from logwatch.engine import Engine
 from logwatch.parse import parse_lines
 from logwatch.rules.base import Part
 from logwatch.rules.classify import ClassifyRule
+from logwatch.rules.log import StreakRule
 
 RULES = logwatch.load_rules()
 STEP = "2026-11-28 14:02:07,199 INFO [train] step {n}/200000 | loss 2.1 | lr 2.40e-05"
@@ -66,3 +68,73 @@ def test_one_batch_that_opens_a_gate_steps_that_rule_for_all(
     assert [e.source for events in many for e in events if e.rule == "nccl-error"] == ["rank3"]
     assert [n for n, gate in stepped if gate == "NCCL |nccl"] == [8]
     assert len(stepped) == 4  # and nccl-timeout, whose gate holds "NCCL " too
+
+
+DFLASH = (
+    "2026-11-28 14:02:{s:02d},199 INFO [train] step {n}/200000 | loss 2.1182 | acc 0.242 | "
+    "lr 2.40e-05 | grad_norm 1.23 | tok/s 48292 | q_hs=19 q_hsb={hsb}"
+)
+
+
+@pytest.fixture
+def streaks(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """Each `StreakRule.evaluate_many` call: its rule's id and how many sources it was given."""
+    calls: list[tuple[str, int]] = []
+    ids = {id(spec.rule): spec.id for spec in RULES}
+    original = StreakRule.evaluate_many
+
+    def counted(self: StreakRule, frame: pl.DataFrame, parts: list[Part]) -> Any:
+        calls.append((ids[id(self)], len(parts)))
+        return original(self, frame, parts)
+
+    monkeypatch.setattr(StreakRule, "evaluate_many", counted)
+    return calls
+
+
+def _same_as_one_by_one(
+    lines: dict[str, list[str]], engines: tuple[Engine, Engine] | None = None
+) -> list[list[Any]]:
+    """`process_many`'s events, checked equal to `process`'s source by source, states too."""
+    many, one = engines or (Engine(RULES), Engine(RULES))
+    found = many.process_many(_frames(lines), None)
+    assert found == [one.process(frame) for frame in _frames(lines)]
+    for source in lines:
+        assert many.export_state(source) == one.export_state(source)
+    return found
+
+
+def test_a_round_where_no_streak_can_start_steps_no_streak_rule(
+    streaks: list[tuple[str, int]],
+) -> None:
+    """Eight ranks' DFlash step lines, every queue bucket busy (no starvation streak can
+    start), no NaN iteration, no GPU snapshot: no streak rule is stepped for the round, and
+    the events and states are those of `process` source by source."""
+    hsb = "[1,2,2,6,3,5]"
+    lines = {f"rank{r}": [DFLASH.format(s=n, n=n, hsb=hsb) for n in range(10)] for r in range(8)}
+    assert _same_as_one_by_one(lines) == [[]] * 8
+    assert streaks == []
+
+
+def test_a_streak_that_starts_in_one_batch_is_stepped_for_all(
+    streaks: list[tuple[str, int]],
+) -> None:
+    """One rank of eight starves (one busy bucket, five lines): bucket-starvation is stepped
+    for the eight and fires for that rank, as `process` does; the other streak rules are not
+    stepped. In the next round, that rank's streak is carried (not quiet): stepped again."""
+    lines = {
+        f"rank{r}": [DFLASH.format(s=n, n=n, hsb="[1,2,2,6,3,5]") for n in range(6)]
+        for r in range(8)
+    }
+    lines["rank5"] = [DFLASH.format(s=n, n=n, hsb="[0,0,0,0,0,9]") for n in range(6)]
+    engines = Engine(RULES), Engine(RULES)
+    found = _same_as_one_by_one(lines, engines)
+    assert [(e.source, e.rule) for events in found for e in events] == [
+        ("rank5", "bucket-starvation")
+    ]
+    assert streaks == [("bucket-starvation", 8)]
+    calm = {r: [DFLASH.format(s=6, n=6, hsb="[1,2,2,6,3,5]")] for r in lines}
+    found = _same_as_one_by_one(calm, engines)
+    assert [(e.source, e.rule, e.status) for events in found for e in events] == [
+        ("rank5", "bucket-starvation", "resolved")
+    ]
+    assert streaks == [("bucket-starvation", 8)] * 2

@@ -32,6 +32,7 @@ from logwatch.engine.batch import (
 )
 from logwatch.engine.evaluate import _Evaluator
 from logwatch.engine.gpu_rows import _gpu_keys_present
+from logwatch.engine.plan import _Needs
 from logwatch.engine.state import STATS_AGG, STATS_COLUMNS
 from logwatch.gpu.log_rows import read_telemetry_rows
 from logwatch.parse import ALWAYS, SCHEMA, complete
@@ -39,6 +40,7 @@ from logwatch.parse.shapes import PLAIN_PAIRS_SHAPES
 from logwatch.parse.telemetry import PAIRS_COLUMN
 from logwatch.rules.base import Part
 from logwatch.rules.gpu import LogGpuRows
+from logwatch.rules.log import StreakRule
 from logwatch.rules.scan import ShapeRows
 
 
@@ -359,21 +361,37 @@ class _Many(_Evaluator):
     def _shut(
         self, order: int, sources: list[str], heights: list[int], states: list[dict[str, Any]]
     ) -> bool:
-        """Whether a rule is quiet in every source and its gate opens on none of their small
-        batches, as `_ready_checks` found: then each source's turn skips it (`_evaluate`), and
-        stepping it here for all is a wasted query or three (a live round of a node's ranks
-        shuts most of the line rules). Only a cache goes unfilled: a turn that does need the
-        step (a run restarted mid-batch) takes it itself."""
+        """Whether every source's turn skips a rule, as `_ready_checks` found: quiet with its
+        gate shut on the source's small batch, or a quiet streak rule that no line of it can
+        start a streak in (`_evaluate`'s `calm`). Then stepping it here for all is a wasted
+        query or three (a live round of a node's ranks shuts most of the line rules, and
+        calms the streak rules). Only a cache goes unfilled: a turn that does need the step
+        (a run restarted mid-batch) takes it itself."""
         needs = self._needs[order]
-        if needs.gate is None or needs.quiet is None:
+        gated = needs.gate is not None and needs.quiet is not None
+        streak = order in self._streak_checks
+        if not gated and not streak:
             return False
         for source, height, state in zip(sources, heights, states, strict=True):
             ready = self._ready_live.get(source)
             if ready is None or ready.rows != height or height > _SMALL_BATCH:
                 return False
-            if ready.gates.get(needs.gate, True) or not needs.quiet(state):
+            shut = gated and not ready.gates.get(cast(str, needs.gate), True)
+            if not (shut and _quiet(needs, state)) and not (
+                streak and self._calm(order, source, ready.streaks, state)
+            ):
                 return False
         return True
+
+    def _calm(
+        self, order: int, source: str, streaks: dict[int, bool], state: dict[str, Any]
+    ) -> bool:
+        """Whether a streak rule is in `_live_checks`' `calm` for a source's turn: its check
+        made (its columns parsed), no streak can start in the batch, the rule not failed there
+        and quiet."""
+        if streaks.get(order, True) or (self.rules[order].id, source) in self._failed:
+            return False
+        return cast(StreakRule, self.rules[order].rule).quiet(state)
 
     def _forget_ready(self, source: str) -> None:
         """Drop what was computed for `source` and not taken (a rule its batch did not step)."""
@@ -382,6 +400,10 @@ class _Many(_Evaluator):
         self._ready_stats.pop(source, None)
         self._ready_fill.pop(source, None)
         self._ready_live.pop(source, None)
+
+
+def _quiet(needs: _Needs, state: dict[str, Any]) -> bool:
+    return needs.quiet is not None and needs.quiet(state)
 
 
 class _Group:
