@@ -142,12 +142,12 @@ class LivePlacement(Plugin):
             if found is not None and found.height:
                 self._add_facts(taps[0], found)
             return
-        for (source,), part in timed.partition_by("source", as_dict=True).items():
-            self._times[str(source)].see(part)
+        # (each part's source read from its first row: `as_dict` runs a select per part)
+        for part in timed.partition_by("source"):
+            self._times[str(part.get_column("source")[0])].see(part)
         if found is not None and found.height:
-            parts = found.partition_by("source", as_dict=True, maintain_order=True)
-            for (source,), part in parts.items():
-                self._add_facts(self._taps[str(source)], part)
+            for part in found.partition_by("source", maintain_order=True):
+                self._add_facts(self._taps[str(part.get_column("source")[0])], part)
 
     def _add_facts(self, tap: SourceTap, found: pl.DataFrame) -> None:
         known = self._facts.get(tap.source, pl.DataFrame(schema=FACT_SCHEMA))

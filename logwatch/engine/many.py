@@ -260,11 +260,18 @@ class _Many(_Evaluator):
             if prepared[i] is None and checks is not None and checks.gpu:
                 picked.append(i)
         names = [n for n in ("ts", "text", PAIRS_COLUMN, "snapshot") if n in frames[0].columns]
-        parts = [frames[i].select(names) for i in picked]
-        if len(picked) < 2 or any(part.schema != parts[0].schema for part in parts):
+        parts = [frames[i] for i in picked]
+        if len(picked) < 2:
             return prepared
+        if all(part.schema == parts[0].schema for part in parts):  # one select for all
+            lines = pl.concat(parts, rechunk=False).select(names).rechunk()
+        else:
+            parts = [part.select(names) for part in parts]
+            if any(part.schema != parts[0].schema for part in parts):
+                return prepared
+            lines = pl.concat(parts, rechunk=True)
         try:
-            found = read_telemetry_rows(pl.concat(parts, rechunk=True), self._gpu_metrics)
+            found = read_telemetry_rows(lines, self._gpu_metrics)
         except Exception:  # each frame's GPU rules read their own, and say it as theirs
             return prepared
         if found.dropped:
