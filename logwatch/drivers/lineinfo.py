@@ -260,33 +260,29 @@ def tapped(
     first line (its earlier block's last). None for a file without lines."""
     count = int(files.max()) + 1 if files.len() else 0  # type: ignore[arg-type]  # UInt32
     ts = pl.col("ts")
+
+    def per_file(expr: pl.Expr) -> pl.Expr:
+        # a window per file only where there are several (a window costs a group-by)
+        return expr if count == 1 else expr.over("_file")
+
     base = frame.select(TAPPED_COLUMNS).hstack([files.alias("_file")])
     base = base.with_columns(
         ts.is_not_null().alias("timed"),
-        ts.forward_fill().over("_file").fill_null(pl.lit(carry_ts, dtype=pl.Datetime("us"))),
+        per_file(ts.forward_fill()).fill_null(pl.lit(carry_ts, dtype=pl.Datetime("us"))),
     )
     base = with_prefixes(base)  # extracted only when some line of the group has a prefix
     # The timed lines an untimed line can take its time from: each one followed by an untimed
     # line (or by the end of the block), and each file's first (`SourceTap.time_of` answers
     # only for untimed lines). Not every timed line: that index grew with the file.
-    after = pl.col("timed").shift(-1).over("_file")
-    first = pl.col("timed") & (pl.col("timed").cum_sum().over("_file") == 1)
+    after = per_file(pl.col("timed").shift(-1))
+    first = pl.col("timed") & (per_file(pl.col("timed").cum_sum()) == 1)
     kept = pl.col("timed") & (after.is_null() | ~after | first)
     timed = base.filter(kept).select("_file", "line", "ts")
     records = maybe_classed(base, keep=("_file",))  # classed once for every source, at the end
     # each file's facts together, in the order of its own pass; a fact said again adds nothing
     found = facts(base, keep=("_file",)).sort("_file", maintain_order=True)
     found = found.with_columns(_BUS4).select("_file", *Fact._fields).unique(maintain_order=True)
-    writers = (
-        base.group_by("_file", "source", "p_rank", "p_local", maintain_order=True)
-        .agg(
-            pl.len().cast(pl.UInt32).alias("lines"),
-            pl.col("line").max().alias("last_line"),
-            ts.filter(pl.col("timed")).min().alias("first_ts"),
-            ts.filter(pl.col("timed")).max().alias("last_ts"),
-        )
-        .select("_file", *(pl.col(name).cast(dtype) for name, dtype in WRITER_SCHEMA.items()))
-    )
+    writers = _writers(base, one_file=count == 1)
     by_file: list[list[Fact]] = [[] for _ in range(count)]
     for row in found.iter_rows():
         by_file[row[0]].append(Fact(*row[1:]))
@@ -309,6 +305,39 @@ def tapped(
         else None
         for i in range(count)
     ]
+
+
+_WRITER_AGGS = [
+    pl.len().cast(pl.UInt32).alias("lines"),
+    pl.col("line").max().alias("last_line"),
+    pl.col("ts").filter(pl.col("timed")).min().alias("first_ts"),
+    pl.col("ts").filter(pl.col("timed")).max().alias("last_ts"),
+]
+_WRITER_KEYS = ["_file", "source", "p_rank", "p_local"]
+
+
+def _writers(base: pl.DataFrame, *, one_file: bool) -> pl.DataFrame:
+    """`WRITER_SCHEMA` rows (after `_file`): per file, source and line prefix, in the order first
+    seen. One file of one source whose lines have no prefix (a single trainer's log, the common
+    case) is one writer: aggregated without a group-by, which costs a hash of every line."""
+    out: pl.DataFrame | None = None
+    height = base.height
+    unprefixed = (
+        base.get_column("p_rank").null_count() == height
+        and base.get_column("p_local").null_count() == height
+    )
+    if one_file and unprefixed and height:
+        source = pl.col("source")
+        flat = base.select(
+            *(pl.col(name).first() for name in _WRITER_KEYS),
+            *_WRITER_AGGS,
+            (source == source.first()).all(ignore_nulls=False).alias("_one"),
+        )
+        if flat.item(0, "_one") is True:
+            out = flat.drop("_one")
+    if out is None:
+        out = base.group_by(*_WRITER_KEYS, maintain_order=True).agg(*_WRITER_AGGS)
+    return out.select("_file", *(pl.col(name).cast(dtype) for name, dtype in WRITER_SCHEMA.items()))
 
 
 def _cut(frame: pl.DataFrame, count: int) -> list[pl.DataFrame]:

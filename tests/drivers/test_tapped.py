@@ -191,3 +191,23 @@ def test_a_tap_keeps_the_lines_the_whole_class_gate_keeps(texts: list[str]) -> N
     expected = frame.filter(text.str.contains_any(CLASS_WORDS) & text.str.contains(CLASS_GATE))
     kept = maybe_classed(frame)
     assert kept.get_column("line").to_list() == expected.get_column("line").to_list()
+
+
+def test_a_one_file_tap_counts_writers_as_a_group_by_does() -> None:
+    """A one-file tap's writers (counted without a group-by where its lines have no prefix) are
+    those of a group-by on source and prefix: for plain lines, lines naming two sources, and
+    rank-prefixed lines."""
+    plain = _frame("a.log", [*LINES[:2], "some plain text with no time"])
+    mixed = pl.concat([plain, _frame("b.log", LINES[:2])])
+    for frame, writers in ((plain, 1), (mixed, 2), (_frame("c.log", LINES), 4)):
+        found = tapped(frame, pl.repeat(0, frame.height, dtype=pl.UInt32, eager=True))[0]
+        assert found is not None
+        base = with_prefixes(frame.with_columns(pl.col("ts").is_not_null().alias("timed")))
+        expected = base.group_by("source", "p_rank", "p_local", maintain_order=True).agg(
+            pl.len().cast(pl.UInt32).alias("lines"),
+            pl.col("line").max().alias("last_line"),
+            pl.col("ts").filter(pl.col("timed")).min().alias("first_ts"),
+            pl.col("ts").filter(pl.col("timed")).max().alias("last_ts"),
+        )
+        assert found.writers.to_dicts() == expected.to_dicts()
+        assert found.writers.height == writers
