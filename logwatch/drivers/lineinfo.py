@@ -99,28 +99,69 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
 local world size, global ranks: `logwatch.drivers.noderank`)."""
 
 
-def maybe_classed(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFrame:
+def maybe_classed(
+    frame: pl.DataFrame, keep: tuple[str, ...] = (), *, dense: bool | None = None
+) -> pl.DataFrame:
     """The rows of a block that may be fleet-relevant (one literal pass; `classed` decides,
-    once for every source, as its regexes cost more per call than per line)."""
+    once for every source, as its regexes cost more per call than per line). `dense`: whether
+    most lines hold a class word (None: as most of the block's first lines do), which takes
+    `_dense_kept`'s way to the same rows."""
     text = pl.col("text")
-    rows = frame.filter(text.str.contains(CLASS_ANY))
-    # `classed`'s own first filter, on the rows the literals pass: a word can be on every line
-    # (Megatron's `number of nan iterations: 0`, `check-inf`), and what passes is kept to the
-    # file's end. The whole gate is one slow regex (no literal to start from): only the NaN and
-    # Inf classes' own run on every row, the whole gate only where another class's words are
-    # (`OTHER_ANY`: any other class's match has one of them).
-    marks = rows.select(
+    if dense is None:
+        head = frame.head(_SAMPLE_ROWS)
+        dense = bool(head.height) and head.select(text.str.contains(CLASS_ANY).mean()).item() > 0.5
+    if dense:
+        rows = frame.filter(_dense_kept(frame))
+    else:
+        rows = frame.filter(text.str.contains(CLASS_ANY))
+        # `classed`'s own first filter, on the rows the literals pass: a word can be on every
+        # line (Megatron's `number of nan iterations: 0`, `check-inf`), and what passes is kept
+        # to the file's end. The whole gate is one slow regex (no literal to start from): only
+        # the NaN and Inf classes' own run on every row, the whole gate only where another
+        # class's words are (`OTHER_ANY`: any other class's match has one of them).
+        marks = rows.select(
+            text.str.contains(NONFINITE_CLASSES).fill_null(False).alias("nonfinite"),
+            text.str.contains(OTHER_ANY).fill_null(False).alias("other"),
+        )
+        kept, other = marks.get_column("nonfinite"), marks.get_column("other")
+        undecided = other & ~kept
+        if undecided.any():
+            gated = rows.filter(undecided).select(text.str.contains(CLASS_GATE).fill_null(False))
+            kept = kept.scatter(undecided.arg_true(), gated.to_series())
+        rows = rows.filter(kept)
+    # kept to the file's end: the text in buffers of its own, not views into the whole block's
+    return rows.select(*keep, *CANDIDATE_COLUMNS).with_columns(pl.col("text") + pl.lit(""))
+
+
+_SAMPLE_ROWS = 256
+"""How many of a block's first lines tell whether most of its lines hold a class word."""
+
+
+def _dense_kept(frame: pl.DataFrame) -> pl.Series:
+    """The rows `maybe_classed` keeps, for a block most of whose lines hold a class word
+    (Megatron's `number of nan iterations: 0` on every line), where the literal pass would pass
+    nearly every line: the NaN classes' patterns and the other classes' words over every line,
+    and the literals (which the rows kept must hold: a class word) and the whole gate only on
+    the few lines these leave. Kept: a class word and a NaN class's match, or a class word,
+    another class's word and the whole gate's match."""
+    text = pl.col("text")
+    marks = frame.select(
         text.str.contains(NONFINITE_CLASSES).fill_null(False).alias("nonfinite"),
         text.str.contains(OTHER_ANY).fill_null(False).alias("other"),
     )
-    kept, other = marks.get_column("nonfinite"), marks.get_column("other")
-    undecided = other & ~kept
-    if undecided.any():
-        gated = rows.filter(undecided).select(text.str.contains(CLASS_GATE).fill_null(False))
-        kept = kept.scatter(undecided.arg_true(), gated.to_series())
-    rows = rows.filter(kept)
-    # kept to the file's end: the text in buffers of its own, not views into the whole block's
-    return rows.select(*keep, *CANDIDATE_COLUMNS).with_columns(pl.col("text") + pl.lit(""))
+    nonfinite, other = marks.get_column("nonfinite"), marks.get_column("other")
+    kept = nonfinite | other
+    if not kept.any():
+        return kept
+    rows = kept.arg_true()
+    some = frame.get_column("text").gather(rows)
+    decided = some.to_frame().select(text.str.contains(CLASS_ANY).fill_null(False)).to_series()
+    undecided = other.gather(rows) & ~nonfinite.gather(rows)
+    if undecided.any():  # the whole gate, slow, only where another class's words decide
+        at = undecided.arg_true()
+        gate = some.gather(at).to_frame().select(text.str.contains(CLASS_GATE).fill_null(False))
+        decided = decided.scatter(at, decided.gather(at) & gate.to_series())
+    return kept.scatter(rows, decided)
 
 
 CANDIDATE_COLUMNS = ["source", "line", "ts", "timed", "p_rank", "p_local", "p_host", "text"]

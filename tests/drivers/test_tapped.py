@@ -178,19 +178,24 @@ def _class_lines() -> st.SearchStrategy[str]:
         "remote process exited nan",
         "nan an illegal memory access was encountered",
         "Inf: Connection closed by remote peer",
+        "lm loss: nAn | grad norm: +inf | number of nan iterations:   1 |",
+        " iteration 10/ 100 | lm loss: 2.1E+00 | number of nan iterations:   0 |",
     ]
 )
 def test_a_tap_keeps_the_lines_the_whole_class_gate_keeps(texts: list[str]) -> None:
     """`maybe_classed` runs the whole class gate only on lines with another class's words
     (`OTHER_ANY`), the NaN classes' own patterns on the rest: it keeps exactly the lines with a
-    class word that the whole gate matches, for lines of every class with NaN words around."""
+    class word that the whole gate matches, for lines of every class with NaN words around,
+    whether it begins with the literal pass or (most lines holding a class word) ends with it."""
     frame = with_prefixes(
         _frame("job.out", texts).with_columns(pl.col("ts").is_not_null().alias("timed"))
     )
     text = pl.col("text")
     expected = frame.filter(text.str.contains_any(CLASS_WORDS) & text.str.contains(CLASS_GATE))
-    kept = maybe_classed(frame)
-    assert kept.get_column("line").to_list() == expected.get_column("line").to_list()
+    for dense in (None, False, True):
+        kept = maybe_classed(frame, dense=dense)
+        assert kept.get_column("line").to_list() == expected.get_column("line").to_list()
+        assert kept.equals(maybe_classed(frame, dense=False))
 
 
 def test_a_one_file_tap_counts_writers_as_a_group_by_does() -> None:
