@@ -24,6 +24,7 @@ from logwatch.drivers.classes import (
     IDENTITY_ANY,
     NONFINITE_CLASSES,
     OTHER_ANY,
+    WORD_ANY,
 )
 from logwatch.drivers.classes import IDENTITY_WORDS as IDENTITY_WORDS
 from logwatch.drivers.classes import PRIMARY as PRIMARY
@@ -108,8 +109,7 @@ def maybe_classed(
     `_dense_kept`'s way to the same rows."""
     text = pl.col("text")
     if dense is None:
-        head = frame.head(_SAMPLE_ROWS)
-        dense = bool(head.height) and head.select(text.str.contains(CLASS_ANY).mean()).item() > 0.5
+        dense = mostly_worded(frame)
     if dense:
         rows = frame.filter(_dense_kept(frame))
     else:
@@ -135,6 +135,15 @@ def maybe_classed(
 
 _SAMPLE_ROWS = 256
 """How many of a block's first lines tell whether most of its lines hold a class word."""
+
+
+def mostly_worded(frame: pl.DataFrame) -> bool:
+    """Whether most of the first lines of `frame` hold a class word (`CLASS_ANY`): then a
+    literal pass would pass nearly every line, and `maybe_classed` ends with it instead."""
+    head = frame.head(_SAMPLE_ROWS)
+    if not head.height:
+        return False
+    return bool(head.select(pl.col("text").str.contains(CLASS_ANY).mean()).item() > 0.5)
 
 
 def _dense_kept(frame: pl.DataFrame) -> pl.Series:
@@ -319,9 +328,14 @@ def tapped(
     first = pl.col("timed") & (per_file(pl.col("timed").cum_sum()) == 1)
     kept = pl.col("timed") & (after.is_null() | ~after | first)
     timed = base.filter(kept).select("_file", "line", "ts")
-    records = maybe_classed(base, keep=("_file",))  # classed once for every source, at the end
+    # The lines with a class or an identity word, in one literal pass (two cost a third more),
+    # unless most lines hold a class word (then `maybe_classed` ends with its literals).
+    dense = mostly_worded(base)
+    words = base if dense else base.filter(pl.col("text").str.contains(WORD_ANY))
+    # classed once for every source, at the end
+    records = maybe_classed(words, keep=("_file",), dense=dense)
     # each file's facts together, in the order of its own pass; a fact said again adds nothing
-    found = facts(base, keep=("_file",)).sort("_file", maintain_order=True)
+    found = facts(words, keep=("_file",)).sort("_file", maintain_order=True)
     found = found.with_columns(_BUS4).select("_file", *Fact._fields).unique(maintain_order=True)
     writers = _writers(base, one_file=count == 1)
     by_file: list[list[Fact]] = [[] for _ in range(count)]
