@@ -117,6 +117,7 @@ def any_word(words: list[str]) -> str:
 
 CLASS_ANY = any_word(CLASS_WORDS)
 IDENTITY_ANY = any_word(IDENTITY_WORDS)
+WORD_ANY = any_word([*CLASS_WORDS, *IDENTITY_WORDS])  # a line with either: the tap's first pass
 OTHER_ANY = any_word(OTHER_WORDS)
 CAUSE_TEXT = {
     "gpu-lost": "GPU fell off the bus (Xid 79)",

@@ -24,6 +24,7 @@ from logwatch.drivers.classes import (
     IDENTITY_ANY,
     NONFINITE_CLASSES,
     OTHER_ANY,
+    WORD_ANY,
 )
 from logwatch.drivers.classes import IDENTITY_WORDS as IDENTITY_WORDS
 from logwatch.drivers.classes import PRIMARY as PRIMARY
@@ -99,28 +100,82 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
 local world size, global ranks: `logwatch.drivers.noderank`)."""
 
 
-def maybe_classed(frame: pl.DataFrame, keep: tuple[str, ...] = ()) -> pl.DataFrame:
+def maybe_classed(
+    frame: pl.DataFrame, keep: tuple[str, ...] = (), *, dense: bool | None = None
+) -> pl.DataFrame:
     """The rows of a block that may be fleet-relevant (one literal pass; `classed` decides,
-    once for every source, as its regexes cost more per call than per line)."""
+    once for every source, as its regexes cost more per call than per line). `dense`: whether
+    most lines hold a class word (None: as most of the block's first lines do), which takes
+    `_dense_kept`'s way to the same rows."""
     text = pl.col("text")
-    rows = frame.filter(text.str.contains(CLASS_ANY))
-    # `classed`'s own first filter, on the rows the literals pass: a word can be on every line
-    # (Megatron's `number of nan iterations: 0`, `check-inf`), and what passes is kept to the
-    # file's end. The whole gate is one slow regex (no literal to start from): only the NaN and
-    # Inf classes' own run on every row, the whole gate only where another class's words are
-    # (`OTHER_ANY`: any other class's match has one of them).
-    marks = rows.select(
+    if dense is None:
+        dense = mostly_worded(frame)
+    if dense:
+        rows = frame.filter(_dense_kept(frame))
+    else:
+        rows = frame.filter(text.str.contains(CLASS_ANY))
+        # `classed`'s own first filter, on the rows the literals pass: a word can be on every
+        # line (Megatron's `number of nan iterations: 0`, `check-inf`), and what passes is kept
+        # to the file's end. The whole gate is one slow regex (no literal to start from): only
+        # the NaN and Inf classes' own run on every row, the whole gate only where another
+        # class's words are (`OTHER_ANY`: any other class's match has one of them).
+        marks = rows.select(
+            text.str.contains(NONFINITE_CLASSES).fill_null(False).alias("nonfinite"),
+            text.str.contains(OTHER_ANY).fill_null(False).alias("other"),
+        )
+        kept, other = marks.get_column("nonfinite"), marks.get_column("other")
+        undecided = other & ~kept
+        if undecided.any():
+            gated = rows.filter(undecided).select(text.str.contains(CLASS_GATE).fill_null(False))
+            kept = kept.scatter(undecided.arg_true(), gated.to_series())
+        rows = rows.filter(kept)
+    # kept to the file's end: in buffers of their own, not views into the whole block's
+    return rows.select(*keep, *CANDIDATE_COLUMNS).with_columns(_OWN_TEXT)
+
+
+# Text kept to a file's end in buffers of its own: a column cut from a block's rows holds the
+# block's buffers (the lines' text; a writer's one `source` held that column's, +35 MB retained
+# over the 730 MB DFlash file; the few records' `source` views cost less than copies).
+_OWN_TEXT = pl.col("text") + pl.lit("")
+_OWN_SOURCE = pl.col("source") + pl.lit("")
+_SAMPLE_ROWS = 256
+"""How many of a block's first lines tell whether most of its lines hold a class word."""
+
+
+def mostly_worded(frame: pl.DataFrame) -> bool:
+    """Whether most of the first lines of `frame` hold a class word (`CLASS_ANY`): then a
+    literal pass would pass nearly every line, and `maybe_classed` ends with it instead."""
+    head = frame.head(_SAMPLE_ROWS)
+    if not head.height:
+        return False
+    return bool(head.select(pl.col("text").str.contains(CLASS_ANY).mean()).item() > 0.5)
+
+
+def _dense_kept(frame: pl.DataFrame) -> pl.Series:
+    """The rows `maybe_classed` keeps, for a block most of whose lines hold a class word
+    (Megatron's `number of nan iterations: 0` on every line), where the literal pass would pass
+    nearly every line: the NaN classes' patterns and the other classes' words over every line,
+    and the literals (which the rows kept must hold: a class word) and the whole gate only on
+    the few lines these leave. Kept: a class word and a NaN class's match, or a class word,
+    another class's word and the whole gate's match."""
+    text = pl.col("text")
+    marks = frame.select(
         text.str.contains(NONFINITE_CLASSES).fill_null(False).alias("nonfinite"),
         text.str.contains(OTHER_ANY).fill_null(False).alias("other"),
     )
-    kept, other = marks.get_column("nonfinite"), marks.get_column("other")
-    undecided = other & ~kept
-    if undecided.any():
-        gated = rows.filter(undecided).select(text.str.contains(CLASS_GATE).fill_null(False))
-        kept = kept.scatter(undecided.arg_true(), gated.to_series())
-    rows = rows.filter(kept)
-    # kept to the file's end: the text in buffers of its own, not views into the whole block's
-    return rows.select(*keep, *CANDIDATE_COLUMNS).with_columns(pl.col("text") + pl.lit(""))
+    nonfinite, other = marks.get_column("nonfinite"), marks.get_column("other")
+    kept = nonfinite | other
+    if not kept.any():
+        return kept
+    rows = kept.arg_true()
+    some = frame.get_column("text").gather(rows)
+    decided = some.to_frame().select(text.str.contains(CLASS_ANY).fill_null(False)).to_series()
+    undecided = other.gather(rows) & ~nonfinite.gather(rows)
+    if undecided.any():  # the whole gate, slow, only where another class's words decide
+        at = undecided.arg_true()
+        gate = some.gather(at).to_frame().select(text.str.contains(CLASS_GATE).fill_null(False))
+        decided = decided.scatter(at, decided.gather(at) & gate.to_series())
+    return kept.scatter(rows, decided)
 
 
 CANDIDATE_COLUMNS = ["source", "line", "ts", "timed", "p_rank", "p_local", "p_host", "text"]
@@ -260,33 +315,34 @@ def tapped(
     first line (its earlier block's last). None for a file without lines."""
     count = int(files.max()) + 1 if files.len() else 0  # type: ignore[arg-type]  # UInt32
     ts = pl.col("ts")
+
+    def per_file(expr: pl.Expr) -> pl.Expr:
+        # a window per file only where there are several (a window costs a group-by)
+        return expr if count == 1 else expr.over("_file")
+
     base = frame.select(TAPPED_COLUMNS).hstack([files.alias("_file")])
     base = base.with_columns(
         ts.is_not_null().alias("timed"),
-        ts.forward_fill().over("_file").fill_null(pl.lit(carry_ts, dtype=pl.Datetime("us"))),
+        per_file(ts.forward_fill()).fill_null(pl.lit(carry_ts, dtype=pl.Datetime("us"))),
     )
     base = with_prefixes(base)  # extracted only when some line of the group has a prefix
     # The timed lines an untimed line can take its time from: each one followed by an untimed
     # line (or by the end of the block), and each file's first (`SourceTap.time_of` answers
     # only for untimed lines). Not every timed line: that index grew with the file.
-    after = pl.col("timed").shift(-1).over("_file")
-    first = pl.col("timed") & (pl.col("timed").cum_sum().over("_file") == 1)
+    after = per_file(pl.col("timed").shift(-1))
+    first = pl.col("timed") & (per_file(pl.col("timed").cum_sum()) == 1)
     kept = pl.col("timed") & (after.is_null() | ~after | first)
     timed = base.filter(kept).select("_file", "line", "ts")
-    records = maybe_classed(base, keep=("_file",))  # classed once for every source, at the end
+    # The lines with a class or an identity word, in one literal pass (two cost a third more),
+    # unless most lines hold a class word (then `maybe_classed` ends with its literals).
+    dense = mostly_worded(base)
+    words = base if dense else base.filter(pl.col("text").str.contains(WORD_ANY))
+    # classed once for every source, at the end
+    records = maybe_classed(words, keep=("_file",), dense=dense)
     # each file's facts together, in the order of its own pass; a fact said again adds nothing
-    found = facts(base, keep=("_file",)).sort("_file", maintain_order=True)
+    found = facts(words, keep=("_file",)).sort("_file", maintain_order=True)
     found = found.with_columns(_BUS4).select("_file", *Fact._fields).unique(maintain_order=True)
-    writers = (
-        base.group_by("_file", "source", "p_rank", "p_local", maintain_order=True)
-        .agg(
-            pl.len().cast(pl.UInt32).alias("lines"),
-            pl.col("line").max().alias("last_line"),
-            ts.filter(pl.col("timed")).min().alias("first_ts"),
-            ts.filter(pl.col("timed")).max().alias("last_ts"),
-        )
-        .select("_file", *(pl.col(name).cast(dtype) for name, dtype in WRITER_SCHEMA.items()))
-    )
+    writers = _writers(base, one_file=count == 1)
     by_file: list[list[Fact]] = [[] for _ in range(count)]
     for row in found.iter_rows():
         by_file[row[0]].append(Fact(*row[1:]))
@@ -309,6 +365,41 @@ def tapped(
         else None
         for i in range(count)
     ]
+
+
+_WRITER_AGGS = [
+    pl.len().cast(pl.UInt32).alias("lines"),
+    pl.col("line").max().alias("last_line"),
+    pl.col("ts").filter(pl.col("timed")).min().alias("first_ts"),
+    pl.col("ts").filter(pl.col("timed")).max().alias("last_ts"),
+]
+_WRITER_KEYS = ["_file", "source", "p_rank", "p_local"]
+
+
+def _writers(base: pl.DataFrame, *, one_file: bool) -> pl.DataFrame:
+    """`WRITER_SCHEMA` rows (after `_file`): per file, source and line prefix, in the order first
+    seen. One file of one source whose lines have no prefix (a single trainer's log, the common
+    case) is one writer: aggregated without a group-by, which costs a hash of every line."""
+    out: pl.DataFrame | None = None
+    height = base.height
+    unprefixed = (
+        base.get_column("p_rank").null_count() == height
+        and base.get_column("p_local").null_count() == height
+    )
+    if one_file and unprefixed and height:
+        source = pl.col("source")
+        flat = base.select(
+            *(pl.col(name).first() for name in _WRITER_KEYS),
+            *_WRITER_AGGS,
+            (source == source.first()).all(ignore_nulls=False).alias("_one"),
+        )
+        if flat.item(0, "_one") is True:
+            out = flat.drop("_one")
+    if out is None:
+        out = base.group_by(*_WRITER_KEYS, maintain_order=True).agg(*_WRITER_AGGS)
+    # kept to the file's end (`SourceTap.writers`): `source` in a buffer of its own
+    out = out.with_columns(_OWN_SOURCE)
+    return out.select("_file", *(pl.col(name).cast(dtype) for name, dtype in WRITER_SCHEMA.items()))
 
 
 def _cut(frame: pl.DataFrame, count: int) -> list[pl.DataFrame]:

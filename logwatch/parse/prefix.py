@@ -47,10 +47,28 @@ def prefixes(text: pl.Expr) -> list[pl.Expr]:
     ]
 
 
+# Literals one of which every `ANY_PREFIX` match holds: pdsh's and `srun -l`'s `: `, Open MPI's
+# `]<std`, the `]:` after `[default3]` or `[rank3]`.
+PREFIX_WORDS = r": |\]:|\]<std"
+_SAMPLE_ROWS = 256  # a block's first lines, telling whether most of its lines hold those
+
+
+def has_prefix(frame: pl.DataFrame) -> bool:
+    """Whether a line of `frame` (with `text`) has a launcher prefix (`ANY_PREFIX`). The
+    anchored test costs a regex call per line; where most lines lack `PREFIX_WORDS` (a DFlash
+    log: a tenth hold `: `), it runs only on the lines a literal pass leaves."""
+    text = pl.col("text")
+    lines = frame.select("text")
+    head = lines.head(_SAMPLE_ROWS)
+    if head.height and head.select(text.str.contains(PREFIX_WORDS).mean()).item() <= 0.5:
+        lines = lines.filter(text.str.contains(PREFIX_WORDS))
+    return bool(lines.select(text.str.contains(ANY_PREFIX).any()).item())
+
+
 def with_prefixes(frame: pl.DataFrame) -> pl.DataFrame:
     """`frame` (with `text`) and `prefixes`' columns: extracted only when a line of it has a
     prefix (a launcher's log), else null (a single trainer's log, the common case)."""
-    if frame.select(pl.col("text").str.contains(ANY_PREFIX).any()).item():
+    if has_prefix(frame):
         return frame.with_columns(*prefixes(pl.col("text")))
     return frame.with_columns(
         pl.lit(None, dtype=pl.Int64).alias("p_rank"),

@@ -15,12 +15,13 @@ from logwatch.drivers.classes import (
     CLASSES,
     IDENTITY_ANY,
     IDENTITY_WORDS,
+    WORD_ANY,
 )
 from logwatch.drivers.layout import path_identity
-from logwatch.drivers.lineinfo import classed, maybe_classed, tapped
+from logwatch.drivers.lineinfo import classed, distinct_facts, facts, maybe_classed, tapped
 from logwatch.drivers.ranks import FleetFacts, SourceTap
 from logwatch.parse import parse_lines
-from logwatch.parse.prefix import with_prefixes
+from logwatch.parse.prefix import ANY_PREFIX, has_prefix, with_prefixes
 from tests.support.properties import examples
 
 LINES = [
@@ -140,7 +141,12 @@ def test_the_word_regexes_select_what_contains_any_selects(texts: list[str]) -> 
     regex metacharacters in the text or in the words included."""
     text = pl.col("text")
     frame = pl.DataFrame({"text": texts}, schema={"text": pl.String})
-    for pattern, words in ((CLASS_ANY, CLASS_WORDS), (IDENTITY_ANY, IDENTITY_WORDS)):
+    every = [*CLASS_WORDS, *IDENTITY_WORDS]
+    for pattern, words in (
+        (CLASS_ANY, CLASS_WORDS),
+        (IDENTITY_ANY, IDENTITY_WORDS),
+        (WORD_ANY, every),
+    ):
         found = frame.select(text.str.contains(pattern).alias("a"), text.str.contains_any(words))
         assert found.get_column("a").to_list() == found.get_column("text").to_list()
 
@@ -178,16 +184,83 @@ def _class_lines() -> st.SearchStrategy[str]:
         "remote process exited nan",
         "nan an illegal memory access was encountered",
         "Inf: Connection closed by remote peer",
+        "lm loss: nAn | grad norm: +inf | number of nan iterations:   1 |",
+        " iteration 10/ 100 | lm loss: 2.1E+00 | number of nan iterations:   0 |",
     ]
 )
 def test_a_tap_keeps_the_lines_the_whole_class_gate_keeps(texts: list[str]) -> None:
     """`maybe_classed` runs the whole class gate only on lines with another class's words
     (`OTHER_ANY`), the NaN classes' own patterns on the rest: it keeps exactly the lines with a
-    class word that the whole gate matches, for lines of every class with NaN words around."""
+    class word that the whole gate matches, for lines of every class with NaN words around,
+    whether it begins with the literal pass or (most lines holding a class word) ends with it."""
     frame = with_prefixes(
         _frame("job.out", texts).with_columns(pl.col("ts").is_not_null().alias("timed"))
     )
     text = pl.col("text")
     expected = frame.filter(text.str.contains_any(CLASS_WORDS) & text.str.contains(CLASS_GATE))
-    kept = maybe_classed(frame)
-    assert kept.get_column("line").to_list() == expected.get_column("line").to_list()
+    for dense in (None, False, True):
+        kept = maybe_classed(frame, dense=dense)
+        assert kept.get_column("line").to_list() == expected.get_column("line").to_list()
+        assert kept.equals(maybe_classed(frame, dense=False))
+
+
+def test_a_one_file_tap_counts_writers_as_a_group_by_does() -> None:
+    """A one-file tap's writers (counted without a group-by where its lines have no prefix) are
+    those of a group-by on source and prefix: for plain lines, lines naming two sources, and
+    rank-prefixed lines."""
+    plain = _frame("a.log", [*LINES[:2], "some plain text with no time"])
+    mixed = pl.concat([plain, _frame("b.log", LINES[:2])])
+    for frame, writers in ((plain, 1), (mixed, 2), (_frame("c.log", LINES), 4)):
+        found = tapped(frame, pl.repeat(0, frame.height, dtype=pl.UInt32, eager=True))[0]
+        assert found is not None
+        base = with_prefixes(frame.with_columns(pl.col("ts").is_not_null().alias("timed")))
+        expected = base.group_by("source", "p_rank", "p_local", maintain_order=True).agg(
+            pl.len().cast(pl.UInt32).alias("lines"),
+            pl.col("line").max().alias("last_line"),
+            pl.col("ts").filter(pl.col("timed")).min().alias("first_ts"),
+            pl.col("ts").filter(pl.col("timed")).max().alias("last_ts"),
+        )
+        assert found.writers.to_dicts() == expected.to_dicts()
+        assert found.writers.height == writers
+
+
+_PREFIXED = [
+    "node-17: loss 2.1",
+    "  3: [rank3]: step 5",
+    "[default3]:[rank11]: x",
+    "[rank0]: y",
+    "foo [1,3]<stderr>: z",
+    "abc[1,mpirank:2,x]<stdout>:w",
+]
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    texts=st.lists(
+        st.one_of(_class_lines(), st.sampled_from(LINES), st.sampled_from(_PREFIXED), _WORDY),
+        max_size=12,
+    ),
+    plain=st.integers(0, 300),
+)
+def test_a_tap_keeps_the_records_and_facts_of_every_line(texts: list[str], plain: int) -> None:
+    """A tap's first pass (class and identity words in one literal pass, or none where most
+    lines hold a class word) and its prefix test (the anchored one only on lines with `: `,
+    `]:` or `]<std`, unless most lines have them) keep the records `maybe_classed` and the
+    facts `facts` keep of the whole block, and find a prefix where a line has one: with the
+    lines after a run of plain lines or among them."""
+    for lines in (texts, [LINES[0]] * plain + texts, texts + [LINES[0]] * plain):
+        if not lines:
+            continue
+        frame = _frame("job.out", lines)
+        found = tapped(frame, pl.repeat(0, frame.height, dtype=pl.UInt32, eager=True))[0]
+        assert found is not None
+        text = pl.col("text")
+        assert has_prefix(frame) == frame.select(text.str.contains(ANY_PREFIX).any()).item()
+        base = with_prefixes(
+            frame.select("source", "line", "ts", "text").with_columns(
+                pl.col("ts").is_not_null().alias("timed"), pl.col("ts").forward_fill()
+            )
+        )
+        records = maybe_classed(base, dense=False)
+        assert found.records.equals(records)
+        assert list(found.facts) == list(distinct_facts(facts(base)))
