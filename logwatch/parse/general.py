@@ -53,7 +53,14 @@ from logwatch.parse.extract import (
     _training_value,
     _value,
 )
-from logwatch.parse.sparse import _either, _fill, _first_of, _Prefilters, _sparse
+from logwatch.parse.sparse import (
+    _either,
+    _fill,
+    _first_of,
+    _first_of_uniform,
+    _Prefilters,
+    _sparse,
+)
 from logwatch.parse.telemetry import _telemetry
 from logwatch.parse.throughput import THROUGHPUT_HINT, _throughput
 
@@ -152,38 +159,27 @@ def _metrics(frame: pl.DataFrame) -> pl.Series:
 def _by_priority(frame: pl.DataFrame, wanted: frozenset[str], col: _Prefilters) -> pl.DataFrame:
     """Loss, grad norm and step (the wanted ones) from every dialect's extractor, in priority
     order; validation report lines carry none of them."""
-    loss, grad, step = ("loss" in wanted), ("grad_norm" in wanted), ("step" in wanted)
-    if loss:
-        frame = frame.with_columns(
-            _first_of(
-                frame,
-                "loss",
-                [
-                    (col("_nemo_rows"), _number(NEMO_LOSS_KEY)),
-                    (col("_megatron_rows"), _value(MEGATRON_NAN + "forward loss")),
-                    (col("_rare_loss_rows"), _nan_if(LOSS_NAN_WORDS)),
-                    (col("_rare_loss_rows"), _darknet_loss()),
-                    (col("_tag_rows"), _number(r"\[loss\]")),
-                    (frame.get_column("_loss_blocked"), _first_training_loss()),
-                    (col("_rare_loss_rows"), _training_value(XENT_PATTERN)),
-                ],
-                dense_after=3,
-            )
-        )
+    loss = "loss" in wanted
+    sources = {name: _sources(frame, name, col) for name in _PRIORITY if name in wanted}
+    uniform = {
+        name: _first_of_uniform(frame, name, found, dense_after=_PRIORITY[name])
+        for name, found in sources.items()
+    }
     columns: list[pl.Series] = []
-    if grad:
-        grad_sources = [
-            (col("_megatron_rows"), _value(MEGATRON_NAN + "grad norm")),
-            (col("_rare_loss_rows"), _nan_if(GRAD_NAN_WORDS)),
+    if all(expr is not None for expr in uniform.values()):
+        # each extractor selects every line or none (a live batch of one line): one query
+        if uniform:
+            frame = frame.with_columns(expr for expr in uniform.values() if expr is not None)
+    else:
+        if loss:
+            frame = frame.with_columns(
+                _first_of(frame, "loss", sources["loss"], dense_after=_PRIORITY["loss"])
+            )
+        columns = [
+            _first_of(frame, name, found, dense_after=_PRIORITY[name])
+            for name, found in sources.items()
+            if name != "loss"
         ]
-        columns.append(_first_of(frame, "grad_norm", grad_sources, dense_after=2))
-    if step:
-        step_sources = [
-            (_either(col, "_bracket_rows", "_train_rows"), _integer(BRACKET_STEP_PATTERN)),
-            (col("_rare_loss_rows"), _integer(DARKNET_PATTERN)),
-            (col("_tag_rows"), _integer(r"\[step\]\s*(\d+)")),
-        ]
-        columns.append(_first_of(frame, "step", step_sources, dense_after=0))
     if loss:
         columns.append(
             _fill(frame, "loss", _sparse(frame, _generic_rows(frame, col), _generic_loss(), "loss"))
@@ -208,6 +204,68 @@ def _by_priority(frame: pl.DataFrame, wanted: frozenset[str], col: _Prefilters) 
             if name in wanted
         )
     return frame
+
+
+_PRIORITY = {"loss": 3, "grad_norm": 2, "step": 0}
+"""The columns `_by_priority` takes from several extractors, and how many of those outrank the
+dense column (`_first_of`'s `dense_after`)."""
+
+
+def _sources(
+    frame: pl.DataFrame, name: str, col: _Prefilters
+) -> list[tuple[pl.Series | None, pl.Expr]]:
+    """The extractors of one of `_PRIORITY`'s columns, each with its rows, in priority order."""
+    return [
+        (_rows_of(frame, col, rows), expr)
+        for rows, expr in zip(_EXTRACTOR_ROWS[name], _extractors(name), strict=True)
+    ]
+
+
+def _rows_of(frame: pl.DataFrame, col: _Prefilters, rows: str) -> pl.Series | None:
+    if rows == "_loss_blocked":  # a column of the dense pass, not a prefilter
+        return frame.get_column(rows)
+    if rows == "_bracket_rows|_train_rows":
+        return _either(col, "_bracket_rows", "_train_rows")
+    return col(rows)
+
+
+_EXTRACTOR_ROWS = {
+    "loss": (
+        "_nemo_rows",
+        "_megatron_rows",
+        "_rare_loss_rows",
+        "_rare_loss_rows",
+        "_tag_rows",
+        "_loss_blocked",
+        "_rare_loss_rows",
+    ),
+    "grad_norm": ("_megatron_rows", "_rare_loss_rows"),
+    "step": ("_bracket_rows|_train_rows", "_rare_loss_rows", "_tag_rows"),
+}
+"""The rows each of `_extractors(name)` reads (prefilter names, in the same order)."""
+
+
+@cache
+def _extractors(name: str) -> tuple[pl.Expr, ...]:
+    """The extractors of `name`, in priority order (built once: building costs more than
+    running them on a live batch)."""
+    if name == "loss":
+        return (
+            _number(NEMO_LOSS_KEY),
+            _value(MEGATRON_NAN + "forward loss"),
+            _nan_if(LOSS_NAN_WORDS),
+            _darknet_loss(),
+            _number(r"\[loss\]"),
+            _first_training_loss(),
+            _training_value(XENT_PATTERN),
+        )
+    if name == "grad_norm":
+        return (_value(MEGATRON_NAN + "grad norm"), _nan_if(GRAD_NAN_WORDS))
+    return (
+        _integer(BRACKET_STEP_PATTERN),
+        _integer(DARKNET_PATTERN),
+        _integer(r"\[step\]\s*(\d+)"),
+    )
 
 
 def _generic_rows(frame: pl.DataFrame, col: _Prefilters) -> pl.Series | None:

@@ -1,16 +1,20 @@
-"""A live batch's shapes, found in its framing query by the shapes' literals first
-(`parse.framing._live_shapes`), are each line's shape as the big-batch route finds it."""
+"""A live batch (tail's few lines) parses as the big-batch route parses the same lines: its
+shapes, found in its framing query by the shapes' literals first (`parse.framing._live_shapes`),
+and the general path's values, which a one-line batch takes in fewer queries
+(`parse.sparse._first_of_uniform`)."""
 
 from __future__ import annotations
 
 import polars as pl
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from logwatch.parse import TINY_BATCH_ROWS, shape_of
+from logwatch.parse import TINY_BATCH_ROWS, parse_block, shape_of
 from logwatch.parse.framing import _framed
 from logwatch.parse.shapes import SHAPES, line_shape
-from tests.test_shapes import ANY_LINE, SETTINGS
+from tests.support import corpus
+from tests.test_shapes import ANY_LINE, SETTINGS, TAIL_COLUMNS
 from tests.test_shapes_quiet import clipping_lines, data_lines, timers_lines
 
 LINES = st.one_of(ANY_LINE, data_lines(), clipping_lines(), timers_lines())
@@ -62,3 +66,37 @@ def test_every_shape_is_found_in_a_live_batch() -> None:
         "step 5 | loss nan | grad_norm 1.0",
     ]
     assert _live(lines) == [*range(len(SHAPES)), None]
+
+
+FILLER = "worker heartbeat"
+"""A line no extractor reads: behind it, each extractor selects some lines of a big batch, not
+all (the column-by-column route)."""
+
+
+def _corpus_lines() -> list[str]:
+    text = corpus.corpus(11, 600).decode("utf-8", "replace")
+    lines = [*text.replace("\r", "\n").splitlines(), *corpus.NAN_LINES]
+    return sorted({line for line in lines if line.strip()})
+
+
+@pytest.mark.parametrize("columns", [TAIL_COLUMNS, None])
+def test_a_one_line_batch_parses_as_in_a_big_batch(columns: frozenset[str] | None) -> None:
+    """Every line of the corpus (every dialect, NaN spelling, prefix and near miss it knows),
+    alone in a live batch, gives the row it gives at the head of a batch too big for the
+    live route, ahead of lines that hold no value (the general path's one-query priority
+    columns against its column-by-column route)."""
+    differ = []
+    for line in _corpus_lines():
+        live, big = (
+            parse_block(
+                pl.Series("text", block, dtype=pl.String),
+                source="s",
+                first_line=1,
+                default_year=2026,
+                columns=columns,
+            ).frame
+            for block in ([line], [line, *[FILLER] * TINY_BATCH_ROWS])
+        )
+        if not live.equals(big.head(1)):
+            differ.append(line)
+    assert differ == []
