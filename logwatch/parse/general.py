@@ -6,6 +6,7 @@ became infinite or NaN`) count as NaN."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 
 import polars as pl
@@ -72,8 +73,33 @@ def _general(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
     frame = _by_priority(_rare(frame, wanted, rows), wanted, rows)
     if "epoch" in wanted:
         has_epoch = frame.get_column("text").str.contains("poch", literal=True)
-        frame = frame.with_columns(_sparse(frame, has_epoch, _value(EPOCH_PATTERN), "epoch"))
+        frame = frame.with_columns(_sparse(frame, has_epoch, _built("epoch"), "epoch"))
     return frame
+
+
+_BUILDERS: dict[str, Callable[[], pl.Expr]] = {
+    "epoch": lambda: _value(EPOCH_PATTERN),
+    "rank": _rank,
+    "telemetry": _telemetry,
+    "pid": lambda: _integer(PID_PATTERN),
+    "_validation": lambda: pl.col("text").str.contains(VALIDATION),
+    "nan_iterations": lambda: _integer(NAN_ITERATIONS),
+    "throughput": _throughput,
+    "metrics": _metric_pairs,
+    "loss": _generic_loss,
+    "_spelled": lambda: pl.col("text").str.contains(NONFINITE_VALUE),
+    "_nonfinite_loss": _nonfinite_loss_value,
+    "_darknet": lambda: pl.col("text").str.contains(DARKNET_PATTERN),
+}
+"""The sparse extractors of the general path, by the column they give."""
+
+
+@cache
+def _built(name: str) -> pl.Expr:
+    """A sparse extractor (`_BUILDERS`), built once: building the larger ones (throughput's
+    seven patterns) costs more than running them on a live batch, and Python builds an
+    argument even where its rows are none."""
+    return _BUILDERS[name]()
 
 
 def _dense(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
@@ -133,19 +159,19 @@ def _rare(frame: pl.DataFrame, wanted: frozenset[str], col: _Prefilters) -> pl.D
     """Wanted columns only a few lines carry, extracted on the rows their prefilter selected."""
     columns: list[pl.Series] = []
     if "rank" in wanted:
-        columns.append(_sparse(frame, col("_rank_rows"), _rank(), "rank"))
+        columns.append(_sparse(frame, col("_rank_rows"), _built("rank"), "rank"))
     if "telemetry" in wanted:
-        columns.append(_sparse(frame, col("snapshot"), _telemetry(), "telemetry"))
+        columns.append(_sparse(frame, col("snapshot"), _built("telemetry"), "telemetry"))
     if "pid" in wanted:
-        columns.append(_sparse(frame, col("run_start"), _integer(PID_PATTERN), "pid"))
+        columns.append(_sparse(frame, col("run_start"), _built("pid"), "pid"))
     if "_maybe_validation" in frame.columns:
-        validation = pl.col("text").str.contains(VALIDATION)
+        validation = _built("_validation")
         columns.append(_sparse(frame, col("_maybe_validation"), validation, "_validation"))
     if "nan_iterations" in wanted:
-        nan_iterations = _integer(NAN_ITERATIONS)
+        nan_iterations = _built("nan_iterations")
         columns.append(_sparse(frame, col("_nan_iter_rows"), nan_iterations, "nan_iterations"))
     if "throughput" in wanted:
-        columns.append(_sparse(frame, col("_throughput_rows"), _throughput(), "throughput"))
+        columns.append(_sparse(frame, col("_throughput_rows"), _built("throughput"), "throughput"))
     return frame.with_columns(columns) if columns else frame
 
 
@@ -153,7 +179,7 @@ def _metrics(frame: pl.DataFrame) -> pl.Series:
     """`metrics` on step and loss lines (only when asked: it is the one list-building pass, and
     rules do not read it)."""
     steps = frame.select(pl.col("step").is_not_null() | pl.col("loss").is_not_null()).to_series()
-    return _sparse(frame, steps, _metric_pairs(), "metrics")
+    return _sparse(frame, steps, _built("metrics"), "metrics")
 
 
 def _by_priority(frame: pl.DataFrame, wanted: frozenset[str], col: _Prefilters) -> pl.DataFrame:
@@ -182,7 +208,7 @@ def _by_priority(frame: pl.DataFrame, wanted: frozenset[str], col: _Prefilters) 
         ]
     if loss:
         columns.append(
-            _fill(frame, "loss", _sparse(frame, _generic_rows(frame, col), _generic_loss(), "loss"))
+            _fill(frame, "loss", _sparse(frame, _generic_rows(frame, col), _built("loss"), "loss"))
         )
     if columns:
         frame = frame.with_columns(columns)
@@ -292,8 +318,8 @@ def _any_nonfinite_loss(frame: pl.DataFrame, col: _Prefilters) -> pl.Series:
     ).to_series()
     # a line without a non-finite spelling has no non-finite value (Megatron's iteration lines
     # all say `nan`, in `number of nan iterations:`): the costly extraction skips them
-    spelled = _sparse(frame, rows, pl.col("text").str.contains(NONFINITE_VALUE), "_spelled")
-    found = _sparse(frame, spelled.fill_null(False), _nonfinite_loss_value(), "loss")
+    spelled = _sparse(frame, rows, _built("_spelled"), "_spelled")
+    found = _sparse(frame, spelled.fill_null(False), _built("_nonfinite_loss"), "loss")
     loss = frame.get_column("loss")
     if found.null_count() == found.len():
         return loss  # no other loss key is non-finite (native checks: no query)
@@ -307,5 +333,5 @@ def _darknet_rank(frame: pl.DataFrame, col: _Prefilters) -> pl.Series:
     rows = col("_rare_loss_rows")
     if rows is None:
         return rank
-    darknet = _sparse(frame, rows, pl.col("text").str.contains(DARKNET_PATTERN), "_darknet")
+    darknet = _sparse(frame, rows, _built("_darknet"), "_darknet")
     return rank.zip_with(~darknet.fill_null(False), pl.Series([None], dtype=rank.dtype))
