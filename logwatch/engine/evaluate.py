@@ -274,7 +274,7 @@ class _Evaluator(_Stepping):
             ahead = live.ahead if prepared is None or prepared.ahead is None else prepared.ahead
             if needs.ahead and ahead is not None:
                 given = [name for name in needs.ahead if name in ahead.columns]
-                seen = frame.hstack(ahead.select(given).get_columns())
+                seen = frame.hstack([ahead.get_column(name) for name in given])  # no query
             step = _log_step(spec, self._gpu[order], seen, gpu_frame)
             for transition in self._guarded(spec, source, state, step):
                 line = transition.fields.get("line", frame.item(transition.row, "line"))

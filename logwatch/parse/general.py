@@ -6,6 +6,7 @@ became infinite or NaN`) count as NaN."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 
 import polars as pl
@@ -53,7 +54,14 @@ from logwatch.parse.extract import (
     _training_value,
     _value,
 )
-from logwatch.parse.sparse import _either, _fill, _first_of, _Prefilters, _sparse
+from logwatch.parse.sparse import (
+    _either,
+    _fill,
+    _first_of,
+    _first_of_uniform,
+    _Prefilters,
+    _sparse,
+)
 from logwatch.parse.telemetry import _telemetry
 from logwatch.parse.throughput import THROUGHPUT_HINT, _throughput
 
@@ -65,8 +73,33 @@ def _general(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
     frame = _by_priority(_rare(frame, wanted, rows), wanted, rows)
     if "epoch" in wanted:
         has_epoch = frame.get_column("text").str.contains("poch", literal=True)
-        frame = frame.with_columns(_sparse(frame, has_epoch, _value(EPOCH_PATTERN), "epoch"))
+        frame = frame.with_columns(_sparse(frame, has_epoch, _built("epoch"), "epoch"))
     return frame
+
+
+_BUILDERS: dict[str, Callable[[], pl.Expr]] = {
+    "epoch": lambda: _value(EPOCH_PATTERN),
+    "rank": _rank,
+    "telemetry": _telemetry,
+    "pid": lambda: _integer(PID_PATTERN),
+    "_validation": lambda: pl.col("text").str.contains(VALIDATION),
+    "nan_iterations": lambda: _integer(NAN_ITERATIONS),
+    "throughput": _throughput,
+    "metrics": _metric_pairs,
+    "loss": _generic_loss,
+    "_spelled": lambda: pl.col("text").str.contains(NONFINITE_VALUE),
+    "_nonfinite_loss": _nonfinite_loss_value,
+    "_darknet": lambda: pl.col("text").str.contains(DARKNET_PATTERN),
+}
+"""The sparse extractors of the general path, by the column they give."""
+
+
+@cache
+def _built(name: str) -> pl.Expr:
+    """A sparse extractor (`_BUILDERS`), built once: building the larger ones (throughput's
+    seven patterns) costs more than running them on a live batch, and Python builds an
+    argument even where its rows are none."""
+    return _BUILDERS[name]()
 
 
 def _dense(frame: pl.DataFrame, wanted: frozenset[str]) -> pl.DataFrame:
@@ -126,19 +159,19 @@ def _rare(frame: pl.DataFrame, wanted: frozenset[str], col: _Prefilters) -> pl.D
     """Wanted columns only a few lines carry, extracted on the rows their prefilter selected."""
     columns: list[pl.Series] = []
     if "rank" in wanted:
-        columns.append(_sparse(frame, col("_rank_rows"), _rank(), "rank"))
+        columns.append(_sparse(frame, col("_rank_rows"), _built("rank"), "rank"))
     if "telemetry" in wanted:
-        columns.append(_sparse(frame, col("snapshot"), _telemetry(), "telemetry"))
+        columns.append(_sparse(frame, col("snapshot"), _built("telemetry"), "telemetry"))
     if "pid" in wanted:
-        columns.append(_sparse(frame, col("run_start"), _integer(PID_PATTERN), "pid"))
+        columns.append(_sparse(frame, col("run_start"), _built("pid"), "pid"))
     if "_maybe_validation" in frame.columns:
-        validation = pl.col("text").str.contains(VALIDATION)
+        validation = _built("_validation")
         columns.append(_sparse(frame, col("_maybe_validation"), validation, "_validation"))
     if "nan_iterations" in wanted:
-        nan_iterations = _integer(NAN_ITERATIONS)
+        nan_iterations = _built("nan_iterations")
         columns.append(_sparse(frame, col("_nan_iter_rows"), nan_iterations, "nan_iterations"))
     if "throughput" in wanted:
-        columns.append(_sparse(frame, col("_throughput_rows"), _throughput(), "throughput"))
+        columns.append(_sparse(frame, col("_throughput_rows"), _built("throughput"), "throughput"))
     return frame.with_columns(columns) if columns else frame
 
 
@@ -146,47 +179,36 @@ def _metrics(frame: pl.DataFrame) -> pl.Series:
     """`metrics` on step and loss lines (only when asked: it is the one list-building pass, and
     rules do not read it)."""
     steps = frame.select(pl.col("step").is_not_null() | pl.col("loss").is_not_null()).to_series()
-    return _sparse(frame, steps, _metric_pairs(), "metrics")
+    return _sparse(frame, steps, _built("metrics"), "metrics")
 
 
 def _by_priority(frame: pl.DataFrame, wanted: frozenset[str], col: _Prefilters) -> pl.DataFrame:
     """Loss, grad norm and step (the wanted ones) from every dialect's extractor, in priority
     order; validation report lines carry none of them."""
-    loss, grad, step = ("loss" in wanted), ("grad_norm" in wanted), ("step" in wanted)
-    if loss:
-        frame = frame.with_columns(
-            _first_of(
-                frame,
-                "loss",
-                [
-                    (col("_nemo_rows"), _number(NEMO_LOSS_KEY)),
-                    (col("_megatron_rows"), _value(MEGATRON_NAN + "forward loss")),
-                    (col("_rare_loss_rows"), _nan_if(LOSS_NAN_WORDS)),
-                    (col("_rare_loss_rows"), _darknet_loss()),
-                    (col("_tag_rows"), _number(r"\[loss\]")),
-                    (frame.get_column("_loss_blocked"), _first_training_loss()),
-                    (col("_rare_loss_rows"), _training_value(XENT_PATTERN)),
-                ],
-                dense_after=3,
-            )
-        )
+    loss = "loss" in wanted
+    sources = {name: _sources(frame, name, col) for name in _PRIORITY if name in wanted}
+    uniform = {
+        name: _first_of_uniform(frame, name, found, dense_after=_PRIORITY[name])
+        for name, found in sources.items()
+    }
     columns: list[pl.Series] = []
-    if grad:
-        grad_sources = [
-            (col("_megatron_rows"), _value(MEGATRON_NAN + "grad norm")),
-            (col("_rare_loss_rows"), _nan_if(GRAD_NAN_WORDS)),
+    if all(expr is not None for expr in uniform.values()):
+        # each extractor selects every line or none (a live batch of one line): one query
+        if uniform:
+            frame = frame.with_columns(expr for expr in uniform.values() if expr is not None)
+    else:
+        if loss:
+            frame = frame.with_columns(
+                _first_of(frame, "loss", sources["loss"], dense_after=_PRIORITY["loss"])
+            )
+        columns = [
+            _first_of(frame, name, found, dense_after=_PRIORITY[name])
+            for name, found in sources.items()
+            if name != "loss"
         ]
-        columns.append(_first_of(frame, "grad_norm", grad_sources, dense_after=2))
-    if step:
-        step_sources = [
-            (_either(col, "_bracket_rows", "_train_rows"), _integer(BRACKET_STEP_PATTERN)),
-            (col("_rare_loss_rows"), _integer(DARKNET_PATTERN)),
-            (col("_tag_rows"), _integer(r"\[step\]\s*(\d+)")),
-        ]
-        columns.append(_first_of(frame, "step", step_sources, dense_after=0))
     if loss:
         columns.append(
-            _fill(frame, "loss", _sparse(frame, _generic_rows(frame, col), _generic_loss(), "loss"))
+            _fill(frame, "loss", _sparse(frame, _generic_rows(frame, col), _built("loss"), "loss"))
         )
     if columns:
         frame = frame.with_columns(columns)
@@ -208,6 +230,68 @@ def _by_priority(frame: pl.DataFrame, wanted: frozenset[str], col: _Prefilters) 
             if name in wanted
         )
     return frame
+
+
+_PRIORITY = {"loss": 3, "grad_norm": 2, "step": 0}
+"""The columns `_by_priority` takes from several extractors, and how many of those outrank the
+dense column (`_first_of`'s `dense_after`)."""
+
+
+def _sources(
+    frame: pl.DataFrame, name: str, col: _Prefilters
+) -> list[tuple[pl.Series | None, pl.Expr]]:
+    """The extractors of one of `_PRIORITY`'s columns, each with its rows, in priority order."""
+    return [
+        (_rows_of(frame, col, rows), expr)
+        for rows, expr in zip(_EXTRACTOR_ROWS[name], _extractors(name), strict=True)
+    ]
+
+
+def _rows_of(frame: pl.DataFrame, col: _Prefilters, rows: str) -> pl.Series | None:
+    if rows == "_loss_blocked":  # a column of the dense pass, not a prefilter
+        return frame.get_column(rows)
+    if rows == "_bracket_rows|_train_rows":
+        return _either(col, "_bracket_rows", "_train_rows")
+    return col(rows)
+
+
+_EXTRACTOR_ROWS = {
+    "loss": (
+        "_nemo_rows",
+        "_megatron_rows",
+        "_rare_loss_rows",
+        "_rare_loss_rows",
+        "_tag_rows",
+        "_loss_blocked",
+        "_rare_loss_rows",
+    ),
+    "grad_norm": ("_megatron_rows", "_rare_loss_rows"),
+    "step": ("_bracket_rows|_train_rows", "_rare_loss_rows", "_tag_rows"),
+}
+"""The rows each of `_extractors(name)` reads (prefilter names, in the same order)."""
+
+
+@cache
+def _extractors(name: str) -> tuple[pl.Expr, ...]:
+    """The extractors of `name`, in priority order (built once: building costs more than
+    running them on a live batch)."""
+    if name == "loss":
+        return (
+            _number(NEMO_LOSS_KEY),
+            _value(MEGATRON_NAN + "forward loss"),
+            _nan_if(LOSS_NAN_WORDS),
+            _darknet_loss(),
+            _number(r"\[loss\]"),
+            _first_training_loss(),
+            _training_value(XENT_PATTERN),
+        )
+    if name == "grad_norm":
+        return (_value(MEGATRON_NAN + "grad norm"), _nan_if(GRAD_NAN_WORDS))
+    return (
+        _integer(BRACKET_STEP_PATTERN),
+        _integer(DARKNET_PATTERN),
+        _integer(r"\[step\]\s*(\d+)"),
+    )
 
 
 def _generic_rows(frame: pl.DataFrame, col: _Prefilters) -> pl.Series | None:
@@ -234,8 +318,8 @@ def _any_nonfinite_loss(frame: pl.DataFrame, col: _Prefilters) -> pl.Series:
     ).to_series()
     # a line without a non-finite spelling has no non-finite value (Megatron's iteration lines
     # all say `nan`, in `number of nan iterations:`): the costly extraction skips them
-    spelled = _sparse(frame, rows, pl.col("text").str.contains(NONFINITE_VALUE), "_spelled")
-    found = _sparse(frame, spelled.fill_null(False), _nonfinite_loss_value(), "loss")
+    spelled = _sparse(frame, rows, _built("_spelled"), "_spelled")
+    found = _sparse(frame, spelled.fill_null(False), _built("_nonfinite_loss"), "loss")
     loss = frame.get_column("loss")
     if found.null_count() == found.len():
         return loss  # no other loss key is non-finite (native checks: no query)
@@ -249,5 +333,5 @@ def _darknet_rank(frame: pl.DataFrame, col: _Prefilters) -> pl.Series:
     rows = col("_rare_loss_rows")
     if rows is None:
         return rank
-    darknet = _sparse(frame, rows, pl.col("text").str.contains(DARKNET_PATTERN), "_darknet")
+    darknet = _sparse(frame, rows, _built("_darknet"), "_darknet")
     return rank.zip_with(~darknet.fill_null(False), pl.Series([None], dtype=rank.dtype))

@@ -372,9 +372,11 @@ def cut_tokens(shape: Shape, text: pl.Series, names: Sequence[str]) -> pl.DataFr
 
 def line_shape() -> pl.Expr:
     """Each line's shape (its index in `SHAPES`): the first whose literal the line holds and
-    whose pattern fits it, null if none. `shaped.shape_of` as one expression, for live batches:
-    it runs every shape's pattern on every line, which costs nothing on a few lines and saves
-    the queries that pick the candidates' rows first."""
+    whose pattern fits it, null if none. `shaped.shape_of` as one expression, for a few
+    hundred lines (`block.complete`): it runs every shape's pattern on every line, and saves the
+    queries that pick the candidates' rows first. A live batch runs only the patterns of the
+    shapes whose literal it holds (`framing._live_shapes`): each pattern takes one of polars'
+    32 cached regexes per thread."""
     text = pl.col("text")
     return pl.coalesce(
         pl.when(text.str.contains(shape.literal, literal=True) & shape.fits()).then(

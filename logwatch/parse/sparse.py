@@ -18,6 +18,9 @@ class _Prefilters:
     def __init__(self, frame: pl.DataFrame) -> None:
         self._frame = frame
         names = [name for name in _PREFILTERS if name in frame.columns]
+        if frame.height <= TINY_BATCH_ROWS:  # native calls: cheaper than a query on a few lines
+            self._some = {name: frame.get_column(name).any() for name in names}
+            return
         found = frame.select(pl.col(names).fill_null(False).any()).row(0) if names else ()
         self._some = {name: bool(hit) for name, hit in zip(names, found, strict=True)}
 
@@ -90,6 +93,27 @@ def _first_of(
     if len(ordered) == 1:
         return dense.alias(name)
     return frame.select(pl.coalesce(ordered).alias(name)).to_series()
+
+
+def _first_of_uniform(
+    frame: pl.DataFrame,
+    name: str,
+    sparse: list[tuple[pl.Series | None, pl.Expr]],
+    *,
+    dense_after: int,
+) -> pl.Expr | None:
+    """`_first_of` as one expression, for a batch whose every extractor selects all of its
+    lines or none (a live batch of one line): None when one selects only some."""
+    dtype = SCHEMA[name]
+    picked: list[pl.Expr | None] = []
+    for rows, expr in sparse:
+        count = 0 if rows is None else int(rows.sum())  # native (nulls are not counted)
+        if 0 < count < frame.height:
+            return None
+        picked.append(expr.cast(dtype) if count else None)
+    dense = pl.col(name).cast(dtype)
+    ordered = [e for e in (*picked[:dense_after], dense, *picked[dense_after:]) if e is not None]
+    return (pl.coalesce(ordered) if len(ordered) > 1 else dense).alias(name)
 
 
 def _sparse(

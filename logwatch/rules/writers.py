@@ -24,9 +24,10 @@ def with_writers(hits: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
     global, `W_LOCAL`: local), null where none."""
     texts = frame.get_column("text").gather(hits.get_column("_row"))
     found = pl.DataFrame({"text": texts}).select(prefixes(pl.col("text")))
-    return hits.with_columns(
-        found.get_column("p_rank").alias(W_RANK), found.get_column("p_local").alias(W_LOCAL)
-    )
+    columns = [found.get_column("p_rank").alias(W_RANK), found.get_column("p_local").alias(W_LOCAL)]
+    if W_RANK in hits.columns or W_LOCAL in hits.columns:
+        return hits.with_columns(columns)
+    return hits.hstack(columns)  # native: no query
 
 
 def writer_labels(hit: Mapping[str, Any], labels: dict[str, str]) -> dict[str, str]:
