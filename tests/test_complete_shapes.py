@@ -71,3 +71,32 @@ def test_shapes_of_another_length_are_refused() -> None:
 
 def _not_called(*args: object) -> None:
     raise AssertionError("the shapes were found again")
+
+
+def test_event_rows_read_their_columns_with_the_parse_shapes() -> None:
+    """An event's summary columns that the parse skipped (`epoch` for nan-loss) are read on its
+    row with the shapes `prepare` kept, not found again, and say what a full parse says."""
+    from logwatch import load_rules
+    from logwatch.engine import Engine
+
+    # loss-spike reads the loss on every line: the parse finds the lines' shapes
+    rules = [spec for spec in load_rules() if spec.id in ("nan-loss", "loss-spike")]
+    lines = [STEP.format(s=n % 10, n=n, v="1.25", g="1.5") for n in range(400)]
+    lines[300] = STEP.format(s=0, n=300, v="NaN", g="1.5")
+    text = pl.Series(lines, dtype=pl.String)
+
+    def events(*, prepared: bool) -> list[str]:
+        engine = Engine(rules, stats=False)
+        parsed = parse_block(text, source="s", first_line=1, columns=engine.columns)
+        assert "epoch" not in engine.columns and parsed.shapes is not None
+        if not prepared:
+            return [e.summary for e in engine.process(parsed.frame, engine.columns)]
+        ready = engine.prepare(parsed.frame, engine.columns, shapes=parsed.shapes)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(shaped_module, "shape_of", _not_called)
+            patch.setattr(block_module, "line_shape", _not_called)
+            return [e.summary for e in engine.process(parsed.frame, engine.columns, ready)]
+
+    fired = "loss is nan at step 300 (line 301)"
+    resolved = "loss is finite again (1.25) at step 301 (line 302) (firing for 1s, since line 301)"
+    assert events(prepared=True) == events(prepared=False) == [fired, resolved]

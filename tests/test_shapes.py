@@ -32,8 +32,10 @@ CLEAN = st.one_of(
     st.floats(1e-9, 1e9).map(lambda x: f"{x:.2e}"),
     st.integers(0, 10**20).map(str),
     st.sampled_from(["nan", "-nan", "inf", "-inf", "1e400", "0", "-0.0", "1.5e+03"]),
+    # the casings a diverged run prints (the DFlash step shape takes them)
+    st.sampled_from(["NaN", "-NaN", "Inf", "-Inf", "NAN", "INF"]),
 )
-ODD = st.sampled_from(["NaN", "Inf", "nan.0", "inf.", "infinity", "1.", ".5", "+2.0", "1,5", "x"])
+ODD = st.sampled_from(["nAn", "iNF", "nan.0", "inf.", "infinity", "1.", ".5", "+2.0", "1,5", "x"])
 CLEAN_INT = st.one_of(st.integers(0, 10**6).map(str), st.sampled_from(["0", "007", "1" * 18]))
 ODD_INT = st.sampled_from(["1" * 19, "12.5", "3e4", "-1", ""])
 CLEAN_BUCKETS = st.lists(st.integers(0, 99).map(str), max_size=8).map(",".join)

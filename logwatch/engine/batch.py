@@ -138,13 +138,17 @@ class _EventRows:
         prior: int | None,
         rows: list[int],
         group: GroupColumns | None = None,
+        shapes: pl.Series | None = None,
     ) -> None:
         self._frame, self._columns, self._prior = frame, columns, prior
+        # each row's shape, where the parse found them: not found again for an event's row
+        # (finding them runs every shape's pattern, about 5 ms a row, most of it not the row's)
+        self._shapes = shapes
         self._picked: dict[int, dict[str, Any]] = {}
         if columns and len(rows) * _GATED_ROWS > frame.height:  # many: the whole batch
             given = None if group is None else group(frozenset(columns), frame.height)
             if given is None:
-                self._frame = complete(frame, columns)
+                self._frame = complete(frame, columns, shapes=shapes)
             else:  # completed with many sources' lines: those columns of its own rows
                 self._frame = pl.DataFrame(
                     [
@@ -161,7 +165,8 @@ class _EventRows:
         if not self._columns:
             return self._frame.row(index, named=True)
         if index not in self._picked:
-            one = complete(self._frame.slice(index, 1), self._columns)
+            shape = None if self._shapes is None else self._shapes.slice(index, 1)
+            one = complete(self._frame.slice(index, 1), self._columns, shapes=shape)
             if "step" in self._columns and one.item(0, "step") is None:
                 one = _filled_step(one, _step_before(self._frame, index, self._prior))
             self._picked[index] = one.row(0, named=True)

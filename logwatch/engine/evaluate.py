@@ -286,7 +286,8 @@ class _Evaluator(_Stepping):
         # what the summaries of this batch's events show (a rule's own columns, computed on its
         # gated rows only, are shown where its summary says them)
         group = partial(self._group_columns, source) if self._ready_group is not None else None
-        rows = _EventRows(frame, shown - done, prior, [t.row for *_, t in found], group)
+        shapes = None if prepared is None else prepared.shapes_of(0, frame.height)
+        rows = _EventRows(frame, shown - done, prior, [t.row for *_, t in found], group, shapes)
         events = [self._event(spec, source, rows.row(t.row), t, state) for _, _, spec, t in found]
         return [event for event in events if event is not None]
 

@@ -15,7 +15,7 @@ from logwatch.parse.framing import _framed
 from logwatch.parse.general import _general, _metrics
 from logwatch.parse.schema import _VALUE_COLUMNS, ALWAYS, SCHEMA, _with_bases, closure
 from logwatch.parse.shaped import _COUNTED, _CUT_COLUMNS, _one_shape, _shaped, _shapes_for
-from logwatch.parse.shapes import SHAPES, line_shape
+from logwatch.parse.shapes import line_shape
 from logwatch.parse.sparse import TINY_BATCH_ROWS, _nulls
 from logwatch.parse.timestamps import ParsedBlock, _timestamps
 
@@ -178,11 +178,10 @@ def _values(texts: pl.DataFrame, wanted: frozenset[str], which: pl.Series | None
         uncounted = [_nulls(values.height, name, SCHEMA[name]) for name in counted]
         columns = [*values.get_columns(), *uncounted]
         parts.append(pl.DataFrame([index.filter(general_rows)]).hstack(columns))
-    for number in range(len(SHAPES)):
+    for number in sorted(which.drop_nulls().unique()):  # the shapes present, in order
         picked = (which == number).fill_null(False)
-        if picked.any():
-            values = _shaped(number, texts.filter(picked), [*names, *counted])
-            parts.append(pl.DataFrame([index.filter(picked)]).hstack(values.get_columns()))
+        values = _shaped(number, texts.filter(picked), [*names, *counted])
+        parts.append(pl.DataFrame([index.filter(picked)]).hstack(values.get_columns()))
     if len(parts) == 1:
         return parts[0].drop("_i")
     return pl.concat(parts, how="vertical").sort("_i").drop("_i")

@@ -27,7 +27,7 @@ import polars as pl
 # Python logging's default prefix, the form the dense timestamp reads (`framing._LOGGING_TS_FORMAT`).
 _TS = r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3} (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
 # A value as a shape accepts it: a plain decimal, or a non-finite spelling polars reads.
-_NUM = r"-?(?:[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|nan|inf)"
+_NUM = r"-?(?:[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|nan|inf|NaN|Inf|NAN|INF)"
 _INT = r"[0-9]{1,18}"
 # Snapshot keys and values: lowercase paths and plain decimals only (other forms: general path).
 _PAIR = r" [a-z0-9_]+(?:/[a-z0-9_]+)+=-?[0-9]+(?:\.[0-9]+)?"

@@ -63,3 +63,14 @@ def test_plain_gates_share_passes_and_others_get_their_own() -> None:
     assert len(unions) == 2  # the wide gate leaves no room for the three others
     for union in unions:
         assert sum(len(g.split("|")) for g in union) <= UNION_ALTERNATIVES or len(union) == 1
+
+
+def test_a_case_insensitive_gate_is_matched_in_a_union_of_its_own() -> None:
+    """A gate with a `(?i:...)` group shares no union (its spellings fill the prefilter), and the
+    lines each gate selects stay those of its own match."""
+    folded = "Error|(?i:killed|aborted)"
+    scan = GateScan(_rows(["ab", "cd$", folded]))
+    assert sorted(sorted(union) for union in scan.unions) == [[folded], ["ab", "cd$"]]
+    frame = pl.DataFrame({"text": ["ab", "KiLLed", "xcd", "Error", "killed ab"]})
+    hits = {gate: found.to_list() for gate, found in scan.hits(frame).items()}
+    assert hits == {"ab": [0, 4], "cd$": [2], folded: [1, 3, 4]}
