@@ -21,6 +21,7 @@ from logwatch.engine import Engine
 from logwatch.parse import parse_lines
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from tests.support.paths import SAMPLES
+from tests.support.together import Replayed, replay_each
 from tests.test_words import PLACEHOLDER
 
 RULES = load_rules([builtin_rules_dir()])
@@ -49,14 +50,24 @@ def write(tmp_path: Path, lines: list[str], name: str = "train.log") -> Path:
     return path
 
 
-@pytest.mark.parametrize("case", CORPUS, ids=lambda c: f"{c['rule']}:{c['source'][:50]}")
-def test_real_excerpts(tmp_path: Path, case: dict[str, Any]) -> None:
+@pytest.fixture(scope="module")
+def excerpts(tmp_path_factory: pytest.TempPathFactory) -> list[Replayed]:
+    """Each corpus excerpt's file and events, as replaying it alone gives them (replayed
+    together, each its own source: one replay's fixed cost, not one per excerpt)."""
+    texts = ["\n".join(case["input"].strip("\n").split("\n")) + "\n" for case in CORPUS]
+    return replay_each(tmp_path_factory.mktemp("excerpts"), texts, RULES)
+
+
+@pytest.mark.parametrize(
+    "number", range(len(CORPUS)), ids=lambda n: f"{CORPUS[n]['rule']}:{CORPUS[n]['source'][:50]}"
+)
+def test_real_excerpts(number: int, excerpts: list[Replayed]) -> None:
     """Each corpus excerpt gives exactly its expected events of the rule, with its labels, and
     no summary says `?` for what the excerpt does not tell (`rank ?`, `step ?`); it gives the
     same events in the splits of `EXCERPT_SPLITS` (a loss-spike or throughput-drop excerpt a
     line at a time, as the live batches come; a crash excerpt in blocks of 1 and 300 bytes)."""
-    path = write(tmp_path, case["input"].strip("\n").split("\n"))
-    got = events_of(path, case["rule"])
+    case, path = CORPUS[number], excerpts[number].path
+    got = [e for e in excerpts[number].events if e.rule == case["rule"]]
     splits = EXCERPT_SPLITS.get(case["rule"], ())
     if case["rule"] == "run-crashed" and not case["expect"]:
         splits = ()
@@ -76,11 +87,11 @@ def test_real_excerpts(tmp_path: Path, case: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     "sample", ["trainers/crash.log", "trainers/anomaly.log", "trainers/deepspeed.log"]
 )
-@pytest.mark.parametrize("block_bytes", [300, 4096])
+@pytest.mark.parametrize("block_bytes", [300])
 def test_any_split_gives_the_same_events(sample: str, block_bytes: int) -> None:
-    """Replaying in blocks of 300 and 4096 bytes gives exactly the whole file's events (1-byte
-    blocks: each sample's `logwatch test` file, `blocks = [1, 4096]`, in tests/test_samples.py,
-    which compares the same event JSON)."""
+    """Replaying in blocks of 300 bytes gives exactly the whole file's events (1- and 4096-byte
+    blocks: each sample's `logwatch test` file, strict, `blocks = [1, 4096]`, run by
+    tests/test_samples.py, which compares the same event JSON with the whole replay's)."""
     whole = replay([str(SAMPLES / sample)], RULES).events
     split = replay(
         [str(SAMPLES / sample)], RULES, options=ReplayOptions(block_bytes=block_bytes)
