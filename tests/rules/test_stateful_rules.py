@@ -311,23 +311,24 @@ def test_noisy_decreasing_loss_never_spikes(tmp_path: Path) -> None:
 def test_one_rank_spike_in_an_interleaved_log_fires(
     tmp_path: Path, block_bytes: int | None
 ) -> None:
-    """Eight ranks print their own losses in turn; rank 5's leaps 10x at step 40 (a spike the
-    others' losses, four times as many, would average away) and fires on its line, in any
-    split; it resolves when rank 5 is back."""
+    """Eight ranks print their own losses in turn; rank 5's leaps 10x at step 31, its first
+    with a full window (30) of its own losses before it (a spike the others' losses, four
+    times as many, would average away), and fires on its line, in any split; it resolves when
+    rank 5 is back."""
     lines = []
-    for step in range(1, 46):
+    for step in range(1, 35):  # each line is a block in the 1-byte split: no more than needed
         for rank in range(8):
             loss = 2.0 + 0.01 * ((step * 7 + rank * 3) % 5)
-            if rank == 5 and step in (40, 41):
+            if rank == 5 and step in (31, 32):
                 loss = 20.0
             lines.append(f"[rank{rank}]:step {step} | loss {loss:.3f}")
     got = events_of(write(tmp_path, lines), "loss-spike", block_bytes)
-    spike_line = 39 * 8 + 5 + 1
+    spike_line = 30 * 8 + 5 + 1
     assert [(e.line, e.status) for e in got] == [
         (spike_line, "firing"),
         (spike_line + 16, "resolved"),
     ]
-    assert got[0].text.startswith("[rank5]:step 40")
+    assert got[0].text.startswith("[rank5]:step 31")
 
 
 def test_one_slow_rank_in_an_interleaved_log_is_a_drop(tmp_path: Path) -> None:
