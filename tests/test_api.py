@@ -16,8 +16,10 @@ from typing import Any
 
 import polars as pl
 import pytest
+from click.testing import CliRunner
 
 import logwatch
+from logwatch.cli import cli
 from tests.support.paths import NAN_LOG
 
 RESTARTED = str(Path(NAN_LOG).with_name("train_restarted.log"))
@@ -27,6 +29,14 @@ def _cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[
     return subprocess.run(
         [sys.executable, "-m", "logwatch", *args], input=stdin, capture_output=True, check=False
     )
+
+
+def _printed(*args: str) -> list[str]:
+    """The lines `logwatch ARGS` prints (the command in this process: what the library gives
+    is compared with what the command prints; the process itself is tested above and below)."""
+    result = CliRunner().invoke(cli, list(args))
+    assert (result.exit_code, result.stderr) == (0, ""), result.output
+    return result.stdout.splitlines()
 
 
 def test_every_public_name_is_importable_from_the_package() -> None:
@@ -123,7 +133,7 @@ def test_missing_log_raises_input_error(tmp_path: Path) -> None:
 def test_replay_events_match_the_jsonl_command() -> None:
     """replay() finds exactly what `logwatch replay --format jsonl` prints, in file order."""
     result = logwatch.replay([NAN_LOG, RESTARTED], rules=logwatch.load_rules())
-    printed = _cli("replay", "--format", "jsonl", NAN_LOG, RESTARTED).stdout.decode().splitlines()
+    printed = _printed("replay", "--format", "jsonl", NAN_LOG, RESTARTED)
     assert [e.to_jsonl() for e in result.events] == printed
     assert len(printed) > 4
 
@@ -155,7 +165,7 @@ def test_stats_say_what_the_text_summary_says() -> None:
     """result.stats[path] carries the summary's numbers: lines, steps, last loss, alerts."""
     result = logwatch.replay(NAN_LOG)
     stats = result.stats[NAN_LOG]
-    summary = _cli("replay", NAN_LOG).stdout.decode().strip().splitlines()[-3]
+    summary = _printed("replay", NAN_LOG)[-3]
     assert summary.startswith(f"{NAN_LOG}: {stats.lines} lines, {stats.steps_seen} step lines")
     assert f"nan-loss x{stats.fired['nan-loss']}" in summary
 
@@ -351,7 +361,7 @@ def test_replay_since_until_gives_what_the_command_prints(
     """`logwatch.replay(since=, until=)` finds exactly what `replay --since/--until --format
     jsonl` prints: steps and times, as text (the options' forms) or as int / datetime."""
     result = logwatch.replay(NAN_LOG, since=since, until=until)  # type: ignore[arg-type]  # the parametrized bound
-    printed = _cli("replay", "--format", "jsonl", *options, NAN_LOG).stdout.decode().splitlines()
+    printed = _printed("replay", "--format", "jsonl", *options, NAN_LOG)
     assert [e.to_jsonl() for e in result.events] == printed
     assert 0 < len(printed) < len(logwatch.replay(NAN_LOG).events)
 

@@ -4,7 +4,6 @@ its summary must name, replayed from a log file whole and byte by byte."""
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from logwatch.drivers.replay import ReplayOptions, replay
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from tests.support.paths import ROOT
+from tests.support.together import Replayed, replay_each
 from tests.test_words import PLACEHOLDER
 
 RULES = load_rules([builtin_rules_dir()])
@@ -20,13 +20,19 @@ CORPUS: list[dict[str, Any]] = tomllib.loads(
 )["line"]
 
 
-@pytest.mark.parametrize("case", CORPUS, ids=lambda c: c["source"][:60])
-def test_corpus_line_fires_exactly_its_rules(case: dict[str, Any], tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def corpus_logs(tmp_path_factory: pytest.TempPathFactory) -> list[Replayed]:
+    """Each corpus line's events, as replaying its own log file gives them (the files are
+    replayed together, each its own source: one replay's fixed cost, not one per line)."""
+    root = tmp_path_factory.mktemp("failures")
+    return replay_each(root, [case["text"] + "\n" for case in CORPUS], RULES)
+
+
+@pytest.mark.parametrize("number", range(len(CORPUS)), ids=lambda n: CORPUS[n]["source"][:60])
+def test_corpus_line_fires_exactly_its_rules(number: int, corpus_logs: list[Replayed]) -> None:
     """The line fires exactly the rules listed, the first summary names its details, and no
     summary says `?` for a value the line does not carry."""
-    log = tmp_path / "train.log"
-    log.write_text(case["text"] + "\n", encoding="utf-8")
-    events = replay([str(log)], RULES).events
+    case, events = CORPUS[number], corpus_logs[number].events
     assert sorted(e.rule for e in events) == sorted(case["rules"]), case["text"]
     if "summary" in case:
         assert case["summary"] in events[0].summary
@@ -34,16 +40,17 @@ def test_corpus_line_fires_exactly_its_rules(case: dict[str, Any], tmp_path: Pat
 
 
 @pytest.mark.parametrize(
-    "case", [c for c in CORPUS if "\n" in c["text"]], ids=lambda c: c["source"][:60]
+    "number",
+    [n for n, c in enumerate(CORPUS) if "\n" in c["text"]],
+    ids=lambda n: CORPUS[n]["source"][:60],
 )
 def test_a_wrapped_message_fires_the_same_in_any_split(
-    case: dict[str, Any], tmp_path: Path
+    number: int, corpus_logs: list[Replayed]
 ) -> None:
     """A message wrapped over two lines gives the same events in 1-byte blocks as whole (a
     look-alike: none either way)."""
-    log = tmp_path / "train.log"
-    log.write_text(case["text"] + "\n", encoding="utf-8")
-    whole = [e.to_json() for e in replay([str(log)], RULES).events]
-    tiny = replay([str(log)], RULES, options=ReplayOptions(block_bytes=1)).events
+    case, log = CORPUS[number], corpus_logs[number]
+    whole = [e.to_json() for e in log.events]
+    tiny = replay([str(log.path)], RULES, options=ReplayOptions(block_bytes=1)).events
     assert bool(whole) == bool(case["rules"])
     assert [e.to_json() for e in tiny] == whole

@@ -21,6 +21,7 @@ from logwatch.engine import Engine
 from logwatch.parse import parse_lines
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from tests.support.paths import SAMPLES
+from tests.support.together import Replayed, replay_each
 from tests.test_words import PLACEHOLDER
 
 RULES = load_rules([builtin_rules_dir()])
@@ -49,14 +50,24 @@ def write(tmp_path: Path, lines: list[str], name: str = "train.log") -> Path:
     return path
 
 
-@pytest.mark.parametrize("case", CORPUS, ids=lambda c: f"{c['rule']}:{c['source'][:50]}")
-def test_real_excerpts(tmp_path: Path, case: dict[str, Any]) -> None:
+@pytest.fixture(scope="module")
+def excerpts(tmp_path_factory: pytest.TempPathFactory) -> list[Replayed]:
+    """Each corpus excerpt's file and events, as replaying it alone gives them (replayed
+    together, each its own source: one replay's fixed cost, not one per excerpt)."""
+    texts = ["\n".join(case["input"].strip("\n").split("\n")) + "\n" for case in CORPUS]
+    return replay_each(tmp_path_factory.mktemp("excerpts"), texts, RULES)
+
+
+@pytest.mark.parametrize(
+    "number", range(len(CORPUS)), ids=lambda n: f"{CORPUS[n]['rule']}:{CORPUS[n]['source'][:50]}"
+)
+def test_real_excerpts(number: int, excerpts: list[Replayed]) -> None:
     """Each corpus excerpt gives exactly its expected events of the rule, with its labels, and
     no summary says `?` for what the excerpt does not tell (`rank ?`, `step ?`); it gives the
     same events in the splits of `EXCERPT_SPLITS` (a loss-spike or throughput-drop excerpt a
     line at a time, as the live batches come; a crash excerpt in blocks of 1 and 300 bytes)."""
-    path = write(tmp_path, case["input"].strip("\n").split("\n"))
-    got = events_of(path, case["rule"])
+    case, path = CORPUS[number], excerpts[number].path
+    got = [e for e in excerpts[number].events if e.rule == case["rule"]]
     splits = EXCERPT_SPLITS.get(case["rule"], ())
     if case["rule"] == "run-crashed" and not case["expect"]:
         splits = ()
@@ -76,11 +87,11 @@ def test_real_excerpts(tmp_path: Path, case: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     "sample", ["trainers/crash.log", "trainers/anomaly.log", "trainers/deepspeed.log"]
 )
-@pytest.mark.parametrize("block_bytes", [300, 4096])
+@pytest.mark.parametrize("block_bytes", [300])
 def test_any_split_gives_the_same_events(sample: str, block_bytes: int) -> None:
-    """Replaying in blocks of 300 and 4096 bytes gives exactly the whole file's events (1-byte
-    blocks: each sample's `logwatch test` file, `blocks = [1, 4096]`, in tests/test_samples.py,
-    which compares the same event JSON)."""
+    """Replaying in blocks of 300 bytes gives exactly the whole file's events (1- and 4096-byte
+    blocks: each sample's `logwatch test` file, strict, `blocks = [1, 4096]`, run by
+    tests/test_samples.py, which compares the same event JSON with the whole replay's)."""
     whole = replay([str(SAMPLES / sample)], RULES).events
     split = replay(
         [str(SAMPLES / sample)], RULES, options=ReplayOptions(block_bytes=block_bytes)
@@ -300,23 +311,24 @@ def test_noisy_decreasing_loss_never_spikes(tmp_path: Path) -> None:
 def test_one_rank_spike_in_an_interleaved_log_fires(
     tmp_path: Path, block_bytes: int | None
 ) -> None:
-    """Eight ranks print their own losses in turn; rank 5's leaps 10x at step 40 (a spike the
-    others' losses, four times as many, would average away) and fires on its line, in any
-    split; it resolves when rank 5 is back."""
+    """Eight ranks print their own losses in turn; rank 5's leaps 10x at step 31, its first
+    with a full window (30) of its own losses before it (a spike the others' losses, four
+    times as many, would average away), and fires on its line, in any split; it resolves when
+    rank 5 is back."""
     lines = []
-    for step in range(1, 46):
+    for step in range(1, 35):  # each line is a block in the 1-byte split: no more than needed
         for rank in range(8):
             loss = 2.0 + 0.01 * ((step * 7 + rank * 3) % 5)
-            if rank == 5 and step in (40, 41):
+            if rank == 5 and step in (31, 32):
                 loss = 20.0
             lines.append(f"[rank{rank}]:step {step} | loss {loss:.3f}")
     got = events_of(write(tmp_path, lines), "loss-spike", block_bytes)
-    spike_line = 39 * 8 + 5 + 1
+    spike_line = 30 * 8 + 5 + 1
     assert [(e.line, e.status) for e in got] == [
         (spike_line, "firing"),
         (spike_line + 16, "resolved"),
     ]
-    assert got[0].text.startswith("[rank5]:step 40")
+    assert got[0].text.startswith("[rank5]:step 31")
 
 
 def test_one_slow_rank_in_an_interleaved_log_is_a_drop(tmp_path: Path) -> None:

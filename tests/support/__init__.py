@@ -7,6 +7,8 @@
 - `slackhelp`: alerts, an outbox and a `logwatch tail` process for the Slack tests.
 - `corpus`, `golden`: the seeded log corpus and the byte-identical replay goldens
   (`python tests/support/golden.py --write` regenerates them).
+- `together`: many small unrelated logs replayed in one call, each file's events apart (what
+  each alone gives, at one replay's fixed cost).
 - `properties`: the Hypothesis profiles (`dev` by default, `deep`) and `examples(N)`, a
   property's example count scaled to the profile.
 - `framing_reference`, `stateful_reference`: the logic before the fast paths, as the reference
