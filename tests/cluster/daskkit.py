@@ -3,7 +3,8 @@
 workers that run them.
 
 A cluster costs about 4 s of CPU to start and stop (five Python processes importing
-distributed) and, idle, about 4 s a minute (heartbeats; measured at load 17): started once,
+distributed) and, idle, about 4 s a minute with Dask's default settings (heartbeats, its
+profiler and monitors; measured at load 17), about 0.7 s with the tests' `QUIET` ones: started once,
 not once per xdist worker, and stopped when the module's tests are done. The first test process that needs it starts it
 and owns it; each process that uses it counts itself in a file under the run's shared temp
 folder; the owner stops it at the module's end, once no other process counts itself in. Tests
