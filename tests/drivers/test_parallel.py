@@ -78,43 +78,66 @@ def _same(got: ReplayResult, expected: ReplayResult) -> None:
     ]
 
 
+class Fleet:
+    """The 16-rank torchrun fleet (34 files) the in-process tests split into tasks, and what
+    `replay` in one process gives for it: computed once, read by each test."""
+
+    SINCE = "2026-12-07 02:00:34"
+
+    def __init__(self, folder: Path) -> None:
+        self.run = gen.generate(folder / "run", gen.FleetSpec(ranks=16, steps=4))
+        _, self.specs = config_and_rules(None, (), False)
+        self.files = expand_inputs([str(self.run.root)]).files
+        self.whole = replay(self.files, self.specs)
+        self.windowed = replay(self.files, self.specs, window=self.window())
+
+    def window(self) -> Window:
+        """`--since` (a new one each time: a window keeps state)."""
+        return Window(parse_bound(self.SINCE), None)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Fleet:
+    """The module's fleet and its replays in one process."""
+    return Fleet(tmp_path_factory.mktemp("fleet"))
+
+
 @pytest.mark.parametrize("task_files", [1, 5, 64])
 def test_tasks_of_grouped_files_merge_to_the_replay_of_one_process(
-    tmp_path: Path, task_files: int
+    fleet: Fleet, task_files: int
 ) -> None:
     """Tasks of 1, 5 or 64 files, each replayed through the grouped path (a parse and a fleet
     tap per group), their records and writers sent as one frame per task, merged out of order:
     the events, stats, fleet records and verdict of `replay` in one process; with a `--since`
     window too (each file's tap then sees its own cut frame)."""
-    fleet = gen.generate(tmp_path / "run", gen.FleetSpec(ranks=16, steps=4))
-    _, specs = config_and_rules(None, (), False)
-    files = expand_inputs([str(fleet.root)]).files
-    got = replay_parallel(files, specs, InThisProcess(), workers=2, task_files=task_files)
-    _same(got, replay(files, specs))
-    since = "2026-12-07 02:00:34"
+    got = replay_parallel(
+        fleet.files, fleet.specs, InThisProcess(), workers=2, task_files=task_files
+    )
+    _same(got, fleet.whole)
     windowed = replay_parallel(
-        files,
-        specs,
+        fleet.files,
+        fleet.specs,
         InThisProcess(),
         workers=2,
         task_files=task_files,
-        window=Window(parse_bound(since), None),
+        window=fleet.window(),
     )
-    _same(windowed, replay(files, specs, window=Window(parse_bound(since), None)))
+    _same(windowed, fleet.windowed)
 
 
-def test_a_file_given_twice_counts_once_as_in_one_process(tmp_path: Path) -> None:
+def test_a_file_given_twice_counts_once_as_in_one_process(fleet: Fleet) -> None:
     """Two files given again after the others: their fleet lines count once, in their first
     place, as a replay in one process has them, whether the second time is in the same task
     (then the whole output is the same) or in another (whose engine starts afresh, so the
     file's alerts fire again there)."""
-    fleet = gen.generate(tmp_path / "run", gen.FleetSpec(ranks=16, steps=4))
-    _, specs = config_and_rules(None, (), False)
-    files = expand_inputs([str(fleet.root)]).files
+    files, specs = fleet.files, fleet.specs
     twice = [*files, files[3], files[0]]
     expected = replay(twice, specs)
     _same(replay_parallel(twice, specs, InThisProcess(), workers=2, task_files=64), expected)
-    apart = replay_parallel(twice, specs, InThisProcess(), workers=2, task_files=1)
+    # tasks of up to 5 files: the first task holds files 0-3, the last the two given again
+    tasks = batches(twice, workers=2, max_files=5)
+    assert {files[0], files[3]} <= set(tasks[0]) and {files[0], files[3]} <= set(tasks[-1])
+    apart = replay_parallel(twice, specs, InThisProcess(), workers=2, task_files=5)
     assert apart.fleet is not None and expected.fleet is not None
     assert apart.fleet.records.equals(expected.fleet.records)
     assert apart.fleet.verdicts == expected.fleet.verdicts

@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from logwatch.drivers.replay import replay
 from logwatch.drivers.tail_options import TailOptions
 from logwatch.drivers.tail_pace import FIRST_HOLD_S, Pacer
 from logwatch.testing import FakeClock, running
 from tests.support.placement import LATE_HOST, comparable
 from tests.support.samples import sample_logs
-from tests.support.tailkit import BUILTIN, Tail
+from tests.support.tailkit import BUILTIN, Tail, replayed_as
 
 STEP = (
     "2026-11-28 14:02:{s:02d},199 INFO [train] step {n}/200000 | loss 2.1182 | acc 0.242 | "
@@ -131,6 +130,7 @@ def test_held_rounds_alert_as_replay_on_every_sample(tmp_path: Path) -> None:
     exactly the events replay gives it, in order."""
     rng = random.Random(31)
     logs: dict[Path, list[bytes]] = {}
+    samples: dict[Path, Path] = {}
     for n, sample in enumerate(sample_logs()):
         data, at, chunks = sample.read_bytes(), 0, []
         while at < len(data):
@@ -138,6 +138,7 @@ def test_held_rounds_alert_as_replay_on_every_sample(tmp_path: Path) -> None:
             chunks.append(data[at : at + size])
             at += size
         logs[tmp_path / f"{n:02}-{sample.name}"] = chunks
+        samples[tmp_path / f"{n:02}-{sample.name}"] = sample
         (tmp_path / f"{n:02}-{sample.name}").write_bytes(b"")
     tail = Tail(
         tmp_path, rules=BUILTIN, clock=_RealMonotonic(), max_batch_delay_s=0.2, poll_interval_s=0.05
@@ -167,6 +168,6 @@ def test_held_rounds_alert_as_replay_on_every_sample(tmp_path: Path) -> None:
     for log in logs:
         late = log.name.split("-", 1)[1] in LATE_HOST
         got = comparable([e for e in tail.sink.events if e.source == str(log)], late_host=late)
-        want = comparable(replay([str(log)], BUILTIN).events, late_host=late)
+        want = comparable(replayed_as(samples[log], log), late_host=late)
         assert got == want, log.name
     assert len(tail.sink.events) > 20

@@ -24,7 +24,7 @@ from logwatch.testing import recording_spec, running
 from tests.support.paths import SAMPLES
 from tests.support.placement import LATE_HOST, comparable
 from tests.support.samples import sample_logs
-from tests.support.tailkit import BUILTIN, Tail, numbered
+from tests.support.tailkit import BUILTIN, Tail, numbered, replayed_as
 
 DFLASH = SAMPLES / "dflash"
 LIVE = load_rules([builtin_rules_dir() / "live.toml"])
@@ -50,7 +50,7 @@ def test_chunked_writes_give_the_alerts_replay_gives(tmp_path: Path, sample: Pat
                 driver.sync()
         driver.sync()
         tail.settle()
-    expected = replay([str(log)], BUILTIN).events
+    expected = replayed_as(sample, log)
     assert expected or sample.name == "train_healthy.log"  # the one sample with no alerts
     late = sample.name in LATE_HOST
     assert comparable(tail.sink.events, late_host=late) == comparable(expected, late_host=late)
@@ -86,22 +86,22 @@ def test_catch_up_does_not_report_a_nan_that_recovered(tmp_path: Path) -> None:
 
 def test_from_beginning_emits_the_whole_history(tmp_path: Path) -> None:
     """--from-beginning reports every alert event of the history, as replay does."""
-    log = tmp_path / "train.log"
-    shutil.copy(DFLASH / "train_nan.log", log)
+    log, sample = tmp_path / "train.log", DFLASH / "train_nan.log"
+    shutil.copy(sample, log)
     tail = Tail(tmp_path, rules=BUILTIN, start="beginning")
     with running(tail.driver) as driver:
         driver.sync()
         tail.settle()  # the RuntimeError the log ends on: run-crashed, once the file is quiet
-    assert tail.alerts() == [(e.line, e.rule, e.status) for e in replay([str(log)], BUILTIN).events]
+    assert tail.alerts() == [(e.line, e.rule, e.status) for e in replayed_as(sample, log)]
 
 
 def test_many_files_caught_up_together_alert_as_each_replayed(tmp_path: Path) -> None:
     """Every annotated sample present at start (their histories parsed in shared blocks) gets,
     file by file, exactly the alert events replay gives it alone."""
-    logs = []
+    logs: dict[Path, Path] = {}
     for n, sample in enumerate(sample_logs()):
-        logs.append(tmp_path / f"{n:02}-{sample.name}")
-        shutil.copy(sample, logs[-1])
+        logs[tmp_path / f"{n:02}-{sample.name}"] = sample
+        shutil.copy(sample, tmp_path / f"{n:02}-{sample.name}")
     tail = Tail(tmp_path, rules=BUILTIN, patterns=("*.log",), start="beginning")
     with running(tail.driver) as driver:
         driver.sync()
@@ -109,8 +109,8 @@ def test_many_files_caught_up_together_alert_as_each_replayed(tmp_path: Path) ->
     got = [(e.source, e.line, e.rule, e.status) for e in tail.sink.events]
     want = [
         (e.source, e.line, e.rule, e.status)
-        for log in logs
-        for e in replay([str(log)], BUILTIN).events
+        for log, sample in logs.items()
+        for e in replayed_as(sample, log)
         if e.rule != "root-cause"  # the whole replay's verdict, not a rule's: tail has none
     ]
     assert len(logs) > 5 and len(want) > 10
@@ -206,7 +206,7 @@ def test_log_stalled_ignores_history_and_never_fires_in_replay(tmp_path: Path) -
 def test_plugin_rounds_send_their_events_to_the_sink(tmp_path: Path) -> None:
     """A plugin's round (the seam for the GPU sampler) runs in the driver's rounds and its alert
     events reach the same sink as the log's."""
-    event = replay([str(DFLASH / "train_nan.log")], BUILTIN).events[0]
+    event = replayed_as(DFLASH / "train_nan.log", DFLASH / "train_nan.log")[0]
     calls: list[int] = []
 
     class Hook(Plugin):
@@ -290,6 +290,7 @@ def test_a_round_over_many_growing_files_parses_them_once_and_alerts_as_each_rep
     replay gives it alone, in its order."""
     rng = random.Random(30)
     logs: dict[Path, list[bytes]] = {}
+    samples: dict[Path, Path] = {}
     for n, sample in enumerate(sample_logs()):
         data, at, chunks = sample.read_bytes(), 0, []
         while at < len(data):
@@ -297,6 +298,7 @@ def test_a_round_over_many_growing_files_parses_them_once_and_alerts_as_each_rep
             chunks.append(data[at : at + size])
             at += size
         logs[tmp_path / f"{n:02}-{sample.name}"] = chunks
+        samples[tmp_path / f"{n:02}-{sample.name}"] = sample
         (tmp_path / f"{n:02}-{sample.name}").write_bytes(b"")
     together: list[int] = []
     shared = tail_rounds.parsed_together
@@ -329,7 +331,7 @@ def test_a_round_over_many_growing_files_parses_them_once_and_alerts_as_each_rep
     for log in logs:
         late = log.name.split("-", 1)[1] in LATE_HOST
         got = comparable([e for e in tail.sink.events if e.source == str(log)], late_host=late)
-        want = comparable(replay([str(log)], BUILTIN).events, late_host=late)
+        want = comparable(replayed_as(samples[log], log), late_host=late)
         assert got == want, log.name
     assert sum(1 for e in tail.sink.events) > 20
 
@@ -369,5 +371,5 @@ def test_a_round_parses_many_files_backlogs_a_bounded_number_of_lines_at_a_time(
     assert len(held) >= 4  # not one parse for all six files' lines
     for log in logs:
         got = comparable([e for e in tail.sink.events if e.source == str(log)])
-        want = comparable(replay([str(log)], BUILTIN).events)
+        want = comparable(replay([str(log)], BUILTIN).events)  # `rankN.log`: ranks from the path
         assert got == want, log.name

@@ -44,14 +44,37 @@ def points(elements: list[tuple[str, dict[str, str]]]) -> int:
     return drawn + bars
 
 
+class SamplePages:
+    """Each DFLASH sample's report, rendered (DOM and screenshot: one Chromium load) the first
+    time a test of this module asks for it in this test process."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.made: dict[Path, tuple[Path, Dom, Path]] = {}
+
+    def __call__(self, log: Path) -> tuple[Path, Dom, Path]:
+        """The page file, its DOM and its screenshot."""
+        if log not in self.made:
+            folder = self.folder / log.stem
+            folder.mkdir()
+            shot = folder / f"{log.stem}.png"
+            self.made[log] = (*render(folder, log, shot=shot), shot)
+        return self.made[log]
+
+
+@pytest.fixture(scope="module")
+def sample_page(tmp_path_factory: pytest.TempPathFactory) -> SamplePages:
+    """The module's rendered sample reports."""
+    return SamplePages(tmp_path_factory.mktemp("samples"))
+
+
 @pytest.mark.parametrize("log", DFLASH, ids=[p.name for p in DFLASH])
 def test_every_chart_draws_points_and_the_table_lists_the_expected_alerts(
-    tmp_path: Path, log: Path
+    sample_page: SamplePages, log: Path
 ) -> None:
     """Each sample's report renders offline: every chart has data points, the alert table holds
     exactly the sample's expected alerts; a screenshot is saved as an artifact."""
-    shot = tmp_path / f"{log.stem}.png"
-    page, dom = render(tmp_path, log, shot=shot)
+    page, dom, shot = sample_page(log)
     html = page.read_text(encoding="utf-8")
     assert "http://" not in html and "https://" not in html
     assert not [a for t, a in dom.elements if t in ("link", "img", "iframe") or a.get("src")]
@@ -67,10 +90,10 @@ def test_every_chart_draws_points_and_the_table_lists_the_expected_alerts(
     assert shot.stat().st_size > 10_000
 
 
-def test_nan_sample_shows_every_nan_and_inf_as_a_marker(tmp_path: Path) -> None:
+def test_nan_sample_shows_every_nan_and_inf_as_a_marker(sample_page: SamplePages) -> None:
     """train_nan.log: NaN losses at steps 1403-1405, +Inf loss at 1430, grad norm +Inf at 1403
     and NaN at 1404-1405, each a marker on the axis (none dropped, none invented)."""
-    _, dom = render(tmp_path, SAMPLES / "dflash" / "train_nan.log")
+    _, dom, _ = sample_page(SAMPLES / "dflash" / "train_nan.log")
     charts = dom.charts()
 
     def markers(chart: str) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import re
 import time
@@ -9,8 +11,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from logwatch.alerts import AlertEvent
 from logwatch.drivers.fanout import FanOut
+from logwatch.drivers.layout import path_identity
 from logwatch.drivers.plugins import TailPlugin
+from logwatch.drivers.replay import replay
 from logwatch.drivers.runner import rule_error_reporter
 from logwatch.drivers.tail import TailDriver
 from logwatch.drivers.tail_options import TailOptions
@@ -27,6 +32,26 @@ SUITE_WATCHER = watcher_named(os.environ.get("LOGWATCH_WATCHER", "auto"))
 """The in-process tails' watcher: `LOGWATCH_WATCHER=watchdog pytest tests/drivers` runs them all
 with watchdog's observer (the rotation test runs both in every run)."""
 _SEQ = re.compile(r"seq=(\d+)")
+
+
+def replayed_as(sample: Path, path: Path) -> list[AlertEvent]:
+    """The alert events `replay` gives (built-in rules) for `path`, a copy of `sample`: the
+    sample's own replay, once per test process, each event's source made `path` (its
+    fingerprint follows). For paths that name no writer (no host, rank or node: checked),
+    where the file is does not change what replay finds in it. The tests that hold tail to
+    replay on every sample share that replay."""
+    assert path.read_bytes() == sample.read_bytes(), f"{path} is not a copy of {sample}"
+    for where in (sample, path):
+        said = path_identity(str(where))
+        assert (said.host, said.rank, said.local, said.node) == (None,) * 4, (
+            f"{where} names a writer"
+        )
+    return [dataclasses.replace(event, source=str(path)) for event in _replayed(sample)]
+
+
+@functools.cache
+def _replayed(sample: Path) -> tuple[AlertEvent, ...]:
+    return tuple(replay([str(sample)], BUILTIN).events)
 
 
 def numbered(first: int, last: int, extra: str = "") -> bytes:
