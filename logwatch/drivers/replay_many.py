@@ -445,7 +445,11 @@ def replay_all(
     grouped file's turn comes, gives its tap (`one` starts its own files' taps).
     `frame_columns`: what `on_frame` reads (`parsed_columns`)."""
     stats = frozenset({"throughput"}) if options.stats else frozenset()
-    columns = parsed_columns(engine.columns | stats, on_frame, frame_columns)
+    # with the columns the rules deciding at a file's end read (`Engine.end_columns`): their
+    # last lines are a good part of a small file's, and a second parse of them (and of the
+    # group's lines for a batched rule that reads one) cost more than the column in this one
+    wanted = engine.columns | stats | engine.end_columns
+    columns = parsed_columns(wanted, on_frame, frame_columns)
     small = min(options.small_file_bytes, options.block_bytes)
     runs = list(groups(paths, small, min(GROUP_BYTES, options.block_bytes)))
     # as `replay_file`: what no engine state changes is computed on the parse threads

@@ -314,14 +314,15 @@ class _Evaluator(_Stepping):
                 self._rule_state(self.rules[order], state)
             )
         }
-        exprs = [*gates.values(), *(c.alias(f"_s{o}") for o, c in streaks.items())]
-        if self._log_gpu:
-            exprs.append(_gpu_keys_present(frame).alias("_gpu"))
-        if not exprs and not self._ahead:
-            return _LiveChecks({})
+        if not gates and not streaks and not self._log_gpu and not self._ahead:
+            return _LiveChecks({})  # nothing to check
         ready = self._ready_live.pop(source, None)
         if ready is not None and ready.rows == frame.height:  # `process_many` checked them
             return ready.checks(gates, streaks)
+        # (built only here: an expression costs more to build than the group's check per file)
+        exprs = [*gates.values(), *(c.alias(f"_s{o}") for o, c in streaks.items())]
+        if self._log_gpu:
+            exprs.append(_gpu_keys_present(frame).alias("_gpu"))
         try:
             # the checks are aggregates: polars repeats them along the per-line columns
             selected = frame.select(*exprs, *self._ahead)

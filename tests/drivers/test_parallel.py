@@ -14,7 +14,14 @@ from click.testing import CliRunner
 
 from logwatch.cli import cli
 from logwatch.cli.options import config_and_rules
-from logwatch.drivers.parallel import Task, TaskResult, batches, replay_parallel, replay_task
+from logwatch.drivers.parallel import (
+    WORKER_GC_THRESHOLD,
+    Task,
+    TaskResult,
+    batches,
+    replay_parallel,
+    replay_task,
+)
 from logwatch.drivers.replay import ReplayResult, replay
 from logwatch.drivers.window import Window, parse_bound
 from logwatch.sources.expand import expand_inputs
@@ -186,3 +193,17 @@ def test_jobs_with_export_is_refused_in_one_line(tmp_path: Path) -> None:
         "--export, --export-metrics and --actions dry-run see every line in this process"
         in result.stderr
     )
+
+
+def test_a_replay_process_collects_cycles_less_often_after_its_imports_frozen() -> None:
+    """A fresh interpreter started as `LocalRunner` starts its processes: its cycle collector
+    runs once per `WORKER_GC_THRESHOLD` new objects (CPython's default: 700), and what it
+    imported is out of the collector's passes."""
+    code = (
+        "import gc; from logwatch.drivers.parallel import worker_started; "
+        "worker_started(); print(gc.get_threshold()[0], gc.get_freeze_count() > 1000)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == [str(WORKER_GC_THRESHOLD), "True"]
