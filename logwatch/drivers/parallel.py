@@ -38,7 +38,7 @@ from logwatch.rules.loader import RuleSpec
 from logwatch.sources.streams import STDIN, check_readable
 
 TASK_BYTES = 32 << 20  # a batch of small files up to about this many bytes is one task
-TASK_FILES = 256  # and at most this many files (one parse group, `replay_many.GROUP_FILES`)
+TASK_FILES = 512  # and at most this many files (one parse group, `replay_many.GROUP_FILES`)
 FILE_COST_BYTES = 32 << 10  # a file's fixed cost (open, tap, engine steps) as bytes of lines
 WORKER_GC_THRESHOLD = 50_000
 """A replay process's cycle collector runs once per this many new objects (Python's default:

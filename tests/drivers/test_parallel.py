@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from logwatch.cli import cli
 from logwatch.cli.options import config_and_rules
 from logwatch.drivers.parallel import (
+    TASK_FILES,
     WORKER_GC_THRESHOLD,
     Task,
     TaskResult,
@@ -143,8 +144,8 @@ def test_batches_keep_file_order_small_files_together_a_large_one_alone(tmp_path
 
 def test_batches_give_each_worker_as_many_tasks_of_about_the_same_size(tmp_path: Path) -> None:
     """17 files of 1 MB on 2 workers: an even number of tasks of 2 or 3 files (greedy cuts
-    at a share gave 9, the last one a worker ran alone); 4 353 small files: tasks under 256
-    files each, as many per worker."""
+    at a share gave 9, the last one a worker ran alone); 4 353 small files: tasks of at most
+    `TASK_FILES` files each, as many per worker."""
     paths = []
     for i in range(17):
         path = tmp_path / f"{i}.log"
@@ -160,7 +161,7 @@ def test_batches_give_each_worker_as_many_tasks_of_about_the_same_size(tmp_path:
     tasks = batches(small, workers=2)
     assert len(tasks) % 2 == 0
     assert max(len(task) for task in tasks) - min(len(task) for task in tasks) <= 1
-    assert max(len(task) for task in tasks) <= 256
+    assert max(len(task) for task in tasks) <= TASK_FILES
 
 
 def test_jobs_1_with_export_replays_here_and_exports_every_line(tmp_path: Path) -> None:
