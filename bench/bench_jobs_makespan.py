@@ -17,7 +17,14 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from logwatch.api import load_config_and_rules
-from logwatch.drivers.parallel import Task, TaskResult, batches, replay_parallel, replay_task
+from logwatch.drivers.parallel import (
+    Task,
+    TaskResult,
+    batches,
+    replay_parallel,
+    replay_task,
+    worker_started,
+)
 from logwatch.sources.expand import expand_inputs
 
 _CPU: dict[int, tuple[int, float]] = {}
@@ -39,7 +46,10 @@ class TimedRunner:
     def run(self, tasks: list[Task]):  # type: ignore[no-untyped-def]  # a bench's runner
         context = multiprocessing.get_context("spawn")
         os.environ["POLARS_MAX_THREADS"] = "1"
-        with ProcessPoolExecutor(max_workers=self.jobs, mp_context=context) as pool:
+        # as `LocalRunner` starts its processes
+        with ProcessPoolExecutor(
+            max_workers=self.jobs, mp_context=context, initializer=worker_started
+        ) as pool:
             futures = [pool.submit(timed_task, task) for task in tasks]
             for future in as_completed(futures):
                 result, pid, cpu = future.result()

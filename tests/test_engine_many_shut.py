@@ -138,3 +138,21 @@ def test_a_streak_that_starts_in_one_batch_is_stepped_for_all(
         ("rank5", "bucket-starvation", "resolved")
     ]
     assert streaks == [("bucket-starvation", 8)] * 2
+
+
+def test_a_long_batch_prepared_shuts_the_rules_its_gate_hits_leave_out(
+    stepped: list[tuple[int, str | None]],
+) -> None:
+    """A replay's group: seven small batches and one of 100 lines (over the small batches'
+    live checks), each prepared (`prepare_many`: its gate hits). The classifiers no gate hit
+    opens are not stepped, as with small batches alone; the events equal those of `process`
+    on each prepared batch."""
+    lines = {f"rank{r}": [STEP.format(n=n) for n in range(5)] for r in range(8)}
+    lines["rank5"] = [STEP.format(n=n) for n in range(100)]
+    frames = _frames(lines)
+    engine = Engine(RULES)
+    ready = engine.prepare_many(pl.concat(frames), frames)
+    many = engine.process_many(frames, None, ready)
+    one = Engine(RULES)
+    assert many == [one.process(frame, None, one.prepare(frame)) for frame in frames]
+    assert stepped == [(8, "loss|Loss|LOSS"), (8, None)]

@@ -32,13 +32,14 @@ from logwatch.sources.framing import read_blocks
 from logwatch.sources.streams import STDIN, close_stream, open_log
 
 GROUP_BYTES = 12 << 20
-GROUP_FILES = 256
+GROUP_FILES = 512
 """A group holds at most this many bytes (on disk; and no more than a block,
 `ReplayOptions.block_bytes`) and files: enough that a parse's and the engine's fixed costs are
 shared by many files, as a large file's block shares them, few enough that the next group
 parses while the engine reads this one. (2 048 rank logs of ~5 kB: 3.0 ms of CPU per file in
 groups of 64, 1.7 ms in groups of 256 or 640; 50 DFlash files of 1 MB: 4.1 CPU s in groups of
-2 MB, 3.3 s in groups of 12 MB.)"""
+2 MB, 3.3 s in groups of 12 MB. Once each file's own steps cost less, branch `fleet5`: the
+2 048 ranks' tasks 4.3-4.6 CPU s in groups and tasks of 256, 3.7-3.9 s of 512.)"""
 
 SMALL_FILE_BYTES = 1 << 20
 """Files up to this size on disk are parsed together with their neighbours in the list (the
@@ -445,7 +446,11 @@ def replay_all(
     grouped file's turn comes, gives its tap (`one` starts its own files' taps).
     `frame_columns`: what `on_frame` reads (`parsed_columns`)."""
     stats = frozenset({"throughput"}) if options.stats else frozenset()
-    columns = parsed_columns(engine.columns | stats, on_frame, frame_columns)
+    # with the columns the rules deciding at a file's end read (`Engine.end_columns`): their
+    # last lines are a good part of a small file's, and a second parse of them (and of the
+    # group's lines for a batched rule that reads one) cost more than the column in this one
+    wanted = engine.columns | stats | engine.end_columns
+    columns = parsed_columns(wanted, on_frame, frame_columns)
     small = min(options.small_file_bytes, options.block_bytes)
     runs = list(groups(paths, small, min(GROUP_BYTES, options.block_bytes)))
     # as `replay_file`: what no engine state changes is computed on the parse threads

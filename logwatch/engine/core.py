@@ -131,7 +131,8 @@ class Engine(_Many):
         computed=computed)` called for each in order gives them, the rules that can decide
         for many sources (`BatchedEnd`) deciding for all at once."""
         done = frozenset(computed)
-        once = [source for source in sources if sources.count(source) == 1]
+        seen = Counter(sources)  # (`list.count` of each: quadratic in a group's files)
+        once = [source for source in sources if seen[source] == 1]
         try:
             if len(once) > 1:
                 self._ready_ends(sources, lasts, done, frozenset(once))

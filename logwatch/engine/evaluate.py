@@ -203,7 +203,7 @@ class _Evaluator(_Stepping):
             for order, spec in enumerate(self.rules)
             if (needs := self._needs[order]).gate is not None
             and needs.quiet is not None
-            and needs.quiet(self._rule_state(spec, state))
+            and needs.quiet(self._seen_state(spec, state))
         }
         hits = dict(prepared.hits) if prepared is not None else {}
         opened = {gate: not lines.is_empty() for gate, lines in hits.items()}
@@ -312,14 +312,15 @@ class _Evaluator(_Stepping):
             if self._needs[order].columns <= done
             and (self.rules[order].id, source) not in self._failed
             and cast(StreakRule, self.rules[order].rule).quiet(
-                self._rule_state(self.rules[order], state)
+                self._seen_state(self.rules[order], state)
             )
         }
         if not gates and not streaks and not self._log_gpu and not self._ahead:
-            return _LiveChecks({})
+            return _LiveChecks({})  # nothing to check
         ready = self._ready_live.pop(source, None)
         if ready is not None and ready.rows == frame.height:  # `process_many` checked them
             return ready.checks(gates, streaks)
+        # (built only here: an expression costs more to build than the group's check per file)
         exprs = [*gates.values(), *(c.alias(f"_s{o}") for o, c in streaks.items())]
         if self._log_gpu:
             exprs.append(_gpu_keys_present(frame).alias("_gpu"))

@@ -240,7 +240,7 @@ class _Many(_Evaluator):
         if small or self._log_gpu:
             prepared_all = all(p is not None for p in usable)
             self._ready_checks(keyed, sources, heights, streaks if small else None, prepared_all)
-        self._ready_steps(whole, sources, heights)
+        self._ready_steps(whole, sources, heights, usable)
 
     def _gpu_prepared(
         self,
@@ -346,16 +346,24 @@ class _Many(_Evaluator):
             )
             begin += height
 
-    def _ready_steps(self, whole: pl.DataFrame, sources: list[str], heights: list[int]) -> None:
-        """The batched rules' steps of each source (`BatchedRule.evaluate_many`)."""
+    def _ready_steps(
+        self,
+        whole: pl.DataFrame,
+        sources: list[str],
+        heights: list[int],
+        prepared: Sequence[Prepared | None],
+    ) -> None:
+        """The batched rules' steps of each source (`BatchedRule.evaluate_many`); `prepared`:
+        what `prepare` gave each source's batch (None: nothing, or for another frame)."""
         bounds = list(itertools.pairwise(itertools.accumulate(heights, initial=0)))
         # each source's state looked up once, not once per rule
         states = [self.state_of(source) for source in sources]
         for order, rule in self._batched.items():
             spec = self.rules[order]
-            rule_states = [self._rule_state(spec, state) for state in states]
-            if self._shut(order, sources, heights, rule_states):
+            seen = [self._seen_state(spec, state) for state in states]
+            if self._shut(order, sources, heights, seen, prepared):
                 continue  # each source's turn skips it (quiet, its gate shut): nothing to step
+            rule_states = [self._rule_state(spec, state) for state in states]
             parts = [Part(b, e, state) for (b, e), state in zip(bounds, rule_states, strict=True)]
             try:
                 outcomes = rule.evaluate_many(whole, parts)
@@ -366,20 +374,31 @@ class _Many(_Evaluator):
                     self._ready[order, source] = (e - b, outcome)
 
     def _shut(
-        self, order: int, sources: list[str], heights: list[int], states: list[dict[str, Any]]
+        self,
+        order: int,
+        sources: list[str],
+        heights: list[int],
+        states: list[dict[str, Any]],
+        prepared: Sequence[Prepared | None],
     ) -> bool:
-        """Whether every source's turn skips a rule, as `_ready_checks` found: quiet with its
-        gate shut on the source's small batch, or a quiet streak rule that no line of it can
-        start a streak in (`_evaluate`'s `calm`). Then stepping it here for all is a wasted
-        query or three (a live round of a node's ranks shuts most of the line rules, and
-        calms the streak rules). Only a cache goes unfilled: a turn that does need the step
-        (a run restarted mid-batch) takes it itself."""
+        """Whether every source's turn skips a rule (`_evaluate`): quiet with its gate shut on
+        the source's batch, as `prepare` found (its gate hits, a replay's batches of any size)
+        or else `_ready_checks` (a small batch's), or a quiet streak rule that no line of a
+        small batch can start a streak in (`_evaluate`'s `calm`). Then stepping it here for all
+        is a wasted query or three (a live round of a node's ranks, a fleet's parse group, shuts
+        most of the line rules and calms the streak rules). Only a cache goes unfilled: a turn
+        that does need the step (a run restarted mid-batch) takes it itself."""
         needs = self._needs[order]
         gated = needs.gate is not None and needs.quiet is not None
         streak = order in self._streak_checks
         if not gated and not streak:
             return False
-        for source, height, state in zip(sources, heights, states, strict=True):
+        for source, height, state, ahead in zip(sources, heights, states, prepared, strict=True):
+            hits = ahead.hits.get(cast(str, needs.gate)) if gated and ahead is not None else None
+            if hits is not None:  # what `_evaluate` reads first: the batch's gate hits
+                if not hits.is_empty() or not _quiet(needs, state):
+                    return False
+                continue
             ready = self._ready_live.get(source)
             if ready is None or ready.rows != height or height > _SMALL_BATCH:
                 return False
@@ -448,9 +467,14 @@ class _Group:
                 out[gate] = [rows] * len(self.bounds)
                 continue
             at = rows.search_sorted(edges.cast(rows.dtype), side="left").to_list()
+            # every row counted from its frame's first in one subtraction (the largest begin
+            # at or before a row is its frame's), then sliced: a subtraction per frame cost more
+            begins = edges.gather_every(2).cast(rows.dtype)
+            local = rows - begins.gather(begins.search_sorted(rows, side="right") - 1)
+            none = rows.clear()
             out[gate] = [
-                rows.slice(low, high - low) - begin if high > low else rows.clear()
-                for (begin, _), low, high in zip(self.bounds, at[::2], at[1::2], strict=True)
+                local.slice(low, high - low) if high > low else none
+                for low, high in zip(at[::2], at[1::2], strict=True)
             ]
         return out
 

@@ -133,6 +133,7 @@ class _Planned:
         )
         self._on_error = on_error
         self._failed: set[tuple[str, str]] = set()
+        self._initial: dict[str, dict[str, Any]] = {}  # each rule's initial state, only read
         self._on_warning = on_warning
         self._warned: set[tuple[str, str]] = set()  # (source, kind) of the warnings said
         # Protocol isinstance checks are slow: which rules move with the wall clock (ticks are

@@ -311,13 +311,12 @@ def cut_rows(
     frame: pl.DataFrame, column: str, bounds: Sequence[tuple[int, int]]
 ) -> list[pl.DataFrame]:
     """The rows of `frame` (sorted by its row `column`) in each [begin, end) of `bounds`, with
-    `column` counted from `begin`: slices and a subtraction, no query."""
+    `column` counted from `begin`: slices of one subtraction, no query."""
     rows = frame.get_column(column)
     edges = pl.Series([edge for bound in bounds for edge in bound], dtype=rows.dtype)
     at = rows.search_sorted(edges, side="left").to_list()
-    index = frame.get_column_index(column)
-    out = []
-    for (begin, _), low, high in zip(bounds, at[::2], at[1::2], strict=True):
-        piece = frame.slice(low, high - low)
-        out.append(piece.replace_column(index, piece.get_column(column) - begin))
-    return out
+    # each row's piece's begin (the largest at or before it; 0 before the first, a row in no
+    # piece), subtracted once for all rows: a subtraction per piece cost more than its slice
+    begins = pl.Series([0, *(begin for begin, _ in bounds)], dtype=rows.dtype)
+    counted = frame.with_columns(rows - begins.gather(begins.search_sorted(rows, side="right") - 1))
+    return [counted.slice(low, high - low) for low, high in zip(at[::2], at[1::2], strict=True)]

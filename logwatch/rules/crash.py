@@ -61,11 +61,12 @@ from logwatch.rules.crash_many import (
 from logwatch.rules.exits import (
     LAST_LINES,
     ROOT_CAUSE_RANK,
+    at_prompt,
     died_at_prompt,
     ended_by,
     named_by_deciding,
     prompt_end,
-    prompt_rows,
+    prompt_frame,
 )
 from logwatch.rules.params import Kind, Param
 
@@ -128,14 +129,19 @@ class CrashRule:
 
     def finish_many(self, last: pl.DataFrame, parts: Sequence[Part]) -> list[Outcome | None]:
         """`finish` of many sources, their last lines read in one query."""
-        rows = prompt_rows(last) if not last.is_empty() else []
+        rows = prompt_frame(last) if not last.is_empty() else last
+        # made into rows only for a part that ends at a prompt (`at_prompt`; else None)
+        plain = rows.get_column("_plain").to_list() if not last.is_empty() else []
         out: list[Outcome | None] = []
         for part in parts:
             fired, decided = _decide(part.state)
             if fired or decided["fired"]:
                 out.append((fired, decided))
+            elif part.end > part.begin and at_prompt(plain[part.end - 1]):
+                ended = prompt_end(rows.slice(part.begin, part.end - part.begin).to_dicts())
+                out.append(_ended(decided, ended))
             else:
-                out.append(_ended(decided, prompt_end(rows[part.begin : part.end])))
+                out.append(_ended(decided, None))
         return out
 
     def tick(

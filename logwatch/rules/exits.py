@@ -108,12 +108,30 @@ def died_at_prompt(last: pl.DataFrame) -> Transition | None:
 
 def prompt_rows(last: pl.DataFrame) -> list[dict[str, Any]]:
     """What `prompt_end` reads of last lines (of one source or many, one query)."""
-    return last.with_columns(
+    return prompt_frame(last).to_dicts()
+
+
+def prompt_frame(last: pl.DataFrame) -> pl.DataFrame:
+    """`prompt_rows` as a frame: the columns `prompt_end` reads (`at_prompt` reads `_plain`)."""
+    return last.select(
+        "line",
+        "ts",
+        "text",
+        "step",
         pl.col("text").str.replace_all(_ANSI, "").str.strip_chars().alias("_plain"),
         pl.any_horizontal(
             pl.col(name).is_not_null() for name in ("loss", "grad_norm", "throughput", "step")
         ).alias("_progress"),
-    ).to_dicts()
+    )
+
+
+def at_prompt(plain: str) -> bool:
+    """Whether a last line (its `_plain` text) is a prompt, or a progress bar glued to one:
+    else `prompt_end` of the lines it ends is None."""
+    glued = re.search(_GLUED_PROMPT, plain)
+    if glued is not None and re.match(_PROMPT, glued["prompt"]):
+        return True
+    return re.match(_PROMPT, plain) is not None
 
 
 def prompt_end(rows: list[dict[str, Any]]) -> Transition | None:

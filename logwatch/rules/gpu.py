@@ -127,7 +127,8 @@ class HoldRule:
         """The transitions of a scored frame (`score`; `keys`: its GPUs, if known) and after."""
         if scored.is_empty():
             return [], state
-        key = pl.lit("run") if self.scope == "run" else pl.col("gpu").cast(pl.String)
+        # (module constants: building these was most of a quiet step, once per file)
+        key = _RUN_KEY if self.scope == "run" else _GPU_KEY
         if not scored.get_column("_cond").any():  # the keys only, not a key per row
             if keys is None and self.scope == "run":
                 keys = ["run"]  # every row's
@@ -163,6 +164,10 @@ class HoldRule:
             )
         return rows
 
+
+_RUN_KEY = pl.lit("run")
+_GPU_KEY = pl.col("gpu").cast(pl.String)
+"""A held row's key: the run's one (scope "run"), else its GPU's."""
 
 _LOG_CONSTANTS = {"origin": "log", "lost": False, "run_uses": True, "log_stalled": False}
 """GPU columns that are the same on every row read from a log (the others there are null)."""

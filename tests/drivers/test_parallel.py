@@ -14,7 +14,15 @@ from click.testing import CliRunner
 
 from logwatch.cli import cli
 from logwatch.cli.options import config_and_rules
-from logwatch.drivers.parallel import Task, TaskResult, batches, replay_parallel, replay_task
+from logwatch.drivers.parallel import (
+    TASK_FILES,
+    WORKER_GC_THRESHOLD,
+    Task,
+    TaskResult,
+    batches,
+    replay_parallel,
+    replay_task,
+)
 from logwatch.drivers.replay import ReplayResult, replay
 from logwatch.drivers.window import Window, parse_bound
 from logwatch.sources.expand import expand_inputs
@@ -159,8 +167,8 @@ def test_batches_keep_file_order_small_files_together_a_large_one_alone(tmp_path
 
 def test_batches_give_each_worker_as_many_tasks_of_about_the_same_size(tmp_path: Path) -> None:
     """17 files of 1 MB on 2 workers: an even number of tasks of 2 or 3 files (greedy cuts
-    at a share gave 9, the last one a worker ran alone); 4 353 small files: tasks under 256
-    files each, as many per worker."""
+    at a share gave 9, the last one a worker ran alone); 4 353 small files: tasks of at most
+    `TASK_FILES` files each, as many per worker."""
     paths = []
     for i in range(17):
         path = tmp_path / f"{i}.log"
@@ -176,7 +184,7 @@ def test_batches_give_each_worker_as_many_tasks_of_about_the_same_size(tmp_path:
     tasks = batches(small, workers=2)
     assert len(tasks) % 2 == 0
     assert max(len(task) for task in tasks) - min(len(task) for task in tasks) <= 1
-    assert max(len(task) for task in tasks) <= 256
+    assert max(len(task) for task in tasks) <= TASK_FILES
 
 
 def test_jobs_1_with_export_replays_here_and_exports_every_line(tmp_path: Path) -> None:
@@ -209,3 +217,17 @@ def test_jobs_with_export_is_refused_in_one_line(tmp_path: Path) -> None:
         "--export, --export-metrics and --actions dry-run see every line in this process"
         in result.stderr
     )
+
+
+def test_a_replay_process_collects_cycles_less_often_after_its_imports_frozen() -> None:
+    """A fresh interpreter started as `LocalRunner` starts its processes: its cycle collector
+    runs once per `WORKER_GC_THRESHOLD` new objects (CPython's default: 700), and what it
+    imported is out of the collector's passes."""
+    code = (
+        "import gc; from logwatch.drivers.parallel import worker_started; "
+        "worker_started(); print(gc.get_threshold()[0], gc.get_freeze_count() > 1000)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == [str(WORKER_GC_THRESHOLD), "True"]

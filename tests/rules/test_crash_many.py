@@ -125,3 +125,74 @@ def test_parts_with_tracebacks_open_across_batches_fire_as_their_own() -> None:
     ]
     assert carried == ([], {**states[1], "pending": []})
     assert opened[0] == [] and list(opened[1]["opened"]) == ["-1"]
+
+
+# a file's last lines: progress, prompts (plain, coloured, glued to a bar, after a finished run)
+ENDINGS = [
+    "iter {n}: loss 3.6782, time 562.18ms",
+    "step {n} | loss 2.0",
+    "user@host:~/nanoGPT$ ",
+    "(base) user@host:~/x$ python train.py",
+    "\x1b[32mroot@3f2a9c:/workspace#\x1b[0m ",
+    "$ ",
+    " 45%|████▌     | 450/1000 [01:02<01:16,  7.21it/s]user@host:~$ ",
+    "100%|██████████| 1000/1000 [02:18<00:00,  7.22it/s]",
+    "training complete",
+    "Traceback (most recent call last):",
+    "RuntimeError: CUDA error: an illegal memory access was encountered",
+    "some other line {n}",
+    "",
+]
+
+
+def _ended_parts(rng: random.Random, count: int) -> tuple[pl.DataFrame, list[Part]]:
+    """`count` sources' last lines (`finish`'s `last`: every column parsed) one after another,
+    each its part, a state that a batch of random lines left (some fired, some pending)."""
+    frames, parts, begin = [], [], 0
+    for _ in range(count):
+        lines = [rng.choice(ENDINGS).format(n=n) for n in range(rng.randint(0, 8))]
+        frame = parse_lines(pl.Series("text", lines, dtype=pl.String), source="s.log", first_line=1)
+        _, state = RULE.evaluate(
+            _frame(_lines(rng, rng.choice([0, 3, 12]), 0.1), 1), RULE.initial_state()
+        )
+        frames.append(frame)
+        parts.append(Part(begin, begin + frame.height, state))
+        begin += frame.height
+    return pl.concat(frames), parts
+
+
+@settings(max_examples=examples(80), deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 12))
+def test_each_part_ends_as_its_own_finish(seed: int, count: int) -> None:
+    """`finish_many` of many sources' last lines (only the parts that end at a prompt made into
+    rows) gives each part what `finish` gives it alone: its pending exception or open
+    traceback, a prompt right after progress, or nothing."""
+    whole, parts = _ended_parts(random.Random(seed), count)
+    got = RULE.finish_many(whole, parts)
+    for part, outcome in zip(parts, got, strict=True):
+        last = whole.slice(part.begin, part.end - part.begin)
+        assert repr(outcome) == repr(RULE.finish(part.state, last))
+
+
+def test_prompts_after_progress_fire_and_other_endings_do_not() -> None:
+    """Of four sources' last non-blank lines ended together, the plain prompt and the prompt
+    glued to a progress bar fire at the prompt; a prompt after a finished run and a last line
+    of progress do not."""
+    endings = [
+        ["iter 7: loss 3.6782, time 562.18ms", "user@host:~/nanoGPT$ "],
+        [" 45%|████▌     | 450/1000 [01:02<01:16,  7.21it/s]user@host:~$ "],
+        ["100%|██████████| 1000/1000 [02:18<00:00,  7.22it/s]", "user@host:~$ "],
+        ["iter 7: loss 3.6782, time 562.18ms"],
+    ]
+    frames = [
+        parse_lines(pl.Series("text", lines, dtype=pl.String), source="s.log", first_line=1)
+        for lines in endings
+    ]
+    parts, begin = [], 0
+    for frame in frames:
+        parts.append(Part(begin, begin + frame.height, RULE.initial_state()))
+        begin += frame.height
+    got = RULE.finish_many(pl.concat(frames), parts)
+    fired = [[t.fields["line"] for t in transitions] for transitions, _ in got]
+    assert fired == [[2], [1], [], []]
+    assert repr(got) == repr([RULE.finish(p.state, f) for p, f in zip(parts, frames, strict=True)])
