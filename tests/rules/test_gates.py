@@ -317,10 +317,15 @@ def test_healthy_megatron_lines_are_not_searched_for_a_non_finite_sub_loss(
     def fails_where_run() -> pl.Expr:
         return pl.col("text").cast(pl.Int64, strict=True)  # raises on any line it reads
 
-    monkeypatch.setattr(general, "_nonfinite_loss_value", fails_where_run)
-    healthy = [MEGATRON.format(loss=f"2.{i}E+00", grad="1.3", nan=0) for i in range(40)]
-    frame = parse_lines(pl.Series(healthy), source="t", first_line=1, default_year=2026)
-    assert frame.get_column("loss").is_finite().all()
-    with pytest.raises(pl.exceptions.InvalidOperationError):
-        sick = [*healthy, MEGATRON.format(loss="2.0 | mtp loss: nan", grad="1.3", nan=0)]
-        parse_lines(pl.Series(sick), source="t", first_line=1, default_year=2026)
+    # the general path builds its extractors once (`_built`): swap the builder, empty the cache
+    monkeypatch.setitem(general._BUILDERS, "_nonfinite_loss", fails_where_run)
+    general._built.cache_clear()
+    try:
+        healthy = [MEGATRON.format(loss=f"2.{i}E+00", grad="1.3", nan=0) for i in range(40)]
+        frame = parse_lines(pl.Series(healthy), source="t", first_line=1, default_year=2026)
+        assert frame.get_column("loss").is_finite().all()
+        with pytest.raises(pl.exceptions.InvalidOperationError):
+            sick = [*healthy, MEGATRON.format(loss="2.0 | mtp loss: nan", grad="1.3", nan=0)]
+            parse_lines(pl.Series(sick), source="t", first_line=1, default_year=2026)
+    finally:
+        general._built.cache_clear()  # the failing extractor must not outlive the test
