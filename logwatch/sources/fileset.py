@@ -195,6 +195,7 @@ class FileSet:
     def rescan(self, now: float) -> list[str]:
         """Match the patterns again: known files get their current name back (a rename is said),
         a detached one that is there again is attached; the paths of files not followed yet."""
+        first = self._last_rescan == float("-inf")
         self.rescan_due, self._last_rescan, self._now = False, now, now
         held = self._adopt_held()
         new = self._missed_rotations(held)
@@ -215,6 +216,9 @@ class FileSet:
         for key in self.followers.keys() - matched.keys():
             self.schedule.hot(key)  # gone from the patterns: its next read says why
         self._watch()
+        # A file made between the match above and the first watch gives no event: match once
+        # more next round, or it would wait for the rare rescan (RESCAN_EVERY_S)
+        self.rescan_due = first
         already_open = {path for path, _ in held.values()}
         return self.budget.share(new, already_open, len(self.followers), now)
 

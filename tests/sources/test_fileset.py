@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from logwatch.sources.fileset import FileSet
 from logwatch.sources.watch import WatchdogWatcher, may_match
-from logwatch.testing import UnavailableWatcher
+from logwatch.testing import DeafWatcher, UnavailableWatcher
 from tests.support.tailkit import wait_until
 
 
@@ -92,6 +95,8 @@ def test_changes_rescans_only_when_due(tmp_path: Path) -> None:
     woken = threading.Event()
     files, _ = fileset(tmp_path, poll_interval_s=10.0, wake=woken.set)
     assert files.changes(0.0) == []
+    assert files.rescan_due  # the first rescan's follow-up (a file made before the watch)
+    assert files.changes(0.5) == []
     (tmp_path / "a.log").write_bytes(b"")
     assert files.changes(1.0) == []
     files.on_event(False)
@@ -109,6 +114,8 @@ def test_the_real_watcher_wakes_on_a_new_file(tmp_path: Path) -> None:
     files.start()
     try:
         files.rescan(0.0)
+        assert files.rescan_due  # the first rescan's follow-up (a file made before the watch)
+        files.rescan(0.05)
         assert not files.rescan_due
         (tmp_path / "a.log").write_bytes(b"x\n")
         wait_until(lambda: woken.is_set() and files.rescan_due)
@@ -176,3 +183,31 @@ def test_a_created_name_is_held_only_when_a_pattern_can_expand_to_it(tmp_path: P
     assert not may_match(log + ".3", log)
     assert not may_match(str(tmp_path / "sub" / "a.log"), str(tmp_path / "*.log"))
     assert not may_match(str(tmp_path / ".a.log"), str(tmp_path / "*.log"))
+
+
+def test_a_file_made_between_the_first_match_and_the_watch_is_found_next_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first rescan matches the patterns, then sets the watch: a file made in between gives
+    no event, and the next round still finds it (not at the rare rescan, 30 s on)."""
+    files = FileSet(
+        [str(tmp_path / "*.log")],
+        status=lambda _: None,
+        watcher_factory=DeafWatcher(),
+        poll_interval_s=1.0,
+    )
+    files.start()
+    real = files.matcher.by_file
+
+    def match_then_create() -> Any:
+        found = real()
+        (tmp_path / "late.log").write_text("step 1 | loss nan\n", encoding="utf-8")
+        return found
+
+    monkeypatch.setattr(files.matcher, "by_file", match_then_create)
+    try:
+        assert files.rescan(0.0) == []
+        monkeypatch.setattr(files.matcher, "by_file", real)
+        assert files.changes(0.5) == [str(tmp_path / "late.log")]
+    finally:
+        files.close()
