@@ -33,19 +33,8 @@ import time
 import warnings
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PACK = """
-[[rule]]
-id = "probe"
-type = "match"
-severity = "info"
-pattern = 'ALERT id=(?P<id>\\d+)'
-summary = "probe {text}"
-"""
-STEP = (
-    "2026-11-28 14:02:07,199 INFO [train] step {n}/200000 | loss 2.1182 | acc 0.242 | "
-    "lr 2.40e-05 | grad_norm 1.23 | tok/s 48292 | q_hs=19 q_hsb=[1,2,2,6,3,5]\n"
-)
+from bench_tail import PACK, ROOT, STEP  # the same probe pack and DFlash step line
+
 NAN = STEP.replace("loss 2.1182", "loss nan")
 KINDS = ("dflash", "shapeless")
 
