@@ -7,22 +7,23 @@ and `log_stalled`) through `evaluate_gpu`. On a log, the engine reads the batch'
 `gpu/<i>/...` snapshot keys once, narrow (`log_gpu_rows`), and a `HoldRule` takes from them only
 the rows and columns of the metrics it reads (`evaluate_log`; other GPU rules get the whole
 `log_gpu_frame`), so `replay` gets the same rules on a finished log; `evaluate` (the Rule
-protocol) does the same for one rule alone.
+protocol) does the same for one rule alone. The held condition's fire and resolve points over
+a batch's scored rows are `logwatch.rules.gpu_hold`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 import polars as pl
 
-from logwatch.alerts import FIRING, RESOLVED
+from logwatch.alerts import FIRING
 from logwatch.gpu.frames import GPU_SCHEMA, LOG_METRIC_OF, narrow_metrics, narrow_to_gpu_frame
 from logwatch.gpu.log_rows import DroppedPair, cut_rows, read_telemetry_rows
 from logwatch.rules.base import Needs, RuleType, Transition
+from logwatch.rules.gpu_hold import ROW, hold_transitions, quiet_keys
 from logwatch.rules.gpu_many import piece_keys, scored_metrics
 from logwatch.rules.params import Columns, Kind, Param
 
@@ -34,7 +35,7 @@ CONTEXT_SCHEMA: dict[str, pl.DataType] = {"run_uses": pl.Boolean(), "log_stalled
 """Columns the GPU driver adds to NVML frames; log snapshots get run_uses=true, log_stalled=false
 (a snapshot line is itself proof that the log advances)."""
 
-_ROW = "_row"
+_ROW = ROW
 
 
 @runtime_checkable
@@ -134,7 +135,7 @@ class HoldRule:
                 keys = ["run"]  # every row's
             elif keys is None:  # (`LogGpuRows.pieces` gives a group's files' in one query)
                 keys = scored.select(key.unique(maintain_order=True)).to_series().to_list()
-            quiet = _quiet(keys, state)
+            quiet = quiet_keys(keys, state)
             if quiet is not None:
                 return [], quiet
         return hold_transitions(scored.with_columns(key.alias("_key")), self.hold_s, state)
@@ -296,96 +297,6 @@ def log_gpu_metrics(rules: Iterable[object]) -> frozenset[str] | None:
 def log_gpu_frame(frame: pl.DataFrame) -> pl.DataFrame:
     """The GPU frame of a log batch (its `gpu/<i>/...` snapshot keys, with log context)."""
     return log_gpu_rows(frame).frame()
-
-
-def hold_transitions(
-    rows: pl.DataFrame, hold_s: float, state: Mapping[str, Any]
-) -> tuple[list[Transition], dict[str, Any]]:
-    """Fire/resolve points of "condition held for hold_s" per `_key`, vectorized.
-
-    State per key: `since` (ISO time the current true run started, or None) and `fired`.
-    """
-    carried: dict[str, dict[str, Any]] = dict(state.get("keys", {}))
-    if not rows.get_column("_cond").any():
-        quiet = _quiet(rows.get_column("_key").unique().to_list(), state)
-        if quiet is not None:
-            return [], quiet
-    prior = pl.DataFrame(
-        {
-            "_key": list(carried),
-            "_s_since": [_parse_ts(v.get("since")) for v in carried.values()],
-            "_s_fired": [bool(v.get("fired")) for v in carried.values()],
-        },
-        schema={"_key": pl.String, "_s_since": pl.Datetime("us"), "_s_fired": pl.Boolean},
-    )
-    frame = (
-        rows.with_row_index("_seq")
-        .sort(["_key", "_seq"])  # file order: the same for any cut of the file
-        .join(prior, on="_key", how="left")
-        .with_columns(pl.col("_s_fired").fill_null(False))
-    )
-    cond, key = pl.col("_cond"), "_key"
-    carried_true = pl.col("_s_since").is_not_null()
-    prev = cond.shift(1).over(key)
-    prev_cond = pl.when(prev.is_null()).then(carried_true).otherwise(prev)
-    frame = frame.with_columns(
-        (cond != prev_cond).cast(pl.UInt32).cum_sum().over(key).alias("_run")
-    )
-    run_keys = [key, "_run"]
-    continues = (pl.col("_run") == 0) & carried_true
-    start = (
-        pl.when(continues).then(pl.col("_s_since")).otherwise(pl.col("ts").first().over(run_keys))
-    )
-    held = cond & ((pl.col("ts") - start).dt.total_microseconds() >= int(hold_s * 1_000_000))
-    carried_fired = (pl.col("_run") == 0) & pl.col("_s_fired") & carried_true
-    frame = frame.with_columns(
-        start.alias("_start"), held.alias("_held"), carried_fired.alias("_cf")
-    )
-    fired_run = pl.col("_held").any().over(run_keys) | pl.col("_cf")
-    first_held = pl.col("_held") & (pl.col("_held").cast(pl.UInt32).cum_sum().over(run_keys) == 1)
-    frame = frame.with_columns(
-        fired_run.alias("_fired_run"), (first_held & ~pl.col("_cf")).alias("_fire")
-    )
-    prev_fired = pl.col("_fired_run").shift(1).over(key)
-    run_changed = (pl.col("_run") != pl.col("_run").shift(1).over(key)).fill_null(True)
-    carried_fire = pl.col("_s_fired") & carried_true
-    resolve = (
-        ~cond & run_changed & pl.when(prev_fired.is_null()).then(carried_fire).otherwise(prev_fired)
-    )
-    frame = frame.with_columns(resolve.alias("_resolve"))
-    events = frame.filter(pl.col("_fire") | pl.col("_resolve")).sort("_seq")
-    transitions = [
-        Transition(
-            row=int(row),
-            status=FIRING if fire else RESOLVED,
-            value=value,
-            labels={} if k == "run" else {"gpu": k},
-        )
-        for row, fire, value, k in events.select(_ROW, "_fire", "_value", key).iter_rows()
-    ]
-    last = frame.group_by(key).agg(pl.all().last())
-    for k, is_true, since, was_fired in last.select(
-        key, "_cond", "_start", "_fired_run"
-    ).iter_rows():
-        carried[k] = {
-            "since": since.isoformat() if is_true else None,
-            "fired": bool(is_true and was_fired),
-        }
-    return transitions, {"keys": carried}
-
-
-def _quiet(keys: list[str], state: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The state after a batch where nothing holds on `keys`, or None when one of them was
-    held before it (it may resolve: the full computation runs)."""
-    carried: dict[str, dict[str, Any]] = dict(state.get("keys", {}))
-    if any(carried.get(k, {}).get("since") is not None for k in keys):
-        return None
-    carried.update({k: {"since": None, "fired": False} for k in keys})
-    return {"keys": carried}
-
-
-def _parse_ts(text: str | None) -> datetime | None:
-    return None if text is None else datetime.fromisoformat(text)
 
 
 @dataclass(frozen=True, slots=True)
