@@ -11,6 +11,7 @@ the `done` record posts that payload once more on restart: at least once, as Ale
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import threading
@@ -61,7 +62,9 @@ def http_poster(config: WebhookConfig) -> Poster:
             why = f"HTTP {exc.code}" + (f": {said}" if said else "")
             retry = exc.code in RETRY_STATUSES or exc.code >= 500
             return Answer("retry" if retry else "dead", redact(why))
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+            # (HTTPException: a bad status line or a body cut short is no OSError; raised, it
+            # ended the delivery thread, and nothing more was posted until a restart)
             reason = getattr(exc, "reason", exc)
             return Answer("retry", redact(str(reason)))
 
@@ -159,7 +162,11 @@ class Outbox:
 
     def _head(self) -> tuple[list[str], Mapping[str, Any]] | None:
         """The oldest pending payload, with the ones right behind it of the same group (an
-        outage's backlog, a burst of one rule on many ranks) merged into it: one post."""
+        outage's backlog, a burst of one rule on many ranks) merged into it: one post. A payload
+        with an alert already in the post ends it: each change of an alert is posted, in order,
+        however long it waited (folded, a firing and its resolve would be one resolved post, a
+        resolve of an alert the receiver never saw fire, and only when the two happened to wait
+        together: a slow delivery thread, a failed first post)."""
         with self._cond:
             while not self._pending and not self._stop.is_set():
                 self._cond.wait(1.0)
@@ -168,11 +175,14 @@ class Outbox:
             return None
         first_id, first = jobs[0]
         ids, merged = [first_id], [first]
+        seen = _fingerprints(first)
         for job_id, body in jobs[1:]:
-            if body.get("groupKey") != first.get("groupKey"):
+            alerts = _fingerprints(body)
+            if body.get("groupKey") != first.get("groupKey") or not seen.isdisjoint(alerts):
                 break
             ids.append(job_id)
             merged.append(body)
+            seen |= alerts
         return ids, merge_payloads(merged)
 
     def _deliver(self) -> None:
@@ -244,6 +254,11 @@ class Outbox:
             if not self._out.closed:
                 self._out.close()
         self._lock_file.close()
+
+
+def _fingerprints(body: Mapping[str, Any]) -> set[str]:
+    """The alerts of a payload, by fingerprint."""
+    return {str(alert.get("fingerprint")) for alert in body.get("alerts", [])}
 
 
 def _checked(record: Any) -> dict[str, Any]:

@@ -60,7 +60,8 @@ def group_payload(rule: str, alerts: Sequence[GroupAlert], identity: Identity) -
 
 def merge_payloads(bodies: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
     """Payloads of one group as one: the latest state of each alert (by fingerprint), in the
-    order they first came; `status` firing while any of them fires."""
+    order they first came; `status` firing while any of them fires. (The outbox merges only
+    payloads of distinct alerts, so that each change of an alert is posted.)"""
     if len(bodies) == 1:
         return bodies[0]
     latest: dict[str, Any] = {}
