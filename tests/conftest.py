@@ -32,6 +32,7 @@ def pytest_configure(config: pytest.Config) -> None:
     `pytest_collection_finish`)."""
     if not hasattr(config, "workerinput"):  # xdist's controller, or a run without xdist
         _compiled()
+        _rewritten(config)
     if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
         # importing ~200 test modules (and what they import) grows the heap to ~145 000
         # objects, with 18 full collections on the way: 1.6 s of the 7.5 s of CPU each
@@ -75,6 +76,30 @@ def _compiled() -> None:
     import logwatch
 
     compileall.compile_dir(Path(logwatch.__file__).parent, quiet=1)
+
+
+def _rewritten(config: pytest.Config) -> None:
+    """Each test process rewrites the asserts of every test module it imports (~2.8 of the
+    ~5 CPU s a process spends collecting), and under PYTHONDONTWRITEBYTECODE (CI's) pytest
+    never caches the result, so three xdist workers did it three times. Rewritten once here,
+    before the workers start, into the cache pytest reads whatever that setting says
+    (`__pycache__/*.pyc` of pytest's own tag, written atomically, checked against the source's
+    hash): each worker loads them. A cached file that is stale or unreadable is rewritten by
+    the worker that imports it, as before."""
+    if config.getoption("assertmode") != "rewrite":
+        return
+    from _pytest.assertion import rewrite
+
+    state = config.stash[rewrite.assertstate_key]
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        if not (path.name.startswith("test_") or path.name == "conftest.py"):
+            continue
+        cache = rewrite.get_cache_dir(path)
+        pyc = cache / (path.name[:-3] + rewrite.PYC_TAIL)
+        if rewrite._read_pyc(path, pyc) is not None or not rewrite.try_makedirs(cache):
+            continue
+        source_hash, code = rewrite._rewrite_test(path, config)
+        rewrite._write_pyc(state, code, source_hash, pyc)
 
 
 @pytest.fixture
