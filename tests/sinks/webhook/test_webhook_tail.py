@@ -34,7 +34,7 @@ def configure(folder: Path, receiver: WebhookReceiver) -> Path:
 def tail(folder: Path, config: Path) -> Collected:
     args = ["tail", str(folder / "*.log"), "--gpu", "off", "--config", str(config)]
     proc = Collected([*args, "--state-dir", str(folder / "state"), "--poll-interval", "0.2s"])
-    try:  # a start takes seconds of a loaded machine (12 at once at load 28: over 20 s)
+    try:  # a start takes seconds of a loaded machine (6 at once at load 28: over 20 s)
         wait_until(lambda: proc.said("following it") or proc.said("(checkpoint)"), timeout_s=60)
     except AssertionError:
         proc.stop()  # not left running into the next test
