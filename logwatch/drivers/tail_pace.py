@@ -9,13 +9,17 @@ driver's clock:
   file event starts: no added latency. So is every line of the first `GRACE_S` of a busy spell
   (the NaN line a trainer writes right after its step line).
 - Past that, each round that read lines is followed by a hold that file events do not end:
-  `FIRST_HOLD_S`, doubling while each hold ends with lines to read, up to `max_batch_delay`.
+  `FIRST_HOLD_S`, doubling while each hold ends with lines to read, up to the spell's cap:
+  `BASE_HOLD_S` (1 s), or longer where a round takes more than `ROUND_SHARE` of that (a round
+  of 200 files' lines, or of 8 busy ranks' on a slow node): so long that the rounds take at
+  most that share of the time between them, and never past `max_batch_delay`.
 - A hold that ends with nothing to read ends the busy spell (the next line is read at once
   again, after `QUIET_S`). A round that left a file with more to read (a backlog) is not held:
   catching up goes at full speed.
 
-Under sustained load each file's lines therefore reach the rules in batches of about
-`max_batch_delay` worth, and a line waits at most that long (plus the round) for its alert.
+Under sustained load each file's lines therefore reach the rules in batches of about the cap's
+worth, and a line waits at most that long (plus the round) for its alert: 1 s while rounds are
+cheap, at most `max_batch_delay` (5 s by default) however costly they are.
 """
 
 from __future__ import annotations
@@ -29,18 +33,29 @@ QUIET_S = 0.1
 GRACE_S = 0.1
 """The rounds of a busy spell's first this-many seconds are not held."""
 
+BASE_HOLD_S = 1.0
+"""The longest hold while rounds are cheap (at most `max_batch_delay`)."""
+
+ROUND_SHARE = 0.02
+"""Under sustained load, a round's own time is held to at most this share of the time from one
+round to the next: a round that takes 40 ms is followed by holds of up to 2 s (capped by
+`max_batch_delay`). What `tail` costs a busy node then stays about this share of a core, plus
+the checkpoints and the file events, however many files' lines a round carries."""
+
 
 class Pacer:
     """The hold before the next round, from what each round read and when (one per driver).
 
     `max_batch_delay_s`: the longest hold (0: none, every round runs as soon as an event
-    comes). `hold_s`: the current hold, 0 outside a busy spell."""
+    comes). `hold_s`: the current hold, 0 outside a busy spell. `cap_s`: the longest hold
+    for a round that took as long as the last one (`cap`)."""
 
-    __slots__ = ("_held", "_last_end", "_spell", "hold_s", "max_batch_delay_s")
+    __slots__ = ("_held", "_last_end", "_spell", "cap_s", "hold_s", "max_batch_delay_s")
 
     def __init__(self, max_batch_delay_s: float) -> None:
         self.max_batch_delay_s = max_batch_delay_s
         self.hold_s = 0.0
+        self.cap_s = min(BASE_HOLD_S, max_batch_delay_s)
         self._held = False  # the round that comes now follows a hold
         self._last_end = float("-inf")  # when the last round that read lines ended
         self._spell = float("-inf")  # when the current busy spell began
@@ -58,9 +73,16 @@ class Pacer:
         self._last_end = ended
         if more or started - self._spell < GRACE_S:
             return 0.0
-        self.hold_s = min(self.max_batch_delay_s, self.hold_s * 2 or FIRST_HOLD_S)
+        self.cap_s = self.cap(ended - started)
+        self.hold_s = min(self.cap_s, self.hold_s * 2 or FIRST_HOLD_S)
         self._held = True
         return self.hold_s
 
+    def cap(self, round_s: float) -> float:
+        """The longest hold after a round that took `round_s` seconds: `BASE_HOLD_S`, or
+        long enough that such rounds take at most `ROUND_SHARE` of the time; at most
+        `max_batch_delay_s`."""
+        return min(self.max_batch_delay_s, max(BASE_HOLD_S, round_s / ROUND_SHARE))
 
-__all__ = ["FIRST_HOLD_S", "GRACE_S", "QUIET_S", "Pacer"]
+
+__all__ = ["BASE_HOLD_S", "FIRST_HOLD_S", "GRACE_S", "QUIET_S", "ROUND_SHARE", "Pacer"]
