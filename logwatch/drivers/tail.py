@@ -202,7 +202,9 @@ class TailDriver(TailRounds):
     def _pace(self, more: bool) -> float:
         """The hold before the next round, after the one that just ended (`tail_pace`)."""
         ended = self.clock.monotonic()
-        self.next_hold_s = self.pacer.after_round(self.round_started, ended, self.round_lines, more)
+        self.next_hold_s = self.pacer.after_round(
+            self.round_started, ended, self.round_lines, more, cost_s=self.round_cpu_s
+        )
         return self.next_hold_s
 
     def _hold(self, seconds: float) -> None:

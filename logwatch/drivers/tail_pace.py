@@ -3,16 +3,16 @@
 A round costs about the same for one line as for a few dozen (the parse's and the rules' fixed
 cost per round and per file), so a follower that ran a round for every line would spend most of
 a busy node's core on those fixed costs. `Pacer` coalesces, from the round's times on the
-driver's clock:
+driver's clock and its CPU time:
 
 - A line that comes after a quiet spell (no line read for `QUIET_S`) is read in the round its
   file event starts: no added latency. So is every line of the first `GRACE_S` of a busy spell
   (the NaN line a trainer writes right after its step line).
 - Past that, each round that read lines is followed by a hold that file events do not end:
   `FIRST_HOLD_S`, doubling while each hold ends with lines to read, up to the spell's cap:
-  `BASE_HOLD_S` (1 s), or longer where a round takes more than `ROUND_SHARE` of that (a round
-  of 200 files' lines, or of 8 busy ranks' on a slow node): so long that the rounds take at
-  most that share of the time between them, and never past `max_batch_delay`.
+  `BASE_HOLD_S` (1 s), or longer where a round's CPU time is more than `ROUND_SHARE` of that
+  (a round of 200 files' lines, or of 8 busy ranks' on a slow node): so long that the rounds
+  take at most that share of a core, and never past `max_batch_delay`.
 - A hold that ends with nothing to read ends the busy spell (the next line is read at once
   again, after `QUIET_S`). A round that left a file with more to read (a backlog) is not held:
   catching up goes at full speed.
@@ -37,9 +37,9 @@ BASE_HOLD_S = 1.0
 """The longest hold while rounds are cheap (at most `max_batch_delay`)."""
 
 ROUND_SHARE = 0.02
-"""Under sustained load, a round's own time is held to at most this share of the time from one
-round to the next: a round that takes 40 ms is followed by holds of up to 2 s (capped by
-`max_batch_delay`). What `tail` costs a busy node then stays about this share of a core, plus
+"""Under sustained load, a round's CPU time (the process's: polars' pool too) is held to at most
+this share of the time from one round to the next: a round that costs 40 ms is followed by
+holds of up to 2 s (capped by `max_batch_delay`). What `tail` costs a busy node then stays about this share of a core, plus
 the checkpoints and the file events, however many files' lines a round carries."""
 
 
@@ -60,9 +60,12 @@ class Pacer:
         self._last_end = float("-inf")  # when the last round that read lines ended
         self._spell = float("-inf")  # when the current busy spell began
 
-    def after_round(self, started: float, ended: float, lines: int, more: bool) -> float:
+    def after_round(
+        self, started: float, ended: float, lines: int, more: bool, cost_s: float | None = None
+    ) -> float:
         """Seconds to wait before the next round, after one that ran from `started` to `ended`
-        (monotonic seconds) and read `lines` lines; `more`: a file has more to read at once."""
+        (monotonic seconds) and read `lines` lines; `more`: a file has more to read at once;
+        `cost_s`: what the round cost (the driver passes its CPU time; default: its duration)."""
         held, self._held = self._held, False
         if lines == 0 or self.max_batch_delay_s <= 0:
             if held:
@@ -73,14 +76,14 @@ class Pacer:
         self._last_end = ended
         if more or started - self._spell < GRACE_S:
             return 0.0
-        self.cap_s = self.cap(ended - started)
+        self.cap_s = self.cap(ended - started if cost_s is None else cost_s)
         self.hold_s = min(self.cap_s, self.hold_s * 2 or FIRST_HOLD_S)
         self._held = True
         return self.hold_s
 
     def cap(self, round_s: float) -> float:
-        """The longest hold after a round that took `round_s` seconds: `BASE_HOLD_S`, or
-        long enough that such rounds take at most `ROUND_SHARE` of the time; at most
+        """The longest hold after a round that cost `round_s` seconds (of CPU): `BASE_HOLD_S`,
+        or long enough that such rounds take at most `ROUND_SHARE` of a core; at most
         `max_batch_delay_s`."""
         return min(self.max_batch_delay_s, max(BASE_HOLD_S, round_s / ROUND_SHARE))
 

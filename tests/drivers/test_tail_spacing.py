@@ -17,13 +17,14 @@ from tests.support.tailkit import BUILTIN, Tail
 
 
 def _holds(pacer: Pacer, round_s: float, rounds: int) -> list[float]:
-    """The holds after `rounds` rounds of `round_s` each, lines read in every one, each round
-    starting when the hold before it ends (a sustained load)."""
+    """The holds after `rounds` rounds of `round_s` CPU seconds each (twice that in wall time:
+    a loaded machine; the CPU is what counts), lines read in every one, each round starting
+    when the hold before it ends (a sustained load)."""
     now, holds = 0.0, []
     for _ in range(rounds):
-        hold = pacer.after_round(now, now + round_s, 10, more=False)
+        hold = pacer.after_round(now, now + 2 * round_s, 10, more=False, cost_s=round_s)
         holds.append(hold)
-        now += round_s + max(hold, 0.04)
+        now += 2 * round_s + max(hold, 0.04)
     return holds
 
 
@@ -52,7 +53,7 @@ def test_holds_shrink_again_when_rounds_get_cheap() -> None:
     pacer = Pacer(5.0)
     _holds(pacer, 0.3, 12)
     assert pacer.hold_s == 5.0
-    assert pacer.after_round(100.0, 100.01, 10, more=False) == 1.0
+    assert pacer.after_round(100.0, 100.5, 10, more=False, cost_s=0.01) == 1.0
 
 
 def test_a_hold_after_a_costly_round_still_ends_the_spell_when_nothing_came() -> None:
@@ -63,7 +64,23 @@ def test_a_hold_after_a_costly_round_still_ends_the_spell_when_nothing_came() ->
     assert holds[-1] == pytest.approx(3.0)
     assert pacer.after_round(200.0, 200.001, 0, more=False) == 0.0
     assert pacer.hold_s == 0.0
-    assert pacer.after_round(201.0, 201.06, 1, more=False) == 0.0  # after a quiet spell
+    assert pacer.after_round(201.0, 201.06, 1, more=False, cost_s=0.06) == 0.0  # quiet before
+    assert pacer.after_round(201.1, 201.16, 1, more=False, cost_s=0.06) == 0.0  # its grace
+    assert pacer.after_round(201.2, 201.26, 1, more=False, cost_s=0.06) == FIRST_HOLD_S
+
+
+def test_without_a_cost_a_round_s_duration_counts() -> None:
+    """A caller that does not say what a round cost (a test driving the pacer by hand): its
+    duration on the clock counts."""
+    assert _held_after(Pacer(5.0), 0.2) == 5.0
+    assert _held_after(Pacer(5.0), 0.001) == 1.0
+
+
+def _held_after(pacer: Pacer, round_s: float) -> float:
+    now = 0.0
+    for _ in range(12):
+        now += round_s + max(pacer.after_round(now, now + round_s, 10, more=False), 0.04)
+    return pacer.hold_s
 
 
 NAN_AT = "seq={n} loss={loss}\n"
