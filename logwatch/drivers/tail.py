@@ -83,6 +83,7 @@ class TailDriver(TailRounds):
         self._hurry = threading.Event()  # ends a hold: stop() and sync()
         self.pacer = Pacer(options.max_batch_delay_s)
         self.next_hold_s = 0.0  # the hold after the last round (`tail_pace`)
+        self._hold_cpu_s = 0.0  # the process's CPU time during the last hold
         files = FileSet(
             patterns,
             follow=options.follow,
@@ -202,8 +203,11 @@ class TailDriver(TailRounds):
     def _pace(self, more: bool) -> float:
         """The hold before the next round, after the one that just ended (`tail_pace`)."""
         ended = self.clock.monotonic()
+        # What the round cost, and the hold before it (its checkpoint, the file events, polars'
+        # pool winding down): the process's CPU time from one round to the next
+        cost, self._hold_cpu_s = self.round_cpu_s + self._hold_cpu_s, 0.0
         self.next_hold_s = self.pacer.after_round(
-            self.round_started, ended, self.round_lines, more, cost_s=self.round_cpu_s
+            self.round_started, ended, self.round_lines, more, cost_s=cost
         )
         return self.next_hold_s
 
@@ -211,11 +215,12 @@ class TailDriver(TailRounds):
         """Wait `seconds` (real time) before the next round while lines keep arriving: file
         events do not end the wait, `stop()` and `sync()` do. A due checkpoint is written
         meanwhile: no line waits on its fsync that would not wait anyway."""
-        until = time.monotonic() + seconds
+        until, cpu = time.monotonic() + seconds, time.process_time()
         if self._checkpoint_due():
             self._checkpoint()
         if not self._stopping:  # a stop() whose wake-up the round's clear() took is seen here
             self._hurry.wait(max(0.0, until - time.monotonic()))
+        self._hold_cpu_s = time.process_time() - cpu
 
     def _checkpoint_when_quiet(self, more: bool) -> bool:
         """Checkpoint when one is due and no line is waiting: a line that arrives meanwhile

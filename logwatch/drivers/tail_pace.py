@@ -10,9 +10,9 @@ driver's clock and its CPU time:
   (the NaN line a trainer writes right after its step line).
 - Past that, each round that read lines is followed by a hold that file events do not end:
   `FIRST_HOLD_S`, doubling while each hold ends with lines to read, up to the spell's cap:
-  `BASE_HOLD_S` (1 s), or longer where a round's CPU time is more than `ROUND_SHARE` of that
-  (a round of 200 files' lines, or of 8 busy ranks' on a slow node): so long that the rounds
-  take at most that share of a core, and never past `max_batch_delay`.
+  `BASE_HOLD_S` (1 s), or longer where a round's CPU time (with the hold before it) is more
+  than `ROUND_SHARE` of that (a round of 200 files' lines, or of 8 busy ranks'): so long that
+  the process takes at most about that share of a core, and never past `max_batch_delay`.
 - A hold that ends with nothing to read ends the busy spell (the next line is read at once
   again, after `QUIET_S`). A round that left a file with more to read (a backlog) is not held:
   catching up goes at full speed.
@@ -36,11 +36,12 @@ GRACE_S = 0.1
 BASE_HOLD_S = 1.0
 """The longest hold while rounds are cheap (at most `max_batch_delay`)."""
 
-ROUND_SHARE = 0.02
-"""Under sustained load, a round's CPU time (the process's: polars' pool too) is held to at most
-this share of the time from one round to the next: a round that costs 40 ms is followed by
-holds of up to 2 s (capped by `max_batch_delay`). What `tail` costs a busy node then stays about this share of a core, plus
-the checkpoints and the file events, however many files' lines a round carries."""
+ROUND_SHARE = 0.025
+"""Under sustained load, the process's CPU time from one round to the next (the round, polars'
+pool, and what ran during the hold before it: the checkpoint, the file events) is held to at
+most about this share of the time between them: rounds that cost 50 ms with the hold before
+them are followed by holds of up to 2 s (capped by `max_batch_delay`). What `tail` costs a
+busy node then stays about this share of a core, however many files' lines a round carries."""
 
 
 class Pacer:
@@ -65,7 +66,8 @@ class Pacer:
     ) -> float:
         """Seconds to wait before the next round, after one that ran from `started` to `ended`
         (monotonic seconds) and read `lines` lines; `more`: a file has more to read at once;
-        `cost_s`: what the round cost (the driver passes its CPU time; default: its duration)."""
+        `cost_s`: what the round cost (the driver passes the process's CPU time of the round
+        and the hold before it; default: the round's duration)."""
         held, self._held = self._held, False
         if lines == 0 or self.max_batch_delay_s <= 0:
             if held:
