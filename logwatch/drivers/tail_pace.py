@@ -36,10 +36,10 @@ GRACE_S = 0.1
 BASE_HOLD_S = 1.0
 """The longest hold while rounds are cheap (at most `max_batch_delay`)."""
 
-ROUND_SHARE = 0.025
+ROUND_SHARE = 0.02
 """Under sustained load, the process's CPU time from one round to the next (the round, polars'
 pool, and what ran during the hold before it: the checkpoint, the file events) is held to at
-most about this share of the time between them: rounds that cost 50 ms with the hold before
+most about this share of the time between them: rounds that cost 40 ms with the hold before
 them are followed by holds of up to 2 s (capped by `max_batch_delay`). What `tail` costs a
 busy node then stays about this share of a core, however many files' lines a round carries."""
 

@@ -29,7 +29,7 @@ def _holds(pacer: Pacer, round_s: float, rounds: int) -> list[float]:
 
 
 def test_cheap_rounds_are_held_at_most_a_second_whatever_the_cap() -> None:
-    """Rounds of 10 ms (under 2.5% of a second): the holds double up to 1 s and stay there,
+    """Rounds of 10 ms (under 2% of a second): the holds double up to 1 s and stay there,
     even with --max-batch-delay 5s."""
     holds = _holds(Pacer(5.0), 0.01, 12)
     assert max(holds) == BASE_HOLD_S == 1.0
@@ -38,10 +38,10 @@ def test_cheap_rounds_are_held_at_most_a_second_whatever_the_cap() -> None:
 
 
 def test_costly_rounds_are_held_until_they_take_their_share_up_to_the_cap() -> None:
-    """Rounds of 60 ms: holds grow to 60 ms / 2.5% = 2.4 s; rounds of 300 ms: to
-    --max-batch-delay (5 s), not 12 s; with --max-batch-delay 1s, to 1 s as before."""
-    assert ROUND_SHARE == 0.025
-    assert _holds(Pacer(5.0), 0.06, 12)[-2:] == pytest.approx([2.4, 2.4])
+    """Rounds of 60 ms: holds grow to 60 ms / 2% = 3 s; rounds of 300 ms: to
+    --max-batch-delay (5 s), not 15 s; with --max-batch-delay 1s, to 1 s as before."""
+    assert ROUND_SHARE == 0.02
+    assert _holds(Pacer(5.0), 0.06, 12)[-2:] == pytest.approx([3.0, 3.0])
     assert _holds(Pacer(5.0), 0.3, 12)[-2:] == [5.0, 5.0]
     assert _holds(Pacer(1.0), 0.3, 12)[-2:] == [1.0, 1.0]
     assert _holds(Pacer(0.5), 0.3, 12)[-2:] == [0.5, 0.5]
@@ -57,11 +57,11 @@ def test_holds_shrink_again_when_rounds_get_cheap() -> None:
 
 
 def test_a_hold_after_a_costly_round_still_ends_the_spell_when_nothing_came() -> None:
-    """A spell held at 2.4 s ends as any other: a hold with nothing new, then the next line is
+    """A spell held at 3 s ends as any other: a hold with nothing new, then the next line is
     read at once."""
     pacer = Pacer(5.0)
     holds = _holds(pacer, 0.06, 12)
-    assert holds[-1] == pytest.approx(2.4)
+    assert holds[-1] == pytest.approx(3.0)
     assert pacer.after_round(200.0, 200.001, 0, more=False) == 0.0
     assert pacer.hold_s == 0.0
     assert pacer.after_round(201.0, 201.06, 1, more=False, cost_s=0.06) == 0.0  # quiet before
@@ -85,7 +85,7 @@ def test_the_driver_counts_the_round_and_the_hold_before_it(tmp_path: Path) -> N
     driver.round_started, driver.round_lines = 100.0, 10  # held: no quiet spell before it
     driver.round_cpu_s, driver._hold_cpu_s = 0.03, 0.02
     driver._pace(False)
-    assert driver.pacer.cap_s == pytest.approx(0.05 / ROUND_SHARE) == 2.0
+    assert driver.pacer.cap_s == pytest.approx(0.05 / ROUND_SHARE) == 2.5
     assert driver._hold_cpu_s == 0.0
     driver.round_cpu_s = 0.01
     driver._pace(False)
