@@ -44,7 +44,7 @@ def follow_setup(
     config_path: str | None,
     *,
     adjust: Callable[[Config], Config] = lambda config: config,
-    max_batch_delay: float = 1.0,
+    max_batch_delay: float = 1.0,  # `top`'s: a view refreshed each second (tail passes 5s)
     layout: str | None = None,
     gpus_per_node: int | None = None,
     warm_up: bool = True,

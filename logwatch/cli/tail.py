@@ -74,10 +74,11 @@ from logwatch.sources.inotify import WATCHERS
 @click.option(
     "--max-batch-delay",
     type=Duration(),
-    default="1s",
+    default="5s",
     show_default=True,
     help="While lines keep arriving, wait up to this long between rounds to read them in "
-    "batches (the first line after a quiet spell is read at once); 0s: no waiting.",
+    "batches: 1s while rounds are cheap, longer (up to this) when each costs over 2% of a "
+    "core (many files); the first line after a quiet spell is read at once; 0s: no waiting.",
 )
 @click.option(
     "--warm-up/--no-warm-up",

@@ -38,6 +38,17 @@ from logwatch.sources.watch import WatcherFactory
 QUIET_BEFORE_CHECKPOINT_S = 0.05
 """How long no line may arrive before a due checkpoint is written between rounds."""
 
+CHECKPOINT_SHARE = 0.01
+"""Checkpoints are spaced so that writing them takes at most this share of the time: one that
+took 30 ms (200 busy files exported, redacted and serialized) is followed by the next 3 s
+later, not 1 s (`TailOptions.checkpoint_interval_s` is the floor, `CHECKPOINT_MAX_S` the
+ceiling). Alerts are
+journaled as they are sent whatever the spacing, so a crash repeats none; it only re-reads the
+lines since the last checkpoint."""
+
+CHECKPOINT_MAX_S = 10.0
+"""The longest time between checkpoints while something changed, however costly they are."""
+
 
 class TailDriver(TailRounds):
     """Follows files matching `patterns`, feeding `engine`, emitting alerts to `sink` (one sink;
@@ -72,6 +83,7 @@ class TailDriver(TailRounds):
         self._hurry = threading.Event()  # ends a hold: stop() and sync()
         self.pacer = Pacer(options.max_batch_delay_s)
         self.next_hold_s = 0.0  # the hold after the last round (`tail_pace`)
+        self._hold_cpu_s = 0.0  # the process's CPU time during the last hold
         files = FileSet(
             patterns,
             follow=options.follow,
@@ -95,6 +107,8 @@ class TailDriver(TailRounds):
         self._more = self._stopping = self._opened = self._syncing = False
         self._last_checkpoint = float("-inf")
         self._due_since: float | None = None  # when the due checkpoint fell due
+        # The time from one checkpoint to the next: the interval, or more for a costly one
+        self.checkpoint_every_s = options.checkpoint_interval_s
         self._texts = SourceTexts()  # each source's state as the last checkpoint held it
 
     # --- life cycle ----------------------------------------------------------------------
@@ -189,18 +203,24 @@ class TailDriver(TailRounds):
     def _pace(self, more: bool) -> float:
         """The hold before the next round, after the one that just ended (`tail_pace`)."""
         ended = self.clock.monotonic()
-        self.next_hold_s = self.pacer.after_round(self.round_started, ended, self.round_lines, more)
+        # What the round cost, and the hold before it (its checkpoint, the file events, polars'
+        # pool winding down): the process's CPU time from one round to the next
+        cost, self._hold_cpu_s = self.round_cpu_s + self._hold_cpu_s, 0.0
+        self.next_hold_s = self.pacer.after_round(
+            self.round_started, ended, self.round_lines, more, cost_s=cost
+        )
         return self.next_hold_s
 
     def _hold(self, seconds: float) -> None:
         """Wait `seconds` (real time) before the next round while lines keep arriving: file
         events do not end the wait, `stop()` and `sync()` do. A due checkpoint is written
         meanwhile: no line waits on its fsync that would not wait anyway."""
-        until = time.monotonic() + seconds
+        until, cpu = time.monotonic() + seconds, time.process_time()
         if self._checkpoint_due():
             self._checkpoint()
         if not self._stopping:  # a stop() whose wake-up the round's clear() took is seen here
             self._hurry.wait(max(0.0, until - time.monotonic()))
+        self._hold_cpu_s = time.process_time() - cpu
 
     def _checkpoint_when_quiet(self, more: bool) -> bool:
         """Checkpoint when one is due and no line is waiting: a line that arrives meanwhile
@@ -212,7 +232,7 @@ class TailDriver(TailRounds):
         now = self.clock.monotonic()
         if self._due_since is None:
             self._due_since = now  # due from now: after a quiet spell, not overdue at once
-        overdue = now - self._due_since >= self.options.checkpoint_interval_s
+        overdue = now - self._due_since >= self.checkpoint_every_s
         if not overdue and (more or self._wake.wait(QUIET_BEFORE_CHECKPOINT_S)):
             return False
         self._checkpoint()
@@ -262,7 +282,7 @@ class TailDriver(TailRounds):
         return more
 
     def _checkpoint_due(self) -> bool:
-        return self._dirty and self._since_checkpoint() >= self.options.checkpoint_interval_s
+        return self._dirty and self._since_checkpoint() >= self.checkpoint_every_s
 
     def _since_checkpoint(self) -> float:
         return self.clock.monotonic() - self._last_checkpoint
@@ -294,6 +314,11 @@ class TailDriver(TailRounds):
                     f"checkpoint: the saved {name} state is unusable ({exc}); starting it afresh"
                 )
 
+    def _spacing(self, took_s: float) -> float:
+        """The time to the next checkpoint after one that took `took_s` (driver's clock)."""
+        interval = self.options.checkpoint_interval_s
+        return max(interval, min(CHECKPOINT_MAX_S, took_s / CHECKPOINT_SHARE))
+
     def _checkpoint(self) -> None:
         self._last_checkpoint, self._dirty = self.clock.monotonic(), False
         self._due_since = None
@@ -307,6 +332,7 @@ class TailDriver(TailRounds):
         extras = {p.name: state for p in self.plugins if (state := p.export_state()) is not None}
         if not self.state.save(Checkpoint(files, sources, extras, source_texts=texts)):
             self._dirty = True  # kept in memory: the next round that is due tries again
+        self.checkpoint_every_s = self._spacing(self.clock.monotonic() - self._last_checkpoint)
         for key in self._replayed:  # still needed until every re-read line is behind us
             self.state.record_emitted(key)
 

@@ -33,8 +33,9 @@ class TailOptions:
     rotate_wait_s: float = 5.0
     checkpoint_interval_s: float = 1.0
     # While lines keep arriving, rounds wait up to this long to read them in larger batches
-    # (`drivers.tail_pace`); 0: a round for every file event.
-    max_batch_delay_s: float = 1.0
+    # (`drivers.tail_pace`: 1 s while rounds are cheap, longer only for costly ones); 0: a
+    # round for every file event.
+    max_batch_delay_s: float = 5.0
     follow: FollowOptions = field(default_factory=FollowOptions)
     warm_up: bool = True  # run the rules once over typical lines at start (`drivers.warmup`)
     layout: str | None = None  # `--layout`: rank and host from paths no built-in layout knows

@@ -12,6 +12,7 @@ sent so that a restart repeats none.
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -91,12 +92,21 @@ class TailRounds:
         # these are exported again (`delta.SourceTexts`); every engine call on a source adds it.
         self.touched: set[str] = set()
         self._last_tick = float("-inf")
-        # When the last round started, how many lines it read (`drivers.tail_pace`)
-        self.round_started, self.round_lines = float("-inf"), 0
+        # When the last round started, how many lines it read and the process's CPU time it
+        # took (`drivers.tail_pace`)
+        self.round_started, self.round_lines, self.round_cpu_s = float("-inf"), 0, 0.0
 
     # --- one round -----------------------------------------------------------------------
 
     def _round(self) -> bool:
+        """One round (`_read_and_run`), its CPU time (all threads: polars' pool too) kept."""
+        cpu = time.process_time()
+        try:
+            return self._read_and_run()
+        finally:
+            self.round_cpu_s = time.process_time() - cpu
+
+    def _read_and_run(self) -> bool:
         now = self.round_started = self.clock.monotonic()
         for path in self.files.changes(now):
             self._add(path, now, initial=False)
