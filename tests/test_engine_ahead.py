@@ -248,3 +248,36 @@ def test_the_last_step_search_reads_each_line_once() -> None:
 
 def _not_called(*args: object) -> None:
     raise AssertionError("called")
+
+
+_STEPPED = [
+    "2026-11-01 00:09:37,181 INFO [train] step {i}/9 | loss 2.1 | lr 2.40e-05",
+    "iteration {i}/ 100 | consumed samples: 8 | lm loss: 2.0E+00 |",
+    "step {i} | loss 1.0",
+]
+_STEPLESS = [
+    "2026-11-01 00:09:38,107 INFO [hsq] q_hsb=[7,9,5,0,2,0] at q_hs=23",
+    "{{'loss': 1.5, 'grad_norm': 0.5, 'learning_rate': 2e-05}}",
+    "plain words",
+]
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    st.lists(st.sampled_from(_STEPPED + _STEPLESS), max_size=40),
+    st.lists(st.sampled_from(_STEPLESS), max_size=40),
+    st.integers(0, 1400),
+)
+def test_the_last_step_is_the_last_one_any_line_says(
+    head: list[str], tail: list[str], quiet: int
+) -> None:
+    """`last_step_of` reads the batch from its end in growing windows: the step it gives is the
+    last one a complete parse of every line gives, however many lines without one follow it
+    (or None)."""
+    import logwatch.engine.batch as batch_module
+
+    kinds = head + tail + [_STEPLESS[quiet % 3]] * quiet
+    lines = pl.Series([kind.format(i=i) for i, kind in enumerate(kinds)], dtype=pl.String)
+    said = parse_lines(lines, source="s", first_line=1).get_column("step").drop_nulls()
+    narrow = parse_lines(lines, source="s", first_line=1, columns=set())
+    assert batch_module.last_step_of(narrow) == (int(said[-1]) if said.len() else None)

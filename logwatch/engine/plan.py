@@ -49,6 +49,7 @@ class _Needs:
     valued: frozenset[str] = frozenset()  # `Needs.valued`
     last_lines: int = 0  # `Needs.last_lines`
     valued_rows: pl.Expr | None = None  # `Needs.valued_rows`
+    candidates: pl.Expr | None = None  # `Needs.candidates`
 
 
 def _needs_of(spec: RuleSpec) -> _Needs:
@@ -72,6 +73,7 @@ def _needs_of(spec: RuleSpec) -> _Needs:
         declared.valued,
         declared.last_lines,
         declared.valued_rows,
+        declared.candidates,
     )
 
 
@@ -93,6 +95,26 @@ def _gate_reach(needs: Sequence[_Needs]) -> dict[str, frozenset[int]]:
             shapes &= shapes_giving(rule.valued)
         found[rule.gate] = found.get(rule.gate, frozenset()) | shapes
     return found
+
+
+def _gate_valued(needs: Sequence[_Needs]) -> dict[str, tuple[pl.Expr, pl.Expr | None]]:
+    """Each gate whose every rule declares the same valued rows (`Needs.valued_rows`) -> that
+    expression (the lines outside of which no rule behind the gate can move) and the gate's
+    candidates (`Needs.candidates`, where every such rule declares the same)."""
+    found: dict[str, tuple[pl.Expr, pl.Expr | None] | None] = {}
+    for rule in needs:
+        if rule.gate is None:
+            continue
+        mine = None if rule.valued_rows is None else (rule.valued_rows, rule.candidates)
+        if rule.gate not in found:
+            found[rule.gate] = mine
+            continue
+        before = found[rule.gate]
+        if before is None or mine is None or not before[0].meta.eq(mine[0]):
+            found[rule.gate] = None
+        elif before[1] is not None and (mine[1] is None or not before[1].meta.eq(mine[1])):
+            found[rule.gate] = (before[0], None)
+    return {gate: pair for gate, pair in found.items() if pair is not None}
 
 
 class _Planned:
@@ -158,7 +180,9 @@ class _Planned:
             if needs.gate is not None and needs.rows is not None
         }
         self._gate_rows = dict(sorted(rows.items()))
-        self._gate_scan = GateScan(self._gate_rows, _gate_reach(self._needs))
+        self._gate_scan = GateScan(
+            self._gate_rows, _gate_reach(self._needs), _gate_valued(self._needs)
+        )
         # the rules' per-line columns that `prepare` computes ahead, in one query
         # (those reading only what every parse gives: the others the rules compute themselves)
         ahead = {

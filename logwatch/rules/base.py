@@ -91,6 +91,10 @@ class Needs:
     # replay only): the engine keeps that many, whether or not the gate opened on them, so the
     # end of a file can decide without the gate opening on every line.
     last_lines: int = 0
+    # A cheaper expression over `text` true on every line `rows` (or the gate) selects, maybe
+    # on more: where the gate is read on the valued rows alone (`rules.scan`), `rows` runs only
+    # on the lines it selects (a literal-led regex before one with no literal to skip to).
+    candidates: pl.Expr | None = field(default=None, compare=False)
 
 
 def ahead_expr(value: pl.Expr | str) -> pl.Expr:

@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 
 from logwatch.alerts import FIRING, RESOLVED
-from logwatch.parse.dialects.generic import LOSS_LINES, NONFINITE_VALUE
+from logwatch.parse.dialects.generic import LOSS_LINES, NONFINITE_VALUE, SPELLED_NONFINITE
 from logwatch.rules.base import Needs, Outcome, Override, Part, Transition
 from logwatch.rules.nonfinite_many import nonfinite_many
 
@@ -29,6 +29,22 @@ def _nonfinite_rows() -> pl.Expr:
 
 
 NONFINITE_ROWS = _nonfinite_rows()
+
+
+def _nonfinite_candidates() -> pl.Expr:
+    """Every line `NONFINITE_GATE` selects, maybe more, by passes with a literal to start from
+    (the gate's exponent and digit-run branches have none): its spelled NaN / Inf without the
+    `number of ` look-behind; an `e` or `E` before a digit or a `+` (its exponent, on an ASCII
+    line, where `\\d` is `[0-9]`); a line of 200 bytes or more (its digit run); a line with a
+    byte outside ASCII (where `\\d` reads other digits too)."""
+    text = pl.col("text")
+    exponents = [f"{e}{d}" for e in "eE" for d in "0123456789"] + [r"e\+", r"E\+"]
+    literal_led = text.str.contains(f"(?:{SPELLED_NONFINITE})|" + "|".join(exponents))
+    size = text.str.len_bytes()
+    return literal_led | (size >= 200) | (size != text.str.len_chars())
+
+
+NONFINITE_CANDIDATES = _nonfinite_candidates()
 _LOSS_ROWS = pl.col("text").str.contains(LOSS_LINES)
 
 
@@ -58,6 +74,7 @@ class NonFiniteRule:
             NONFINITE_ROWS,
             valued=frozenset({self.column}),  # a line without a value is passed over
             valued_rows=_LOSS_ROWS if self.column == "loss" else None,
+            candidates=NONFINITE_CANDIDATES,
         )
 
     def quiet(self, state: dict[str, Any]) -> bool:

@@ -12,6 +12,12 @@ Where the parse says each line's shape (`ParsedBlock.shapes`), a pass reads only
 without a shape and those of the shapes its gates reach (`reach.reached`): a line of another
 shape cannot match them. Gates are grouped by what they reach, so that each union reads the
 same lines.
+
+A gate with an expression of its own whose every rule moves only on the lines a cheaper
+expression selects (`Needs.valued_rows`: nan-loss's loss lines) is read only on those lines,
+where they hold few of a block's bytes (DFlash: its snapshot lines, 40 % of the bytes, hold no
+loss): the gate's rows among them are rows that can move its rules, which is all a gate must
+give (`Needs.rows`).
 """
 
 from __future__ import annotations
@@ -23,6 +29,12 @@ from typing import cast
 import polars as pl
 
 from logwatch.rules.reach import ANY
+
+VALUED_SHARE = 0.75
+"""A gate with valued rows is read only on them where, in a block's first `_SAMPLE_ROWS`
+lines, they hold at most this share of the bytes (a second pass costs more than it spares
+where nearly every line is valued: Megatron's iteration lines, a Trainer's dicts)."""
+_SAMPLE_ROWS = 256
 
 UNION_ALTERNATIVES = 64
 """The most top-level alternatives a union of gates gets: about as many literals as the regex
@@ -48,9 +60,19 @@ class GateScan:
     it (where the scan is told each line's shape; a gate not given reaches every shape)."""
 
     def __init__(
-        self, rows: Mapping[str, pl.Expr], reach: Mapping[str, frozenset[int]] | None = None
+        self,
+        rows: Mapping[str, pl.Expr],
+        reach: Mapping[str, frozenset[int]] | None = None,
+        valued: Mapping[str, tuple[pl.Expr, pl.Expr | None]] | None = None,
     ) -> None:
         self._rows = dict(rows)
+        # gate -> the lines outside of which none of its rules moves (`Needs.valued_rows`),
+        # and a cheaper superset of its rows (`Needs.candidates`), all read over `text` only
+        self._valued = {
+            gate: (expr, candidates)
+            for gate, (expr, candidates) in (valued or {}).items()
+            if gate in rows and _roots(expr) | _roots(rows[gate]) | _roots(candidates) <= {"text"}
+        }
         given = reach or {}
         # a gate whose expression reads more than the text is read on every line
         self._reach = {
@@ -88,24 +110,52 @@ class GateScan:
             (self._union_rows[tuple(unions[i])].alias(f"_u{i}"), self._reach[unions[i][0]])
             for i in picked
         ]
+        hits: dict[str, pl.Series] = {}
+        for gate in self._own:
+            if gate in wanted and (lines is None or not lines.told):
+                found_valued = self._valued_hits(frame, gate)
+                if found_valued is not None:
+                    hits[gate] = found_valued
         passes += [
             (
                 self._rows[gate].fill_null(False).arg_true().implode().alias(f"_o{i}"),
                 self._reach[gate],
             )
             for i, gate in enumerate(self._own)
-            if gate in wanted
+            if gate in wanted and gate not in hits
         ]
-        if not passes:
-            return {}
-        found = (lines or ShapeRows(frame, None)).select(passes)
-        hits: dict[str, pl.Series] = {}
+        found = (lines or ShapeRows(frame, None)).select(passes) if passes else {}
         for i, gate in enumerate(self._own):
-            if gate in wanted:
+            if gate in wanted and gate not in hits:
                 hits[gate] = found[f"_o{i}"]
         for i in picked:
             hits.update(self._split(frame, unions[i], found[f"_u{i}"], wanted))
         return {gate: hits[gate] for gate in self._rows if gate in hits}
+
+    def _valued_hits(self, frame: pl.DataFrame, gate: str) -> pl.Series | None:
+        """The rows of `gate`'s lines among those its rules' valued rows select, read only
+        there; None where they hold most of the block's bytes (then the gate reads every line,
+        in one pass)."""
+        given = self._valued.get(gate)
+        if given is None:
+            return None
+        valued, candidates = given
+        text = pl.col("text")
+        head = frame.head(_SAMPLE_ROWS).select(
+            text.str.len_bytes().filter(valued.fill_null(False)).sum().alias("valued"),
+            text.str.len_bytes().sum().alias("all"),
+        )
+        some, every = head.row(0)
+        if not every or some > VALUED_SHARE * every:
+            return None
+        rows = frame.select(valued.fill_null(False)).to_series().arg_true()
+        if rows.is_empty():
+            return rows
+        lines = frame.get_column("text").gather(rows).to_frame()
+        if candidates is not None:
+            kept = lines.select(candidates.fill_null(False)).to_series()
+            rows, lines = rows.filter(kept), lines.filter(kept)
+        return rows.filter(lines.select(self._rows[gate].fill_null(False)).to_series())
 
     def _split(
         self, frame: pl.DataFrame, union: list[str], candidates: pl.Series, wanted: set[str]
@@ -204,6 +254,10 @@ def _grouped(plain: list[str], reach: Callable[[str], frozenset[int]]) -> list[l
         unions[-1].append(gate)
         size += count
     return unions
+
+
+def _roots(expr: pl.Expr | None) -> set[str]:
+    return set() if expr is None else set(expr.meta.root_names())
 
 
 def _is_plain(gate: str, expr: pl.Expr) -> bool:

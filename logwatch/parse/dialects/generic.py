@@ -141,3 +141,4 @@ def _not_after(words: str) -> str:
 
 
 NONFINITE_VALUE = _not_after("number of ") + _SPELLED_NONFINITE + r"|[eE]\+?\d{3}|\d{200}"
+SPELLED_NONFINITE = _SPELLED_NONFINITE  # (its first branch, without the look-behind)
