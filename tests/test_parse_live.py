@@ -52,6 +52,7 @@ def test_every_shape_is_found_in_a_live_batch() -> None:
         "2026-11-28 14:02:07,199 INFO [hsq] q_hsb=[3,4,6,5,7,8] at q_hs=12",
         "2026-11-28 14:02:07,199 INFO [wandb] snapshot step=5 prof/target_fwd_ms=212.4 "
         "gpu/0/util=97 gpu/0/mem_gb=70.1",
+        "2026-11-28 14:02:07,199 INFO [wandb] snapshot step=5 sys/disk_gb=8.1 gpu/0/util=97",
         "{'loss': 2.1, 'grad_norm': 1.0, 'learning_rate': 2e-05, 'epoch': 0.5}",
         " iteration        5/ 20000000 | consumed samples:          5 | elapsed time per "
         "iteration (ms): 3591.8 | learning rate: 1.500E-04 | global batch size:   512 | lm loss:"

@@ -312,6 +312,8 @@ def test_each_shape_takes_its_lines_and_leaves_near_misses() -> None:
         "lr 2.40e-05 | grad_norm 1.92 | tok/s 51234 | q_hs=31 q_hsb=[1,2,2,5,5,16]",
         "2026-11-28 14:09:33,401 INFO [hsq] q_hsb=[1,2,2,5,5,16] at q_hs=31",
         "2026-11-28 14:10:00,002 INFO [wandb] snapshot step=150 prof/drafter_ms=88.1 gpu/0/util=98",
+        # a key not of DFlash's script (`dflash-snapshot-spec`'s words): the general snapshot
+        "2026-11-28 14:10:00,002 INFO [wandb] snapshot step=150 sys/disk_gb=8.1 gpu/0/util=98",
         "{'loss': 0.4512, 'grad_norm': 1.25, 'learning_rate': 4.9e-05, 'epoch': 0.02}",
         # near misses: a padded NaN, a loss key in a snapshot, an extra HF key
         "2026-11-28 14:09:05,117 INFO [train] step 121/200000 | loss nan.0 | acc 0.271 | "
@@ -325,10 +327,11 @@ def test_each_shape_takes_its_lines_and_leaves_near_misses() -> None:
     ]
     which = shape_of(pl.Series(lines))
     assert which is not None
-    assert which.to_list() == [0, 1, 2, 3, None, None, None, 4, 5, None]
+    assert which.to_list() == [0, 1, 2, 3, 4, None, None, None, 5, 6, None]
     assert [shape.name for shape in SHAPES] == [
         "dflash-step",
         "dflash-queue",
+        "dflash-snapshot-spec",
         "dflash-snapshot",
         "hf-dict",
         "megatron-iteration",

@@ -40,6 +40,7 @@ _FORMS = (
     _TS + _STEP,
     _TS + "[hsq] q_hsb=[3,4,6,5,7,8] at q_hs={n}",
     _TS + _SNAPSHOT,
+    _TS + "[wandb] snapshot step={n} sys/disk_gb=12.5 gpu/0/util=97",  # a key of no spec word
     _HF,
     _MEGATRON.replace("{rest}", " lm loss: {loss} | loss scale: 65536.0 | grad norm: 1.349 |"),
     _MEGATRON.replace("{rest}", " loss scale: 65536.0 |"),  # a skipped iteration

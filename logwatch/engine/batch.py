@@ -4,7 +4,7 @@ the step filled in from the lines before, and the rows an event reads."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -237,16 +237,28 @@ class Prepared:
         of a batch cut at run starts, `_run_bounds`): the gate hits, `ahead`, the run's last
         step and GPU rows cut to it. GPU rows whose reading left pairs out or failed are read
         again on the piece, so that what is said of them is said of the piece it is in."""
+        return self.split([(frame, begin)])[0]
+
+    def split(self, pieces: Sequence[tuple[pl.DataFrame, int]]) -> list[Prepared]:
+        """`sliced` of each piece (its frame and its first row in this one's; ascending, not
+        overlapping), the GPU rows of all cut at once (`LogGpuRows.pieces`: a few queries for
+        all the pieces of a batch, not for each)."""
+        bounds = [(begin, begin + frame.height) for frame, begin in pieces]
+        gpu_rows: list[LogGpuRows | None] = [None] * len(pieces)
+        if self.gpu_rows is not None and not self.gpu_rows.dropped:
+            gpu_rows = list(self.gpu_rows.pieces(bounds, keys=False))
+        # else, with `error` None: read on the piece, when a rule asks
+        return [
+            self._piece(frame, begin, rows)
+            for (frame, begin), rows in zip(pieces, gpu_rows, strict=True)
+        ]
+
+    def _piece(self, frame: pl.DataFrame, begin: int, gpu_rows: LogGpuRows | None) -> Prepared:
         end = begin + frame.height
         hits = {gate: _rows_within(rows, begin, end) for gate, rows in self.hits.items()}
         ahead = None if self.ahead is None else self.ahead.slice(begin, frame.height)
         shapes = None if self.shapes is None else self.shapes.slice(begin, frame.height)
         stepped = self.stepped and self.run_steps is not None and begin in self.run_steps
-        gpu_rows = self.gpu_rows
-        if gpu_rows is not None and not gpu_rows.dropped:
-            gpu_rows = gpu_rows.sliced(begin, end)
-        else:
-            gpu_rows = None  # with `error` None: read on the piece, when a rule asks
         return Prepared(
             frame,
             hits,

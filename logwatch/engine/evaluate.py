@@ -142,14 +142,14 @@ class _Evaluator(_Stepping):
             state.stats.count(frame)
         events: list[AlertEvent] = []
         segments = _split_runs(frame, has_history=state.stats.lines > frame.height)
-        for segment, restarted_at, begin in segments:
+        readies: list[Prepared | None] = [prepared] * len(segments)
+        if prepared is not None and len(segments) > 1:  # computed for the whole batch's rows
+            readies = list(prepared.split([(segment, begin) for segment, _, begin in segments]))
+        for (segment, restarted_at, _), ready in zip(segments, readies, strict=True):
             if restarted_at is not None:
                 events.extend(self._restart(source, state, segment, restarted_at))
             if segment.item(0, "run_start"):
                 state.run_id = run_id(segment.item(0, "text"))  # redacted there
-            ready = prepared
-            if ready is not None and len(segments) > 1:  # computed for the whole batch's rows
-                ready = ready.sliced(segment, begin)
             events.extend(self._evaluate(source, state, segment, done, ready))
         return events
 

@@ -52,20 +52,30 @@ def shape_of(text: pl.Series) -> pl.Series | None:
     """Which shape (its index in `SHAPES`) each line has, null for the general path; None when
     no line has one."""
     which: pl.Series | None = None
+    # A line an earlier shape took is not tried again (every Megatron iteration line holds
+    # ` | loss scale:`): each shape's literal pass reads only the lines left, `rest` (their
+    # rows in `text`: `at`, None while it is every line). Most of a block's bytes are taken
+    # by the first shapes (DFlash: step, queue and snapshot lines), so the later passes read
+    # little. (A filter of strings copies their views, not their bytes.)
+    rest, at = text, None
     for number, shape in enumerate(SHAPES):
-        hit = text.str.contains(shape.literal, literal=True)
-        if which is not None:  # a line an earlier shape took is not tried again
-            hit &= which.is_null()  # (every Megatron iteration line holds ` | loss scale:`)
+        if rest.is_empty():
+            break
+        hit = rest.str.contains(shape.literal, literal=True)
         if not hit.any():
             continue
-        rows = hit.arg_true()
-        fits = text.gather(rows).to_frame("text").select(shape.fits()).to_series()
+        fits = rest.filter(hit).to_frame("text").select(shape.fits()).to_series()
         if not fits.any():
             continue
         if which is None:
             which = pl.repeat(None, text.len(), dtype=pl.Int8, eager=True)
-        taken = rows.filter(fits)
+        mine = hit.arg_true().filter(fits)  # rows in `rest`
+        taken = mine if at is None else at.gather(mine)
         which = which.scatter(taken, pl.repeat(number, taken.len(), dtype=pl.Int8, eager=True))
+        left = hit.scatter(hit.arg_true(), fits).not_()  # of `rest`: not taken here
+        rest = rest.filter(left)
+        rows = pl.int_range(0, text.len(), dtype=pl.UInt32, eager=True) if at is None else at
+        at = rows.filter(left)
     return which
 
 

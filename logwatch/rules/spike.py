@@ -29,10 +29,18 @@ def _history(values: pl.Series, tail: list[float | None], window: int, after: in
     (`_i`, the tail first)."""
     series = pl.concat([pl.Series(tail, dtype=pl.Float64), values.cast(pl.Float64)])
     before = pl.col("_x").rolling_median(window, min_samples=min(after, MIN_SAMPLES)).shift(1)
-    return pl.DataFrame({"_x": series}).with_columns(
-        pl.when(pl.int_range(0, pl.len()) >= MIN_SAMPLES).then(before).alias("_median"),
-        pl.when(pl.int_range(0, pl.len()) >= after).then(before).alias("_base"),
-        pl.int_range(0, pl.len()).alias("_i"),
+    # the rolling median once (an eager `with_columns` computed it for each column using it)
+    return (
+        pl.DataFrame({"_x": series})
+        .lazy()
+        .with_columns(before.alias("_before"), pl.int_range(0, pl.len()).alias("_i"))
+        .select(
+            "_x",
+            pl.when(pl.col("_i") >= MIN_SAMPLES).then("_before").alias("_median"),
+            pl.when(pl.col("_i") >= after).then("_before").alias("_base"),
+            "_i",
+        )
+        .collect()
     )
 
 
