@@ -52,20 +52,25 @@ def shape_of(text: pl.Series) -> pl.Series | None:
     """Which shape (its index in `SHAPES`) each line has, null for the general path; None when
     no line has one."""
     which: pl.Series | None = None
+    # A line an earlier shape took is not tried again, not even for a literal (every Megatron
+    # iteration line holds ` | loss scale:`): each literal pass reads only the lines left.
+    left, left_rows = text, None  # None: every row
     for number, shape in enumerate(SHAPES):
-        hit = text.str.contains(shape.literal, literal=True)
-        if which is not None:  # a line an earlier shape took is not tried again
-            hit &= which.is_null()  # (every Megatron iteration line holds ` | loss scale:`)
+        hit = left.str.contains(shape.literal, literal=True)
         if not hit.any():
             continue
-        rows = hit.arg_true()
-        fits = text.gather(rows).to_frame("text").select(shape.fits()).to_series()
+        candidates = left.filter(hit)
+        fits = candidates.to_frame("text").select(shape.fits()).to_series().fill_null(False)
         if not fits.any():
             continue
+        picked = hit.scatter(hit.arg_true(), fits)  # the lines left that this shape takes
+        taken = picked.arg_true() if left_rows is None else left_rows.filter(picked)
         if which is None:
             which = pl.repeat(None, text.len(), dtype=pl.Int8, eager=True)
-        taken = rows.filter(fits)
         which = which.scatter(taken, pl.repeat(number, taken.len(), dtype=pl.Int8, eager=True))
+        rest = ~picked
+        left_rows = rest.arg_true() if left_rows is None else left_rows.filter(rest)
+        left = left.filter(rest)
     return which
 
 
