@@ -30,7 +30,7 @@ from logwatch.rules.base import (
 from logwatch.rules.gpu import GpuRule, HoldRule, log_gpu_metrics
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import StreakRule, streak_starts
-from logwatch.rules.reach import ANY, reached
+from logwatch.rules.reach import ANY, reached, reached_by
 from logwatch.rules.scan import GateScan
 
 
@@ -49,6 +49,7 @@ class _Needs:
     valued: frozenset[str] = frozenset()  # `Needs.valued`
     last_lines: int = 0  # `Needs.last_lines`
     valued_rows: pl.Expr | None = None  # `Needs.valued_rows`
+    pattern: str | None = None  # `Needs.pattern`
 
 
 def _needs_of(spec: RuleSpec) -> _Needs:
@@ -72,6 +73,7 @@ def _needs_of(spec: RuleSpec) -> _Needs:
         declared.valued,
         declared.last_lines,
         declared.valued_rows,
+        declared.pattern,
     )
 
 
@@ -82,13 +84,15 @@ that moves on a value of one may move on any line."""
 
 def _gate_reach(needs: Sequence[_Needs]) -> dict[str, frozenset[int]]:
     """Each gate -> the shapes on whose lines it may match and move a rule behind it: those its
-    regex reaches (`reach.reached`), less, for a rule that moves only on lines with a value
+    regex reaches (`reach.reached`) and its rule's pattern may match on (`reach.reached_by`), less, for a rule that moves only on lines with a value
     (`Needs.valued`), the shapes that give it none."""
     found: dict[str, frozenset[int]] = {}
     for rule in needs:
         if rule.gate is None:
             continue
         shapes = reached(rule.gate)
+        if rule.pattern is not None:  # where its lines cannot match the rule, not its gate
+            shapes = reached_by(rule.pattern, shapes)
         if rule.valued and not rule.valued & _FILLED:
             shapes &= shapes_giving(rule.valued)
         found[rule.gate] = found.get(rule.gate, frozenset()) | shapes

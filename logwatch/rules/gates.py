@@ -18,7 +18,7 @@ import string
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from re._constants import BRANCH, LITERAL, MAX_REPEAT, MIN_REPEAT, POSSESSIVE_REPEAT, SUBPATTERN  # type: ignore[import-not-found]  # stdlib, no stubs
+from re._constants import BRANCH, IN, LITERAL, MAX_REPEAT, MIN_REPEAT, POSSESSIVE_REPEAT, SUBPATTERN  # type: ignore[import-not-found]  # stdlib, no stubs
 from typing import Any
 
 IGNORECASE = int(re.IGNORECASE)
@@ -193,44 +193,88 @@ def _escape(text: str) -> str:
     return "".join("\\" + c if c in _META else c for c in text)
 
 
-def _sequence(items: list[Any], fold: bool, split_on: str, rank: int) -> tuple[Literal, ...] | None:
+def required_literal_sets(pattern: str) -> tuple[tuple[Literal, ...], ...]:
+    """Every literal set that each match of `pattern` holds one literal of (one set per run of
+    literals and per required part of its top level, of any length), none where it has no
+    such set or could be read otherwise by polars (a match needs them all: `reach.reached_by`)."""
+    if _rust_only(pattern):
+        return ()
+    try:
+        parsed = _parse(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return ()
+    fold = bool(parsed.state.flags & IGNORECASE)
+    return tuple(_offers(list(parsed), fold, "", 0, classes=True))
+
+
+def _sequence(
+    items: list[Any], fold: bool, split_on: str, rank: int, *, classes: bool = False
+) -> tuple[Literal, ...] | None:
     """The best literal set of a sequence of parsed items: each run of literals and each
     required sub-part offers one; the one whose shortest literal is longest wins."""
-    offers: list[tuple[Literal, ...]] = []
-    run: list[str] = []
-
-    def close() -> None:
-        if run:
-            offers.extend((Literal(piece, fold),) for piece in _pieces("".join(run), split_on))
-            run.clear()
-
-    for op, av in items:
-        if op is LITERAL:
-            run.append(chr(av))
-            continue
-        close()
-        offer = _item(op, av, fold, split_on, rank)
-        if offer is not None:
-            offers.append(offer)
-    close()
+    offers = _offers(items, fold, split_on, rank, classes=classes)
     ranked = sorted(offers, key=_score, reverse=True)  # stable: the first of equals leads
     return ranked[min(rank, len(ranked) - 1)] if ranked else None
 
 
-def _item(op: Any, av: Any, fold: bool, split_on: str, rank: int) -> tuple[Literal, ...] | None:
+def _offers(
+    items: list[Any], fold: bool, split_on: str, rank: int, *, classes: bool = False
+) -> list[tuple[Literal, ...]]:
+    """The literal sets a sequence of parsed items requires, each: one per run of literals and
+    per required sub-part (its best set, or its `rank` one). `classes`: a class of a few
+    characters (`[Vv]al`) continues a run in each of its spellings (not with `split_on`)."""
+    offers: list[tuple[Literal, ...]] = []
+    runs = [""]  # the run of literals so far, in each spelling its classes allow
+
+    def close() -> None:
+        nonlocal runs
+        if len(runs) > 1:
+            offers.append(tuple(Literal(run, fold) for run in runs))
+        elif runs[0]:
+            offers.extend((Literal(piece, fold),) for piece in _pieces(runs[0], split_on))
+        runs = [""]
+
+    for op, av in items:
+        if op is LITERAL:
+            runs = [run + chr(av) for run in runs]
+            continue
+        chars = _few_chars(op, av) if classes and not split_on else None
+        if chars and len(runs) * len(chars) <= _MAX_SPELLINGS:
+            runs = [run + char for run in runs for char in chars]
+            continue
+        close()
+        offer = _item(op, av, fold, split_on, rank, classes=classes)
+        if offer is not None:
+            offers.append(offer)
+    close()
+    return offers
+
+
+def _few_chars(op: Any, av: Any) -> list[str] | None:
+    """The characters of a class that lists only characters (`[Vv]`), else None."""
+    if op is not IN or any(kind is not LITERAL for kind, _ in av):
+        return None
+    return sorted({chr(code) for _, code in av})
+
+
+def _item(
+    op: Any, av: Any, fold: bool, split_on: str, rank: int, *, classes: bool = False
+) -> tuple[Literal, ...] | None:
     """The literal set a non-literal item requires (a group, an alternation, a repeat of at
     least one), or None."""
     if op is BRANCH:
-        alternatives = [_sequence(list(branch), fold, split_on, rank) for branch in av[1]]
+        alternatives = [
+            _sequence(list(branch), fold, split_on, rank, classes=classes) for branch in av[1]
+        ]
         if any(a is None for a in alternatives):
             return None
         return tuple(lit for a in alternatives if a is not None for lit in a)
     if op is SUBPATTERN:
         _group, add_flags, del_flags, sub = av
         inner = (fold or bool(add_flags & IGNORECASE)) and not bool(del_flags & IGNORECASE)
-        return _sequence(list(sub), inner, split_on, rank)
+        return _sequence(list(sub), inner, split_on, rank, classes=classes)
     if op in (MAX_REPEAT, MIN_REPEAT, POSSESSIVE_REPEAT) and av[0] >= 1:
-        return _sequence(list(av[2]), fold, split_on, rank)
+        return _sequence(list(av[2]), fold, split_on, rank, classes=classes)
     return None
 
 
@@ -256,4 +300,12 @@ def _rarity(text: str) -> int:
     )
 
 
-__all__ = ["NEVER", "Literal", "gate_for", "gate_pairs", "gate_regex", "required_literals"]
+__all__ = [
+    "NEVER",
+    "Literal",
+    "gate_for",
+    "gate_pairs",
+    "gate_regex",
+    "required_literal_sets",
+    "required_literals",
+]

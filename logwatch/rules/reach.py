@@ -35,7 +35,7 @@ from re._constants import (  # type: ignore[import-not-found]  # stdlib, no stub
 from typing import Any
 
 from logwatch.parse.shapes import SHAPES
-from logwatch.rules.gates import _FOLDS, NEVER, Literal, required_literals
+from logwatch.rules.gates import _FOLDS, NEVER, Literal, required_literal_sets, required_literals
 
 ANY = frozenset(range(len(SHAPES)))
 """Every shape: what a gate reaches when nothing can be said of it."""
@@ -255,14 +255,33 @@ def reached(gate: str) -> frozenset[int]:
     if gate == NEVER:
         return frozenset()
     literals = required_literals(gate)
-    if literals is None:
-        return ANY
+    return ANY if literals is None else _holding(literals)
+
+
+@functools.cache
+def reached_by(pattern: str, among: frozenset[int] = ANY) -> frozenset[int]:
+    """The shapes some line of which may hold a match of `pattern`: a match holds a literal of
+    each set the pattern needs (`gates.required_literal_sets`), so a shape no line of which
+    may hold one of some set is not reached. Narrower than `reached` of the pattern's gate,
+    which is one of those sets (`nan-eval-loss`'s gate is `loss`, which every Megatron, DFlash
+    step and HF dict line holds; its `val`/`eval`/`test` words none of them can).
+    `among`: only these shapes are asked about (the others are not reached)."""
+    found = among
+    for literals in required_literal_sets(pattern) if among else ():
+        found = _holding(literals, found)
+        if not found:
+            break
+    return found
+
+
+def _holding(literals: tuple[Literal, ...], among: frozenset[int] = ANY) -> frozenset[int]:
+    """The shapes of `among` some line of which may hold one of `literals`."""
     found = set()
-    for number in ANY:
+    for number in sorted(among):
         auto = _shape_automaton(number)
         if auto is None or any(holds(auto, lit) for lit in literals):
             found.add(number)
     return frozenset(found)
 
 
-__all__ = ["ANY", "holds", "reached"]
+__all__ = ["ANY", "holds", "reached", "reached_by"]
