@@ -193,61 +193,60 @@ def _escape(text: str) -> str:
     return "".join("\\" + c if c in _META else c for c in text)
 
 
-def required_literal_sets(pattern: str) -> tuple[tuple[Literal, ...], ...]:
-    """Every literal set that each match of `pattern` holds one literal of (one set per run of
-    literals and per required part of its top level, of any length), none where it has no
-    such set or could be read otherwise by polars (a match needs them all: `reach.reached_by`)."""
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """An alternation a match needs: what each of its alternatives needs."""
+
+    alternatives: tuple[tuple[Required, ...], ...]
+
+
+Required = tuple[Literal, ...] | Branch
+"""A literal set a match holds one literal of, or an alternation (`required_literal_sets`)."""
+
+
+def required_literal_sets(pattern: str) -> tuple[Required, ...]:
+    """What each match of `pattern` needs, all of it: a literal set (one of its literals) per
+    run of literals, a class of a few characters spelling a run each way (`[Vv]al`: `Val` or
+    `val`); per alternation, what one of its alternatives needs. Empty where it needs nothing
+    or polars could read it otherwise. Read by `reach.reached_by`; gates take one set only."""
     if _rust_only(pattern):
         return ()
     try:
         parsed = _parse(pattern)
     except (re.error, RecursionError, OverflowError):
         return ()
-    fold = bool(parsed.state.flags & IGNORECASE)
-    return tuple(_offers(list(parsed), fold, "", 0, classes=True))
+    return tuple(_required(list(parsed), bool(parsed.state.flags & IGNORECASE)))
 
 
-def _sequence(
-    items: list[Any], fold: bool, split_on: str, rank: int, *, classes: bool = False
-) -> tuple[Literal, ...] | None:
-    """The best literal set of a sequence of parsed items: each run of literals and each
-    required sub-part offers one; the one whose shortest literal is longest wins."""
-    offers = _offers(items, fold, split_on, rank, classes=classes)
-    ranked = sorted(offers, key=_score, reverse=True)  # stable: the first of equals leads
-    return ranked[min(rank, len(ranked) - 1)] if ranked else None
-
-
-def _offers(
-    items: list[Any], fold: bool, split_on: str, rank: int, *, classes: bool = False
-) -> list[tuple[Literal, ...]]:
-    """The literal sets a sequence of parsed items requires, each: one per run of literals and
-    per required sub-part (its best set, or its `rank` one). `classes`: a class of a few
-    characters (`[Vv]al`) continues a run in each of its spellings (not with `split_on`)."""
-    offers: list[tuple[Literal, ...]] = []
+def _required(items: list[Any], fold: bool) -> list[Required]:
+    """What a sequence of parsed items needs (`required_literal_sets`)."""
+    found: list[Required] = []
     runs = [""]  # the run of literals so far, in each spelling its classes allow
 
     def close() -> None:
         nonlocal runs
-        if len(runs) > 1:
-            offers.append(tuple(Literal(run, fold) for run in runs))
-        elif runs[0]:
-            offers.extend((Literal(piece, fold),) for piece in _pieces(runs[0], split_on))
+        if runs[0]:
+            found.append(tuple(Literal(run, fold) for run in runs))
         runs = [""]
 
     for op, av in items:
-        if op is LITERAL:
-            runs = [run + chr(av) for run in runs]
-            continue
-        chars = _few_chars(op, av) if classes and not split_on else None
+        chars = [chr(av)] if op is LITERAL else _few_chars(op, av)
         if chars and len(runs) * len(chars) <= _MAX_SPELLINGS:
             runs = [run + char for run in runs for char in chars]
             continue
         close()
-        offer = _item(op, av, fold, split_on, rank, classes=classes)
-        if offer is not None:
-            offers.append(offer)
+        if op is BRANCH:
+            alternatives = tuple(tuple(_required(list(branch), fold)) for branch in av[1])
+            if all(alternatives):  # an alternative that needs nothing: the branch neither
+                found.append(Branch(alternatives))
+        elif op is SUBPATTERN:
+            _group, add_flags, del_flags, sub = av
+            inner = (fold or bool(add_flags & IGNORECASE)) and not bool(del_flags & IGNORECASE)
+            found.extend(_required(list(sub), inner))
+        elif op in (MAX_REPEAT, MIN_REPEAT, POSSESSIVE_REPEAT) and av[0] >= 1:
+            found.extend(_required(list(av[2]), fold))
     close()
-    return offers
+    return found
 
 
 def _few_chars(op: Any, av: Any) -> list[str] | None:
@@ -257,24 +256,44 @@ def _few_chars(op: Any, av: Any) -> list[str] | None:
     return sorted({chr(code) for _, code in av})
 
 
-def _item(
-    op: Any, av: Any, fold: bool, split_on: str, rank: int, *, classes: bool = False
-) -> tuple[Literal, ...] | None:
+def _sequence(items: list[Any], fold: bool, split_on: str, rank: int) -> tuple[Literal, ...] | None:
+    """The best literal set of a sequence of parsed items: each run of literals and each
+    required sub-part offers one; the one whose shortest literal is longest wins."""
+    offers: list[tuple[Literal, ...]] = []
+    run: list[str] = []
+
+    def close() -> None:
+        if run:
+            offers.extend((Literal(piece, fold),) for piece in _pieces("".join(run), split_on))
+            run.clear()
+
+    for op, av in items:
+        if op is LITERAL:
+            run.append(chr(av))
+            continue
+        close()
+        offer = _item(op, av, fold, split_on, rank)
+        if offer is not None:
+            offers.append(offer)
+    close()
+    ranked = sorted(offers, key=_score, reverse=True)  # stable: the first of equals leads
+    return ranked[min(rank, len(ranked) - 1)] if ranked else None
+
+
+def _item(op: Any, av: Any, fold: bool, split_on: str, rank: int) -> tuple[Literal, ...] | None:
     """The literal set a non-literal item requires (a group, an alternation, a repeat of at
     least one), or None."""
     if op is BRANCH:
-        alternatives = [
-            _sequence(list(branch), fold, split_on, rank, classes=classes) for branch in av[1]
-        ]
+        alternatives = [_sequence(list(branch), fold, split_on, rank) for branch in av[1]]
         if any(a is None for a in alternatives):
             return None
         return tuple(lit for a in alternatives if a is not None for lit in a)
     if op is SUBPATTERN:
         _group, add_flags, del_flags, sub = av
         inner = (fold or bool(add_flags & IGNORECASE)) and not bool(del_flags & IGNORECASE)
-        return _sequence(list(sub), inner, split_on, rank, classes=classes)
+        return _sequence(list(sub), inner, split_on, rank)
     if op in (MAX_REPEAT, MIN_REPEAT, POSSESSIVE_REPEAT) and av[0] >= 1:
-        return _sequence(list(av[2]), fold, split_on, rank, classes=classes)
+        return _sequence(list(av[2]), fold, split_on, rank)
     return None
 
 
@@ -302,7 +321,9 @@ def _rarity(text: str) -> int:
 
 __all__ = [
     "NEVER",
+    "Branch",
     "Literal",
+    "Required",
     "gate_for",
     "gate_pairs",
     "gate_regex",

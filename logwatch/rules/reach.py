@@ -35,7 +35,15 @@ from re._constants import (  # type: ignore[import-not-found]  # stdlib, no stub
 from typing import Any
 
 from logwatch.parse.shapes import SHAPES
-from logwatch.rules.gates import _FOLDS, NEVER, Literal, required_literal_sets, required_literals
+from logwatch.rules.gates import (
+    _FOLDS,
+    NEVER,
+    Branch,
+    Literal,
+    Required,
+    required_literal_sets,
+    required_literals,
+)
 
 ANY = frozenset(range(len(SHAPES)))
 """Every shape: what a gate reaches when nothing can be said of it."""
@@ -261,17 +269,24 @@ def reached(gate: str) -> frozenset[int]:
 @functools.cache
 def reached_by(pattern: str, among: frozenset[int] = ANY) -> frozenset[int]:
     """The shapes some line of which may hold a match of `pattern`: a match holds a literal of
-    each set the pattern needs (`gates.required_literal_sets`), so a shape no line of which
-    may hold one of some set is not reached. Narrower than `reached` of the pattern's gate,
-    which is one of those sets (`nan-eval-loss`'s gate is `loss`, which every Megatron, DFlash
-    step and HF dict line holds; its `val`/`eval`/`test` words none of them can).
-    `among`: only these shapes are asked about (the others are not reached)."""
-    found = among
-    for literals in required_literal_sets(pattern) if among else ():
-        found = _holding(literals, found)
-        if not found:
+    each set the pattern needs, and what one alternative needs of each alternation it needs
+    (`gates.required_literal_sets`); a shape no line of which may hold that is not reached.
+    Narrower than `reached` of the pattern's gate, one of those sets: `nan-eval-loss`'s gate
+    is `loss`, which every Megatron, DFlash step and HF dict line holds, its `val`/`eval`/
+    `test` words none. `among`: only these shapes are asked about (the others: not reached)."""
+    return _meeting(required_literal_sets(pattern), among) if among else among
+
+
+def _meeting(required: tuple[Required, ...], among: frozenset[int]) -> frozenset[int]:
+    """The shapes of `among` some line of which may hold what `required` needs, each part."""
+    for need in required:
+        if not among:
             break
-    return found
+        if isinstance(need, Branch):
+            among = frozenset().union(*(_meeting(alt, among) for alt in need.alternatives))
+        else:
+            among = _holding(need, among)
+    return among
 
 
 def _holding(literals: tuple[Literal, ...], among: frozenset[int] = ANY) -> frozenset[int]:
