@@ -91,9 +91,10 @@ class Needs:
     # replay only): the engine keeps that many, whether or not the gate opened on them, so the
     # end of a file can decide without the gate opening on every line.
     last_lines: int = 0
-    # The regex that each line moving the rule matches, where it has one (the gate's source):
-    # a gate scan passes over the lines of shapes on which no match of it can be
-    # (`reach.reached_by`), however many of them hold the gate's literals.
+    # The regex of a rule that moves only on the lines it matches and reads nothing of the
+    # others (its gate's source): a gate scan passes over the lines of shapes on which no match
+    # of it can be (`reach.reached_by`), however many of them hold the gate's literals, and the
+    # engine may give the rule only its gate's lines of a batch (`evaluate._pattern_lines`).
     pattern: str | None = None
 
 
