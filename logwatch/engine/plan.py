@@ -84,14 +84,15 @@ that moves on a value of one may move on any line."""
 
 def _gate_reach(needs: Sequence[_Needs]) -> dict[str, frozenset[int]]:
     """Each gate -> the shapes on whose lines it may match and move a rule behind it: those its
-    regex reaches (`reach.reached`) and its rule's pattern may match on (`reach.reached_by`), less, for a rule that moves only on lines with a value
+    regex reaches (`reach.reached`) and, for a rule that says its pattern, that pattern may
+    match on (`reach.reached_by`); less, for a rule that moves only on lines with a value
     (`Needs.valued`), the shapes that give it none."""
     found: dict[str, frozenset[int]] = {}
     for rule in needs:
         if rule.gate is None:
             continue
         shapes = reached(rule.gate)
-        if rule.pattern is not None:  # where its lines cannot match the rule, not its gate
+        if rule.pattern is not None:  # lines that hold the gate's literals but cannot match
             shapes = reached_by(rule.pattern, shapes)
         if rule.valued and not rule.valued & _FILLED:
             shapes &= shapes_giving(rule.valued)
