@@ -4,6 +4,7 @@ where their gate opens), transitions into alert events in line order."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from functools import partial
 from typing import Any, cast
@@ -29,6 +30,7 @@ from logwatch.engine.batch import (
 )
 from logwatch.engine.gated import _Stepping
 from logwatch.engine.gpu_rows import _gpu_keys_present, _LazyGpuFrame, _log_step
+from logwatch.engine.plan import _Needs
 from logwatch.engine.state import (
     STATS_COLUMNS,
     DataWarning,
@@ -275,8 +277,13 @@ class _Evaluator(_Stepping):
             if needs.ahead and ahead is not None:
                 given = [name for name in needs.ahead if name in ahead.columns]
                 seen = frame.hstack([ahead.get_column(name) for name in given])  # no query
+            picked = _pattern_lines(needs, order in quiet, hits, frame.height)
+            if picked is not None:  # its gate's lines alone: no other line can move it
+                seen = frame.gather(picked)
             step = _log_step(spec, self._gpu[order], seen, gpu_frame)
             for transition in self._guarded(spec, source, state, step):
+                if picked is not None:
+                    transition = replace(transition, row=picked[transition.row])
                 line = transition.fields.get("line", frame.item(transition.row, "line"))
                 found.append((line, order, spec, transition))
         found.sort(key=lambda item: (item[0], item[1]))
@@ -418,3 +425,17 @@ class _Evaluator(_Stepping):
 def _taken(outcome: Outcome, state: dict[str, Any]) -> Outcome:
     """A step whose outcome `process_many` computed (`state` is the one it stepped from)."""
     return outcome
+
+
+def _pattern_lines(
+    needs: _Needs, quiet: bool, hits: Mapping[str, pl.Series], height: int
+) -> pl.Series | None:
+    """The rows of a batch that a quiet rule moving only on its pattern's lines reads
+    (`Needs.pattern`): its gate's lines as the scan found them (on the shapes its pattern
+    reaches); None: the whole batch (no such rule, no scan, or every line)."""
+    if not quiet or needs.pattern is None or needs.ahead or needs.gate is None:
+        return None
+    lines = hits.get(needs.gate)
+    if lines is None or lines.is_empty() or lines.len() >= height:
+        return None
+    return lines

@@ -30,7 +30,7 @@ from logwatch.rules.base import (
 from logwatch.rules.gpu import GpuRule, HoldRule, log_gpu_metrics
 from logwatch.rules.loader import RuleSpec
 from logwatch.rules.log import StreakRule, streak_starts
-from logwatch.rules.reach import ANY, reached
+from logwatch.rules.reach import ANY, reached, reached_by
 from logwatch.rules.scan import GateScan
 
 
@@ -50,6 +50,7 @@ class _Needs:
     last_lines: int = 0  # `Needs.last_lines`
     valued_rows: pl.Expr | None = None  # `Needs.valued_rows`
     candidates: pl.Expr | None = None  # `Needs.candidates`
+    pattern: str | None = None  # `Needs.pattern`
 
 
 def _needs_of(spec: RuleSpec) -> _Needs:
@@ -74,6 +75,7 @@ def _needs_of(spec: RuleSpec) -> _Needs:
         declared.last_lines,
         declared.valued_rows,
         declared.candidates,
+        declared.pattern,
     )
 
 
@@ -84,13 +86,16 @@ that moves on a value of one may move on any line."""
 
 def _gate_reach(needs: Sequence[_Needs]) -> dict[str, frozenset[int]]:
     """Each gate -> the shapes on whose lines it may match and move a rule behind it: those its
-    regex reaches (`reach.reached`), less, for a rule that moves only on lines with a value
+    regex reaches (`reach.reached`) and, for a rule that says its pattern, that pattern may
+    match on (`reach.reached_by`); less, for a rule that moves only on lines with a value
     (`Needs.valued`), the shapes that give it none."""
     found: dict[str, frozenset[int]] = {}
     for rule in needs:
         if rule.gate is None:
             continue
         shapes = reached(rule.gate)
+        if rule.pattern is not None:  # lines that hold the gate's literals but cannot match
+            shapes = reached_by(rule.pattern, shapes)
         if rule.valued and not rule.valued & _FILLED:
             shapes &= shapes_giving(rule.valued)
         found[rule.gate] = found.get(rule.gate, frozenset()) | shapes

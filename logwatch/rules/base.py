@@ -95,6 +95,11 @@ class Needs:
     # on more: where the gate is read on the valued rows alone (`rules.scan`), `rows` runs only
     # on the lines it selects (a literal-led regex before one with no literal to skip to).
     candidates: pl.Expr | None = field(default=None, compare=False)
+    # The regex of a rule that moves only on the lines it matches and reads nothing of the
+    # others (its gate's source): a gate scan passes over the lines of shapes on which no match
+    # of it can be (`reach.reached_by`), however many of them hold the gate's literals, and the
+    # engine may give the rule only its gate's lines of a batch (`evaluate._pattern_lines`).
+    pattern: str | None = None
 
 
 def ahead_expr(value: pl.Expr | str) -> pl.Expr:

@@ -92,7 +92,7 @@ class ClassifyRule:
         carries every batch's last line to join with the next one (the lines holding its
         `line_gate` are found ahead where the engine can)."""
         if not self.wrapped:
-            return Needs(frozenset({"text"}), gate_for(self.pattern))
+            return Needs(frozenset({"text"}), gate_for(self.pattern), pattern=self.pattern)
         gate = self.line_gate
         ahead: dict[str, pl.Expr | str] = {} if gate is None else {_holds_column(gate): gate}
         return Needs(frozenset({"text"}), None, ahead=ahead)

@@ -18,7 +18,7 @@ import string
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from re._constants import BRANCH, LITERAL, MAX_REPEAT, MIN_REPEAT, POSSESSIVE_REPEAT, SUBPATTERN  # type: ignore[import-not-found]  # stdlib, no stubs
+from re._constants import BRANCH, IN, LITERAL, MAX_REPEAT, MIN_REPEAT, POSSESSIVE_REPEAT, SUBPATTERN  # type: ignore[import-not-found]  # stdlib, no stubs
 from typing import Any
 
 IGNORECASE = int(re.IGNORECASE)
@@ -193,6 +193,69 @@ def _escape(text: str) -> str:
     return "".join("\\" + c if c in _META else c for c in text)
 
 
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """An alternation a match needs: what each of its alternatives needs."""
+
+    alternatives: tuple[tuple[Required, ...], ...]
+
+
+Required = tuple[Literal, ...] | Branch
+"""A literal set a match holds one literal of, or an alternation (`required_literal_sets`)."""
+
+
+def required_literal_sets(pattern: str) -> tuple[Required, ...]:
+    """What each match of `pattern` needs, all of it: a literal set (one of its literals) per
+    run of literals, a class of a few characters spelling a run each way (`[Vv]al`: `Val` or
+    `val`); per alternation, what one of its alternatives needs. Empty where it needs nothing
+    or polars could read it otherwise. Read by `reach.reached_by`; gates take one set only."""
+    if _rust_only(pattern):
+        return ()
+    try:
+        parsed = _parse(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return ()
+    return tuple(_required(list(parsed), bool(parsed.state.flags & IGNORECASE)))
+
+
+def _required(items: list[Any], fold: bool) -> list[Required]:
+    """What a sequence of parsed items needs (`required_literal_sets`)."""
+    found: list[Required] = []
+    runs = [""]  # the run of literals so far, in each spelling its classes allow
+
+    def close() -> None:
+        nonlocal runs
+        if runs[0]:
+            found.append(tuple(Literal(run, fold) for run in runs))
+        runs = [""]
+
+    for op, av in items:
+        chars = [chr(av)] if op is LITERAL else _few_chars(op, av)
+        if chars and len(runs) * len(chars) <= _MAX_SPELLINGS:
+            runs = [run + char for run in runs for char in chars]
+            continue
+        close()
+        if op is BRANCH:
+            alternatives = tuple(tuple(_required(list(branch), fold)) for branch in av[1])
+            if all(alternatives):  # an alternative that needs nothing: the branch neither
+                found.append(Branch(alternatives))
+        elif op is SUBPATTERN:
+            _group, add_flags, del_flags, sub = av
+            inner = (fold or bool(add_flags & IGNORECASE)) and not bool(del_flags & IGNORECASE)
+            found.extend(_required(list(sub), inner))
+        elif op in (MAX_REPEAT, MIN_REPEAT, POSSESSIVE_REPEAT) and av[0] >= 1:
+            found.extend(_required(list(av[2]), fold))
+    close()
+    return found
+
+
+def _few_chars(op: Any, av: Any) -> list[str] | None:
+    """The characters of a class that lists only characters (`[Vv]`), else None."""
+    if op is not IN or any(kind is not LITERAL for kind, _ in av):
+        return None
+    return sorted({chr(code) for _, code in av})
+
+
 def _sequence(items: list[Any], fold: bool, split_on: str, rank: int) -> tuple[Literal, ...] | None:
     """The best literal set of a sequence of parsed items: each run of literals and each
     required sub-part offers one; the one whose shortest literal is longest wins."""
@@ -256,4 +319,14 @@ def _rarity(text: str) -> int:
     )
 
 
-__all__ = ["NEVER", "Literal", "gate_for", "gate_pairs", "gate_regex", "required_literals"]
+__all__ = [
+    "NEVER",
+    "Branch",
+    "Literal",
+    "Required",
+    "gate_for",
+    "gate_pairs",
+    "gate_regex",
+    "required_literal_sets",
+    "required_literals",
+]

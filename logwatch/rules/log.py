@@ -126,7 +126,7 @@ class MatchRule:
     @property
     def needs(self) -> Needs:
         """The text, gated by the literals the pattern needs."""
-        return Needs(frozenset({"text"}), gate_for(self.pattern))
+        return Needs(frozenset({"text"}), gate_for(self.pattern), pattern=self.pattern)
 
     def quiet(self, state: dict[str, Any]) -> bool:
         """Always: a batch without a matching line moves nothing (the fired labels only grow)."""

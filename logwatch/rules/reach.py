@@ -35,7 +35,15 @@ from re._constants import (  # type: ignore[import-not-found]  # stdlib, no stub
 from typing import Any
 
 from logwatch.parse.shapes import SHAPES
-from logwatch.rules.gates import _FOLDS, NEVER, Literal, required_literals
+from logwatch.rules.gates import (
+    _FOLDS,
+    NEVER,
+    Branch,
+    Literal,
+    Required,
+    required_literal_sets,
+    required_literals,
+)
 
 ANY = frozenset(range(len(SHAPES)))
 """Every shape: what a gate reaches when nothing can be said of it."""
@@ -255,14 +263,40 @@ def reached(gate: str) -> frozenset[int]:
     if gate == NEVER:
         return frozenset()
     literals = required_literals(gate)
-    if literals is None:
-        return ANY
+    return ANY if literals is None else _holding(literals)
+
+
+@functools.cache
+def reached_by(pattern: str, among: frozenset[int] = ANY) -> frozenset[int]:
+    """The shapes some line of which may hold a match of `pattern`: a match holds a literal of
+    each set the pattern needs, and what one alternative needs of each alternation it needs
+    (`gates.required_literal_sets`); a shape no line of which may hold that is not reached.
+    Narrower than `reached` of the pattern's gate, one of those sets: `nan-eval-loss`'s gate
+    is `loss`, which every Megatron, DFlash step and HF dict line holds, its `val`/`eval`/
+    `test` words none. `among`: only these shapes are asked about (the others: not reached)."""
+    return _meeting(required_literal_sets(pattern), among) if among else among
+
+
+def _meeting(required: tuple[Required, ...], among: frozenset[int]) -> frozenset[int]:
+    """The shapes of `among` some line of which may hold what `required` needs, each part."""
+    for need in required:
+        if not among:
+            break
+        if isinstance(need, Branch):
+            among = frozenset().union(*(_meeting(alt, among) for alt in need.alternatives))
+        else:
+            among = _holding(need, among)
+    return among
+
+
+def _holding(literals: tuple[Literal, ...], among: frozenset[int] = ANY) -> frozenset[int]:
+    """The shapes of `among` some line of which may hold one of `literals`."""
     found = set()
-    for number in ANY:
+    for number in sorted(among):
         auto = _shape_automaton(number)
         if auto is None or any(holds(auto, lit) for lit in literals):
             found.add(number)
     return frozenset(found)
 
 
-__all__ = ["ANY", "holds", "reached"]
+__all__ = ["ANY", "holds", "reached", "reached_by"]

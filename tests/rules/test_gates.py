@@ -16,7 +16,15 @@ from hypothesis import strategies as st
 from logwatch.parse import parse_lines
 from logwatch.rules.base import Gated, matching_rows, replace_state
 from logwatch.rules.classify import _CONTINUATION_PREFIX, HEAD_CHARS, TAIL_CHARS, ClassifyRule
-from logwatch.rules.gates import _FOLDS, gate_for, gate_pairs
+from logwatch.rules.gates import (
+    _FOLDS,
+    Branch,
+    Required,
+    gate_for,
+    gate_pairs,
+    gate_regex,
+    required_literal_sets,
+)
 from logwatch.rules.loader import builtin_rules_dir, load_rules
 from logwatch.rules.log import MatchRule
 from logwatch.rules.nonfinite import NONFINITE_GATE, NONFINITE_ROWS, NonFiniteRule
@@ -254,7 +262,8 @@ def test_a_line_a_pattern_matches_matches_its_gates(
     line: str, flips: list[bool], swap: tuple[str, str]
 ) -> None:
     """Whatever the casing (Kelvin sign and long s included), a line that a built-in match or
-    classify pattern matches matches its gate, its wrapped-line gate and one of its pairs."""
+    classify pattern matches matches its gate, its wrapped-line gate, one of its pairs and a
+    literal of each set the pattern needs (`required_literal_sets`, which the reach reads)."""
     text = _recased(line, flips).replace(*swap) if swap[0] else _recased(line, flips)
     for spec in RULES:
         rule = spec.rule
@@ -266,6 +275,15 @@ def test_a_line_a_pattern_matches_matches_its_gates(
             assert gate is None or _matches(gate, text), (spec.id, gate)
         pairs = gate_pairs(pattern, split_on=" ")
         assert pairs is None or any(_matches(a, text) and _matches(b, text) for a, b in pairs)
+        for need in required_literal_sets(pattern):
+            assert _holds_needed(need, text), (spec.id, need)
+
+
+def _holds_needed(need: Required, text: str) -> bool:
+    """Whether `text` holds what one part of `required_literal_sets` says a match needs."""
+    if isinstance(need, Branch):
+        return any(all(_holds_needed(n, text) for n in alt) for alt in need.alternatives)
+    return _matches(gate_regex(need, whole=True), text)
 
 
 def _matches(regex: str, text: str) -> bool:

@@ -13,9 +13,17 @@ from logwatch import api
 from logwatch.engine import Engine
 from logwatch.parse import parse_block, shapes_giving
 from logwatch.parse.shapes import SHAPES
-from logwatch.rules.gates import NEVER, Literal
+from logwatch.rules.gates import NEVER, Branch, Literal, gate_for, required_literal_sets
 from logwatch.rules.nonfinite import NONFINITE_GATE
-from logwatch.rules.reach import ANY, _automaton, _shape_automaton, _Unreadable, holds, reached
+from logwatch.rules.reach import (
+    ANY,
+    _automaton,
+    _shape_automaton,
+    _Unreadable,
+    holds,
+    reached,
+    reached_by,
+)
 from tests.support.properties import examples
 from tests.test_shapes import MIXED_LINES
 
@@ -65,6 +73,29 @@ def test_gates_reach_only_the_shapes_whose_lines_can_hold_them() -> None:
     assert reached(NONFINITE_GATE) == ANY
 
 
+def test_a_rule_reaches_only_the_shapes_on_which_its_pattern_can_match() -> None:
+    """nan-eval-loss's gate (`loss`) is on every step, HF and Megatron iteration line; its
+    `val`/`eval`/`test`/`dev` words, which a match needs too, on none of them."""
+    pattern = next(
+        s.rule.pattern for s in api.load_rules([], builtin=True) if s.id == "nan-eval-loss"
+    )
+    lines = {"dflash-step", "hf-dict", "megatron-iteration", "megatron-skipped"}
+    assert {SHAPE[name] for name in lines} <= reached(gate_for(pattern))
+    assert not {SHAPE[name] for name in lines} & reached_by(pattern)
+    assert SHAPE["dflash-snapshot"] in reached_by(pattern)  # a key may be `val_loss/...`
+    # a class of a few letters spelled out: `global` holds `al`, no Megatron line `Val`/`val`
+    assert SHAPE["megatron-iteration"] in reached_by("al")
+    assert SHAPE["megatron-iteration"] not in reached_by("[Vv]al")
+    assert reached_by(r"[0-9]+") == ANY  # no literal: every line may match
+    # an alternation needs one alternative's literals, all of them: Xid 79 is `Xid (` and `): 79`
+    # (the gate has `): 79` alone, which a Megatron line's `(ms): 79.5` holds)
+    gpu_lost = next(s.rule.pattern for s in api.load_rules([], builtin=True) if s.id == "gpu-lost")
+    assert SHAPE["megatron-iteration"] in reached(gate_for(gpu_lost))
+    assert SHAPE["megatron-iteration"] not in reached_by(gpu_lost)
+    assert isinstance(required_literal_sets(gpu_lost)[0], Branch)
+    assert reached_by(r"Xid \(|\(ms\): ") >= {SHAPE["megatron-iteration"]}  # one alternative may
+
+
 def test_a_rule_that_moves_on_values_only_skips_shapes_without_them() -> None:
     assert SHAPE["dflash-snapshot"] not in shapes_giving({"loss"})
     assert SHAPE["dflash-queue"] not in shapes_giving({"grad_norm"})
@@ -74,6 +105,12 @@ def test_a_rule_that_moves_on_values_only_skips_shapes_without_them() -> None:
 
 
 ENGINE = Engine(api.load_rules([], builtin=True), stats=False)
+PATTERNS: dict[str, list[str]] = {}
+"""Each gate -> the patterns of the rules behind it that say one (`Needs.pattern`)."""
+for _spec in ENGINE.rules:
+    _needs = getattr(_spec.rule, "needs", None)
+    if _needs is not None and _needs.gate is not None and _needs.pattern is not None:
+        PATTERNS.setdefault(_needs.gate, []).append(_needs.pattern)
 # Lines of the shapes that hold the built-in gates' words where a shape allows them (snapshot
 # keys) and lines that hold them off any shape.
 GATE_WORDS = ["nccl", "exit", "overflow", "nvml", "modu", "gpu i", "inimum", "validation"]
@@ -110,16 +147,19 @@ def test_a_scan_told_the_shapes_finds_what_a_scan_of_every_line_finds(lines: lis
     valued = {NONFINITE_GATE: ("loss", "grad_norm")}
     for gate, rows in every.hits.items():
         found = told.hits[gate].to_list()
-        if gate not in valued:
+        if gate not in valued and gate not in PATTERNS:
             assert found == rows.to_list(), gate
             continue
-        # passed over: only lines on which no rule behind the gate has a value to move on
+        # passed over: only lines on which no rule behind the gate has a value to move on, or
+        # that no pattern of a rule behind it matches
         assert set(found) <= set(rows.to_list())
         skipped = sorted(set(rows.to_list()) - set(found))
-        if skipped:
+        if skipped and gate in valued:
             parsed = parse_block(text, source="s", first_line=1, default_year=2026).frame
             values = parsed.select(valued[gate]).gather(skipped)
             assert values.null_count().sum_horizontal().item() == 2 * len(skipped), gate
+        for pattern in PATTERNS.get(gate, []) if skipped else []:
+            assert not text.gather(skipped).str.contains(pattern).any(), (gate, pattern)
     assert told.ahead is not None and every.ahead is not None
     assert_frame_equal(told.ahead, every.ahead)
 
