@@ -29,7 +29,7 @@ _NUL = b"\x00"
 _REPLACEMENT = "\ufffd".encode()
 _BOM = b"\xef\xbb\xbf"  # UTF-8's; polars' CSV reader drops it at the start of its input
 _NONFINITE_HINT = r"(?i)(?:loss|norm)[\w/.]*['\"]?\s*[=:]?\s*(?:tensor\()?[-+]?(?:nan|inf)\b"
-_HINT_WORDS = ("nan", "inf")
+_HINT_WORDS = ["nan", "inf"]
 """Words one of which, ASCII case aside, every `_NONFINITE_HINT` match holds: its `(?i)`
 folds no character outside ASCII to a letter of them (`tests/sources/test_framing_paths.py`)."""
 _REDRAW_JOIN = " \u21b5 "  # between a hidden non-finite redraw and the line's last state
