@@ -7,9 +7,11 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import click
 import pytest
 from hypothesis import settings
 
+from logwatch.cli import COMMANDS, cli
 from logwatch.testing import FakeSlack
 from tests.fakenvml.build import build, compiler
 from tests.support import properties
@@ -54,7 +56,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     was 0.1-0.2 s of CPU, two or three times per driver run, as was each of the interpreter's
     own full collections. The collector's own freeze is tested apart
     (tests/drivers/test_gc_rounds.py unfreezes for its tests). Then automatic collection
-    is on again."""
+    is on again. First every command's module is imported (`logwatch replay` imports only its
+    own, `cli.COMMANDS`): a command a test looked up first would bind, by `from ... import`,
+    what that test had patched, and keep it for the tests after."""
+    ctx = click.Context(cli)
+    for name in COMMANDS:
+        cli.get_command(ctx, name)
     gc.collect()
     gc.freeze()
     gc.enable()

@@ -10,8 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
+from logwatch.cli import COMMANDS, cli
 from tests.support.paths import NAN_LOG
 
 # Modules only other commands (tail, top, gpu, doctor, silence, --notify, --export) need; the
@@ -36,6 +38,17 @@ NOT_FOR_REPLAY = (
     "logwatch.metrics",
     "logwatch.report",
     "logwatch.top",
+    # the other commands' modules (`cli.COMMANDS`: imported when their command is looked up)
+    "logwatch.cli.doctor",
+    "logwatch.cli.follow",
+    "logwatch.cli.gpu",
+    "logwatch.cli.report",
+    "logwatch.cli.rules",
+    "logwatch.cli.silence",
+    "logwatch.cli.tail",
+    "logwatch.cli.test",
+    "logwatch.cli.top",
+    "logwatch.sources.inotify",
 )
 
 _RUN = """
@@ -93,3 +106,13 @@ def test_replay_help_and_json_load_none_of_them_either(tmp_path: Path, args: lis
     assert code == 0
     assert stdout.startswith("Usage: logwatch replay" if args == ["--help"] else "{")
     assert _loaded(modules) == []
+
+
+def test_each_lazy_command_is_found_by_its_own_name() -> None:
+    """`cli.COMMANDS` names each command as its module's click command calls itself, and
+    `--help` lists every one of them."""
+    ctx = click.Context(cli)
+    assert cli.list_commands(ctx) == sorted(COMMANDS)
+    for name in COMMANDS:
+        command = cli.get_command(ctx, name)
+        assert command is not None and command.name == name

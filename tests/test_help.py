@@ -16,7 +16,10 @@ from logwatch.top.view import HELP
 def _commands(group: click.Group = cli, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     """Every command and group under `logwatch`, as its words (`()` is logwatch itself)."""
     found = [prefix]
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # the top group imports its commands when asked
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         if isinstance(command, click.Group):
             found += _commands(command, (*prefix, name))
         else:
@@ -43,8 +46,10 @@ def _parses(example: str) -> None:
     assert words[0] == "logwatch", example
     command: click.Command = cli
     args = words[1:]
-    while isinstance(command, click.Group):
-        command = command.commands[args.pop(0)]
+    while isinstance(command, click.Group):  # the top group imports a command when asked
+        found = command.get_command(click.Context(command), args.pop(0))
+        assert found is not None, example
+        command = found
     command.make_context(command.name or "", args)
 
 

@@ -9,27 +9,47 @@ loaded here before it reads a byte (tests/test_cli_startup.py lists what replay 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 
 import click
 
 from logwatch import __version__
-from logwatch.cli.doctor import doctor_cmd
 from logwatch.cli.errors import LogwatchGroup, UserError, exit_fast, status_line
-from logwatch.cli.gpu import gpu_cmd
-from logwatch.cli.replay import replay_cmd
-from logwatch.cli.report import report_cmd
-from logwatch.cli.rules import rules_group
-from logwatch.cli.silence import silence_group
-from logwatch.cli.tail import tail_cmd
-from logwatch.cli.test import test_cmd
-from logwatch.cli.top import top_cmd
 
-__all__ = ["UserError", "cli", "main", "run", "status_line"]
+__all__ = ["COMMANDS", "UserError", "cli", "main", "run", "status_line"]
+
+COMMANDS = {
+    "replay": ("logwatch.cli.replay", "replay_cmd"),
+    "report": ("logwatch.cli.report", "report_cmd"),
+    "gpu": ("logwatch.cli.gpu", "gpu_cmd"),
+    "tail": ("logwatch.cli.tail", "tail_cmd"),
+    "top": ("logwatch.cli.top", "top_cmd"),
+    "silence": ("logwatch.cli.silence", "silence_group"),
+    "doctor": ("logwatch.cli.doctor", "doctor_cmd"),
+    "rules": ("logwatch.cli.rules", "rules_group"),
+    "test": ("logwatch.cli.test", "test_cmd"),
+}
+"""Each command's name -> its module and the click command in it. A command's module is
+imported when the command is looked up (`logwatch replay` loads no other command's module, nor
+what only those import: each costs every replay start-up time); `--help` looks up them all."""
+
+
+class _LazyGroup(LogwatchGroup):
+    """The top-level group: its commands (`COMMANDS`) imported when looked up."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, name = COMMANDS[cmd_name]
+            self.add_command(getattr(importlib.import_module(module), name), cmd_name)
+        return self.commands.get(cmd_name)
 
 
 @click.group(
-    cls=LogwatchGroup,
+    cls=_LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
     examples=(
         "logwatch replay train.log",
@@ -40,20 +60,6 @@ __all__ = ["UserError", "cli", "main", "run", "status_line"]
 @click.version_option(__version__, prog_name="logwatch")
 def cli() -> None:
     """Watch ML training runs through their logs; alert fast and once when a run goes wrong."""
-
-
-for command in (
-    replay_cmd,
-    report_cmd,
-    gpu_cmd,
-    tail_cmd,
-    top_cmd,
-    silence_group,
-    doctor_cmd,
-    rules_group,
-    test_cmd,
-):
-    cli.add_command(command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -163,22 +163,48 @@ def load_pack(file: Path, overrides: Overrides | None = None) -> list[RuleSpec]:
 
 
 def compile_pack(file: Path, overrides: Overrides | None = None) -> CompiledPack:
-    """Compile every `[[rule]]` of one file, going on past broken ones to find all problems."""
+    """Compile every `[[rule]]` of one file, going on past broken ones to find all problems.
+    A pack without overrides that compiled clean is compiled once per process for its name and
+    bytes (`_compiled`): rules are stateless, and every test module loading the built-in packs
+    again paid ~25 ms a load."""
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        return CompiledPack(
+            file, (), (RulesError(f"{file}: cannot read rule pack: {exc.strerror}"),)
+        )
+    if overrides is not None:
+        return _checked_pack(file, raw, overrides)
+    pack = _COMPILED.get((file, raw))
+    if pack is None:
+        pack = _checked_pack(file, raw, None)
+        if not pack.problems:  # a broken pack's problems are found afresh each time
+            if len(_COMPILED) >= 64:
+                _COMPILED.clear()
+            _COMPILED[file, raw] = pack
+    return pack
+
+
+_COMPILED: dict[tuple[Path, bytes], CompiledPack] = {}
+"""The packs `compile_pack` compiled clean without overrides, by their name and bytes."""
+
+
+def _checked_pack(file: Path, raw: bytes, overrides: Overrides | None) -> CompiledPack:
     with polars_regex_checks_later() as regexes:
         try:
-            pack: CompiledPack | None = _compile_pack(file, overrides)
+            pack: CompiledPack | None = _compile_pack(file, raw, overrides)
         except Exception:  # a builder given a regex polars refuses: said below, where it is
             pack = None
     if pack is not None and not pack.problems and polars_accepts(regexes):
         return pack
     # A problem, or a regex polars refuses: compiled again checking each regex where it is,
     # so the problems are those, in the order, that checking each one at once finds.
-    return _compile_pack(file, overrides)
+    return _compile_pack(file, raw, overrides)
 
 
-def _compile_pack(file: Path, overrides: Overrides | None) -> CompiledPack:
+def _compile_pack(file: Path, raw: bytes, overrides: Overrides | None) -> CompiledPack:
     try:
-        text, tables, problems = _read_tables(file)
+        text, tables, problems = _read_tables(file, raw)
     except RulesError as exc:
         return CompiledPack(file, (), (exc,))
     starts = _rule_starts(text)
@@ -198,13 +224,9 @@ def _compile_pack(file: Path, overrides: Overrides | None) -> CompiledPack:
     return CompiledPack(file, tuple(specs), tuple(problems))
 
 
-def _read_tables(file: Path) -> tuple[str, list[Any], list[LogwatchError]]:
-    """The text and `[[rule]]` tables of a pack, with a problem for unknown top-level keys;
-    RulesError when there are no tables to read."""
-    try:
-        raw = file.read_bytes()
-    except OSError as exc:
-        raise RulesError(f"{file}: cannot read rule pack: {exc.strerror}") from None
+def _read_tables(file: Path, raw: bytes) -> tuple[str, list[Any], list[LogwatchError]]:
+    """The text and `[[rule]]` tables of a pack (its bytes `raw`), with a problem for unknown
+    top-level keys; RulesError when there are no tables to read."""
     text = raw.decode("utf-8", "replace")
     try:
         data = tomllib.loads(text)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -78,6 +80,13 @@ def test_registry_assembles_every_rule_type() -> None:
         CRASH_RULE_TYPES,
     )
     assert set(RULE_TYPES) == {name for types in modules for name in types}
+    assert len(RULE_TYPES) == sum(len(types) for types in modules)
+    for types in modules:  # each name's type is its own module's (imported when looked up)
+        for name, rule_type in types.items():
+            assert name in RULE_TYPES and RULE_TYPES[name] is rule_type
+    assert "no-such-type" not in RULE_TYPES
+    with pytest.raises(KeyError):
+        RULE_TYPES["no-such-type"]
     assert sorted(RULE_TYPES) == [
         "classify",
         "crash",
@@ -92,6 +101,25 @@ def test_registry_assembles_every_rule_type() -> None:
         "streak",
     ]
     assert sorted(duration_params()) == ["hold", "quiet_after", "stall_after"]
+
+
+def test_a_pack_loads_only_the_modules_of_the_rule_types_it_names(tmp_path: Path) -> None:
+    """Loading a pack of one `nonfinite` rule imports none of the other rule types' modules
+    (each costs every command's start-up time), and those types still load after."""
+    pack = tmp_path / "nl.toml"
+    pack.write_text(
+        '[[rule]]\nid = "nan-loss"\ntype = "nonfinite"\nseverity = "critical"\n'
+        'column = "loss"\nsummary = "loss is {value}"\n'
+    )
+    others = ["logwatch.rules.anomaly", "logwatch.rules.classify", "logwatch.rules.crash"]
+    others.append("logwatch.rules.scale")
+    code = (
+        "import sys; from pathlib import Path; from logwatch.rules.loader import load_rules; "
+        f"specs = load_rules([Path({str(pack)!r})]); "
+        f"print([m for m in {others!r} if m in sys.modules], [s.type for s in specs])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[0] == "[] ['nonfinite']"
 
 
 def write_pack(tmp_path: Path, body: str) -> Path:
@@ -173,7 +201,9 @@ def test_polars_checks_a_packs_regexes_together_and_blames_the_one_it_refuses(
 
     path = _pack(tmp_path, "a=loss", "b=a(?=b)", "c=(unclosed", "d=fine")
     problems = [str(p) for p in compile_pack(path).problems]
-    assert problems == [str(p) for p in _compile_pack(path, None).problems]  # one by one
+    assert problems == [
+        str(p) for p in _compile_pack(path, path.read_bytes(), None).problems
+    ]  # one by one
     assert [p.split(": ")[1] for p in problems] == ["rule 'b'", "rule 'c'"]
     assert "look-around" in problems[0] and "missing )" in problems[1]
     with pytest.raises(RulesError) as raised:
@@ -200,3 +230,21 @@ def test_a_valid_packs_regexes_reach_polars_in_one_query(
     assert [spec.id for spec in specs] == ["a", "b", "c"]
     assert asked == [["loss", "grad (?P<g>\\d+)", "x|y"]]
     assert not polars_accepts(["ok", "a(?=b)"]) and polars_accepts([])
+
+
+def test_a_pack_is_compiled_once_for_its_name_and_bytes(tmp_path: Path) -> None:
+    """Loading a pack again gives the rules compiled the first time; a pack rewritten in place
+    is compiled again, and a broken pack's problem is raised at every load."""
+    pack = tmp_path / "p.toml"
+    pack.write_text(
+        '[[rule]]\nid = "a"\ntype = "match"\nseverity = "warning"\nsummary = "s"\npattern = "x"\n'
+    )
+    first, again = load_rules([pack]), load_rules([pack])
+    assert first == again and first[0].rule is again[0].rule
+    pack.write_text(pack.read_text().replace('pattern = "x"', 'pattern = "y"'))
+    rewritten = load_rules([pack])
+    assert rewritten[0].rule is not first[0].rule and rewritten[0].params["pattern"] == "y"
+    pack.write_text(pack.read_text().replace('pattern = "y"', 'pattern = "(y"'))
+    for _ in range(2):
+        with pytest.raises(RulesError, match=r"p\.toml:\d+: .*pattern"):
+            load_rules([pack])

@@ -12,10 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logwatch.sources.framing import (
+    _HINT_WORDS,
+    _NONFINITE_HINT,
     DEFAULT_MAX_LINE_BYTES,
     SMALL_BLOCK_BYTES,
     TRUNCATION_MARKER,
     LineFramer,
+    _hinted,
     _split_at_newlines,
     count_newlines,
     lines_to_series,
@@ -293,6 +296,8 @@ REDRAW_PIECES = [
     b"{'loss': nan, 'learning_rate': 1e-05, 'epoch': 0.1}",
     b"{'loss': 1.74, 'learning_rate': 1e-05, 'epoch': 0.1}",
     b"loss=inf",
+    b"'grad_norm': NaN",
+    b"Loss: INF,",
     b"norm",
     b": nan",
     b"loss",
@@ -315,3 +320,19 @@ def test_redrawn_lines_frame_as_the_reference(lines: list[bytes], large: bool) -
     padding = PLAIN * ROWS if large else b""
     data = padding + b"".join(line + b"\n" for line in lines) + padding
     assert lines_to_series(data).to_list() == reference_lines_to_series(data).to_list()
+
+
+def test_the_hint_words_are_in_every_line_the_hint_matches() -> None:
+    """The hint's regex reads only the lines holding `nan` or `inf` (ASCII case aside): its
+    `(?i)` folds no character outside ASCII to one of their letters, so that pass drops no
+    line the regex matches, and `_hinted` picks the rows the regex alone picks."""
+    others = pl.Series([chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000])
+    letters = "".join(sorted(set("".join(_HINT_WORDS))))
+    assert not others.str.contains(f"(?i)^[{letters}]$").any()
+    said = ["loss: NaN", "grad_norm=INF", "Loss=Inf", "norm: -nan", "loss nan", "LOSS: nAn"]
+    lines = pl.Series([f"  0%|   | 1/20\r{line}\r{{'loss': 1.5}}" for line in said])
+    lines = pl.concat([lines, pl.Series(["loss: 1.5\rnorm 2", "nan\rinf\rx", "Loss ∞\r1"])])
+    lines = lines.alias("text")
+    assert lines.head(len(said)).str.contains(_NONFINITE_HINT).all()
+    regex_only = lines.str.contains(_NONFINITE_HINT).arg_true()
+    assert _hinted(lines).to_list() == regex_only.head(len(said)).to_list() == list(range(6))
