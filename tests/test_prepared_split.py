@@ -1,5 +1,5 @@
 """`Prepared.split`: the runs of a batch cut from what `prepare` computed for the whole batch
-in one go are what `sliced` gives for each run, and a replay through it alerts as one without
+in one go are what cutting each run by itself gives, and a replay through it alerts as one without
 anything prepared."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def _same_rows(one: LogGpuRows | None, other: LogGpuRows | None) -> None:
 
 @SETTINGS
 @given(KINDS, KINDS)
-def test_split_gives_what_sliced_gives_for_each_run(head: list[str], tail: list[str]) -> None:
+def test_split_gives_what_each_run_cut_alone_gives(head: list[str], tail: list[str]) -> None:
     engine = Engine(api.load_rules([], builtin=True), stats=False)
     kinds = [*head, "run", *tail, "run", "step", "snapshot"]
     lines = [_line(kind, n) for n, kind in enumerate(kinds)]
@@ -82,7 +82,8 @@ def test_split_gives_what_sliced_gives_for_each_run(head: list[str], tail: list[
     assert len(segments) >= 2
     pieces = [(segment, begin) for segment, _, begin in segments]
     for split, (segment, begin) in zip(prepared.split(pieces), pieces, strict=True):
-        _same(split, prepared.sliced(segment, begin))
+        (alone,) = prepared.split([(segment, begin)])  # the piece cut by itself
+        _same(split, alone)
     # and the events of a batch processed with it are those of one processed without
     plain = Engine(api.load_rules([], builtin=True), stats=False)
     with_ready = engine.process(parsed.frame, engine.columns, prepared)

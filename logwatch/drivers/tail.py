@@ -42,9 +42,8 @@ CHECKPOINT_SHARE = 0.01
 """Checkpoints are spaced so that writing them takes at most this share of the time: one that
 took 30 ms (200 busy files exported, redacted and serialized) is followed by the next 3 s
 later, not 1 s (`TailOptions.checkpoint_interval_s` is the floor, `CHECKPOINT_MAX_S` the
-ceiling). Alerts are
-journaled as they are sent whatever the spacing, so a crash repeats none; it only re-reads the
-lines since the last checkpoint."""
+ceiling). Alerts are journaled as they are sent whatever the spacing, so a crash repeats none;
+it only re-reads the lines since the last checkpoint."""
 
 CHECKPOINT_MAX_S = 10.0
 """The longest time between checkpoints while something changed, however costly they are."""

@@ -232,17 +232,13 @@ class Prepared:
     run_steps: Mapping[int, int | None] | None = None
     shapes: pl.Series | None = None  # each line's shape, where its parse found them
 
-    def sliced(self, frame: pl.DataFrame, begin: int) -> Prepared:
-        """What `prepare` would give for `frame`, the rows `begin` on of this one's frame (a run
-        of a batch cut at run starts, `_run_bounds`): the gate hits, `ahead`, the run's last
-        step and GPU rows cut to it. GPU rows whose reading left pairs out or failed are read
-        again on the piece, so that what is said of them is said of the piece it is in."""
-        return self.split([(frame, begin)])[0]
-
     def split(self, pieces: Sequence[tuple[pl.DataFrame, int]]) -> list[Prepared]:
-        """`sliced` of each piece (its frame and its first row in this one's; ascending, not
-        overlapping), the GPU rows of all cut at once (`LogGpuRows.pieces`: a few queries for
-        all the pieces of a batch, not for each)."""
+        """What `prepare` would give for each piece (its frame and its first row in this one's:
+        the runs of a batch cut at run starts, `_run_bounds`; ascending, not overlapping): the
+        gate hits, `ahead`, the run's last step and GPU rows cut to it, the GPU rows of all cut
+        at once (`LogGpuRows.pieces`: a few queries for all the pieces of a batch, not for
+        each). GPU rows whose reading left pairs out or failed are read again on the piece, so
+        that what is said of them is said of the piece it is in."""
         bounds = [(begin, begin + frame.height) for frame, begin in pieces]
         gpu_rows: list[LogGpuRows | None] = [None] * len(pieces)
         if self.gpu_rows is not None and not self.gpu_rows.dropped:

@@ -69,10 +69,11 @@ def shape_of(text: pl.Series) -> pl.Series | None:
             continue
         if which is None:
             which = pl.repeat(None, text.len(), dtype=pl.Int8, eager=True)
-        mine = hit.arg_true().filter(fits)  # rows in `rest`
+        tried = hit.arg_true()  # rows in `rest`
+        mine = tried.filter(fits)
         taken = mine if at is None else at.gather(mine)
         which = which.scatter(taken, pl.repeat(number, taken.len(), dtype=pl.Int8, eager=True))
-        left = hit.scatter(hit.arg_true(), fits).not_()  # of `rest`: not taken here
+        left = hit.scatter(tried, fits).not_()  # of `rest`: not taken here
         rest = rest.filter(left)
         rows = pl.int_range(0, text.len(), dtype=pl.UInt32, eager=True) if at is None else at
         at = rows.filter(left)

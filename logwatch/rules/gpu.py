@@ -217,12 +217,9 @@ class LogGpuRows:
         # the rules of `_scored` whose rows are row by row: their GPUs, if cut from a group's
         self._row_scored: dict[int, list[str] | None] = {}
 
-    def sliced(self, begin: int, end: int) -> LogGpuRows:
-        """The rows of the log rows [begin, end), counted from `begin`: `pieces` of one."""
-        return self.pieces([(begin, end)], keys=False)[0]
-
     def pieces(self, bounds: Sequence[tuple[int, int]], *, keys: bool = True) -> list[LogGpuRows]:
-        """`sliced` of each piece [begin, end) (ascending, not overlapping), with the GPU frames
+        """The log rows of each piece [begin, end) (ascending, not overlapping), counted from
+        its begin, with the GPU frames
         built so far and the scores of the rules of scope "gpu" cut to it as well (rows read,
         framed and scored once for a group of files, `Engine.prepare_many`): all row by row;
         `keys`: with each piece's GPUs of each cut score (`keys_of`), found in one query."""
